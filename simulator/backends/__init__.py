@@ -1,0 +1,90 @@
+"""Where a run's server executes: ``memory``, ``fakeredis`` or ``redis://...``.
+
+``memory`` runs stores whose state is in-process objects (no Redis at all);
+``fakeredis`` is the embedded default for Redis stores, a fresh server per
+run; ``redis://HOST:PORT/DB`` is a real server. The lab refuses a server that
+is not on loopback unless explicitly allowed, and on a server it did not start
+touches only keys under its own per-run prefix.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from simulator.backends.redis_backend import BackendError, Outcome, RedisBackend
+
+__all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
+
+BACKEND_HINT = "'memory', 'fakeredis' or 'redis://HOST:PORT/DB'"
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSpec:
+    kind: str  # "memory" | "fakeredis" | "redis"
+    url: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> BackendSpec:
+        text = text.strip()
+        if text in ("memory", "fakeredis"):
+            return cls(text)
+        if text.startswith(("redis://", "rediss://", "unix://")):
+            return cls("redis", text)
+        raise ValueError(f"expected a backend: {BACKEND_HINT}, got {text!r}")
+
+    @property
+    def family(self) -> str:
+        """``memory`` or ``redis`` (fakeredis and a real server run the same stores)."""
+        return "memory" if self.kind == "memory" else "redis"
+
+    def __str__(self) -> str:
+        return self.url or self.kind
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return all(
+            ipaddress.ip_address(info[4][0]).is_loopback
+            for info in socket.getaddrinfo(host, None)
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBackend:
+    """A fresh fakeredis, or a connection to a real server under a new prefix."""
+    if spec.kind == "fakeredis":
+        import fakeredis
+
+        client = fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
+        return RedisBackend(client, "fakeredis", namespace="lab:", owns_server=True)
+    assert spec.url is not None
+    parsed = urlparse(spec.url)
+    if parsed.scheme != "unix" and not allow_remote and not is_loopback(parsed.hostname or ""):
+        raise ValueError(
+            f"refusing to run against {spec.url}: it is not a loopback address. The lab "
+            "writes keys there (under its own prefix, removed afterwards); pass "
+            "--allow-remote-redis if that server is yours to use."
+        )
+    client = redis.Redis.from_url(
+        spec.url,
+        decode_responses=True,
+        retry=Retry(NoBackoff(), 0),
+        socket_timeout=30,
+    )
+    try:
+        client.ping()
+    except (redis.exceptions.ConnectionError, OSError) as error:
+        raise BackendError(f"cannot reach {spec.url}: {error}") from error
+    # Random, not seeded: it only keeps concurrent runs on one server apart and
+    # never reaches a result (key names are not traced).
+    namespace = f"lab:{secrets.token_hex(6)}:"
+    return RedisBackend(client, spec.url, namespace=namespace, owns_server=False)

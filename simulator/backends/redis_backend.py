@@ -1,0 +1,136 @@
+"""Executing store commands on fakeredis or on a real ``redis-server``.
+
+Rules kept here:
+
+* Every command, scripted or plain, runs as one wrapped script (see
+  ``virtual_expiry``): atomic on the server, and with key TTLs kept in
+  virtual time. Expired keys are deleted before the command that would first
+  see them.
+* The lab's client runs with retries off: the only duplicate executions are
+  the ones the network model injects.
+* The lab works under its own key prefix (``namespace``) and, on a server it
+  did not start, deletes only keys under that prefix; it never flushes one.
+* A failure of the lab's own connection is not a modelled fault: it stops the
+  run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from simulator.backends.virtual_expiry import (
+    GENERIC_COMMAND,
+    STATUS_ERROR,
+    STATUS_VALUE,
+    VirtualExpiry,
+    wrap,
+)
+
+
+class BackendError(RuntimeError):
+    """The lab lost its own backend (not a modelled fault)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the server answered: a value, or an error reply's message."""
+
+    value: Any = None
+    error: str | None = None
+
+    @classmethod
+    def ok(cls, value: Any) -> Outcome:
+        return cls(value=value)
+
+    @classmethod
+    def failed(cls, message: str) -> Outcome:
+        return cls(error=message)
+
+
+def sha1(source: str) -> str:
+    return hashlib.sha1(source.encode()).hexdigest()
+
+
+class RedisBackend:
+    """A Redis (fake or real) with virtual-time key expiry."""
+
+    def __init__(self, client: redis.Redis, name: str, namespace: str,
+                 owns_server: bool) -> None:
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.owns_server = owns_server
+        self.expiry = VirtualExpiry()
+        self.executed = 0
+        self._scripts: dict[str, Any] = {}
+
+    # -- execution --------------------------------------------------------
+
+    def expire_due(self, now_us: int) -> list[str]:
+        """Delete every key whose virtual deadline has been reached."""
+        due = self.expiry.due(now_us)
+        if due:
+            self._guarded(self.client.delete, *due)
+        return due
+
+    def run_script(self, body: str, keys: tuple[str, ...], args: tuple[str, ...],
+                   now_us: int) -> Outcome:
+        """Run ``body`` atomically at virtual time ``now_us``."""
+        script = self._scripts.get(body)
+        if script is None:
+            script = self._scripts[body] = self.client.register_script(wrap(body))
+        try:
+            packed = self._guarded(script, keys=list(keys), args=list(args))
+        except ResponseError as error:
+            # The shim catches script errors itself; this is one it could not.
+            return Outcome.failed(str(error))
+        self.executed += 1
+        status, ttl_pairs, key_states = packed[0], packed[1], packed[2]
+        self.expiry.apply(now_us, ttl_pairs, key_states)
+        if status == STATUS_ERROR:
+            return Outcome.failed(packed[3])
+        return Outcome.ok(packed[3] if status == STATUS_VALUE else None)
+
+    def run_command(self, args: tuple[str, ...], keys: tuple[str, ...],
+                    now_us: int) -> Outcome:
+        """Run one plain command (``GET k``...) through the same shim."""
+        return self.run_script(GENERIC_COMMAND, keys, args, now_us)
+
+    def _guarded(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as error:
+            raise BackendError(f"the lab lost its {self.name} backend: {error}") from error
+
+    # -- reading without disturbing the run --------------------------------
+
+    def read(self, *command: str) -> Any:
+        """A read by the lab itself (the oracle): not a modelled message, and
+        not counted as store work. Call ``expire_due`` first."""
+        return self._guarded(self.client.execute_command, *command)
+
+    def keys(self, pattern: str) -> list[str]:
+        return sorted(self._guarded(lambda: list(self.client.scan_iter(match=pattern,
+                                                                         count=1000))))
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Remove what the run wrote (only under its own prefix), then disconnect."""
+        if not self.owns_server:
+            batch: list[str] = []
+            for key in self.client.scan_iter(match=f"{self.namespace}*", count=1000):
+                batch.append(key)
+                if len(batch) >= 1000:
+                    self.client.delete(*batch)
+                    batch.clear()
+            if batch:
+                self.client.delete(*batch)
+        self.client.close()

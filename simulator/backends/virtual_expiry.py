@@ -1,0 +1,212 @@
+"""Key TTLs in virtual time, on any Redis, fake or real.
+
+Neither backend's clock can follow the simulation: fakeredis reads the wall
+clock and a real server cannot be time-shifted at all. So the lab owns every
+deadline:
+
+* Each script a store runs is wrapped in a small Lua shim (``wrap``). The
+  store's script body runs unchanged, but TTL commands inside it
+  (``PEXPIRE``/``EXPIRE``, ``SET ... EX|PX``) are rewritten to give the key a
+  far-away *sentinel* TTL, and the TTL the script asked for is returned to the
+  lab beside the script's own reply.
+* After the body, the shim reports for every key it touched whether the key
+  is gone, has no TTL (a ``SET`` or a re-creation cleared it), or still carries
+  the sentinel. The lab keeps the deadlines (``VirtualExpiry``) and deletes a
+  key once virtual time reaches its deadline, before the next command runs.
+
+TTL reads inside a script (``TTL``, ``PTTL``, ``EXPIRETIME``...), absolute
+expiries (``PEXPIREAT``...) and ``TIME`` would see the sentinel or the wall
+clock; the shim refuses them with an error rather than let them lie. Scripts
+must declare the keys they touch in ``KEYS`` (as Redis Cluster requires): an
+undeclared key's TTL is only tracked when set through an intercepted command.
+The shim creates no Lua globals (one global poisons a fakeredis server).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+SENTINEL_TTL_MS = 3_000_000_000_000
+"""About 95 years: long enough that no backend ever expires a key itself."""
+
+# Reply shape of a wrapped script: {status, ttl_pairs, key_states, reply}.
+# The reply goes last because a nil inside a Lua array truncates it.
+STATUS_NIL, STATUS_VALUE, STATUS_ERROR = 0, 1, 2
+KEY_GONE, KEY_PERSISTENT, KEY_SENTINEL = -2, -1, 1
+
+_SHIM_HEAD = r"""
+local lab_server = redis
+local lab_ttls = {}
+local lab_touched = {}
+local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
+  PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
+
+local function lab_note(key, ttl_ms)
+  lab_ttls[#lab_ttls + 1] = key
+  lab_ttls[#lab_ttls + 1] = ttl_ms
+  lab_touched[#lab_touched + 1] = key
+end
+
+local function lab_expire(key, ttl_ms)
+  if lab_server.call('EXISTS', key) == 0 then
+    return 0
+  end
+  if ttl_ms <= 0 then
+    lab_server.call('DEL', key)
+    lab_note(key, -1)
+    return 1
+  end
+  lab_server.call('PEXPIRE', key, SENTINEL)
+  lab_note(key, ttl_ms)
+  return 1
+end
+
+local function lab_set(args)
+  local plain = {'SET', args[2], args[3]}
+  local ttl_ms = nil
+  local index = 4
+  while index <= #args do
+    local option = string.upper(args[index])
+    if option == 'EX' or option == 'PX' then
+      ttl_ms = tonumber(args[index + 1])
+      if option == 'EX' then ttl_ms = ttl_ms * 1000 end
+      index = index + 2
+    elseif option == 'NX' or option == 'XX' or option == 'KEEPTTL' then
+      plain[#plain + 1] = option
+      index = index + 1
+    else
+      return lab_server.error_reply('ERR the lab does not model SET option ' .. option)
+    end
+  end
+  local reply = lab_server.call(unpack(plain))
+  if ttl_ms ~= nil and reply then
+    lab_server.call('PEXPIRE', args[2], SENTINEL)
+    lab_note(args[2], ttl_ms)
+  end
+  return reply
+end
+
+local function lab_call(...)
+  local args = {...}
+  local verb = string.upper(args[1])
+  if verb == 'PEXPIRE' or verb == 'EXPIRE' then
+    if args[4] ~= nil then
+      return lab_server.error_reply('ERR the lab does not model ' .. verb .. ' options')
+    end
+    local ttl_ms = tonumber(args[3])
+    if verb == 'EXPIRE' then ttl_ms = ttl_ms * 1000 end
+    return lab_expire(args[2], ttl_ms)
+  elseif verb == 'SET' then
+    return lab_set(args)
+  elseif verb == 'SETEX' or verb == 'PSETEX' then
+    local ttl_ms = tonumber(args[3])
+    if verb == 'SETEX' then ttl_ms = ttl_ms * 1000 end
+    return lab_set({'SET', args[2], args[4], 'PX', ttl_ms})
+  elseif lab_refused[verb] == 1 then
+    return lab_server.error_reply('ERR ' .. verb .. ' inside a script cannot follow virtual time')
+  end
+  return lab_server.call(...)
+end
+
+local function lab_checked(...)
+  local reply = lab_call(...)
+  if type(reply) == 'table' and reply.err then
+    error(reply)
+  end
+  return reply
+end
+
+local function lab_pcall(...)
+  local ok, reply = pcall(lab_call, ...)
+  if ok then return reply end
+  if type(reply) == 'table' then return reply end
+  return lab_server.error_reply(tostring(reply))
+end
+
+local redis = setmetatable({call = lab_checked, pcall = lab_pcall}, {__index = lab_server})
+local lab_ok, lab_reply = pcall(function()
+"""
+
+_SHIM_TAIL = r"""
+end)
+
+local lab_states = {}
+for index = 1, #KEYS do
+  lab_touched[#lab_touched + 1] = KEYS[index]
+end
+for index = 1, #lab_touched do
+  local ttl = lab_server.call('PTTL', lab_touched[index])
+  if ttl > 0 then ttl = 1 end
+  lab_states[#lab_states + 1] = lab_touched[index]
+  lab_states[#lab_states + 1] = ttl
+end
+if not lab_ok then
+  local message = lab_reply
+  if type(lab_reply) == 'table' and lab_reply.err then message = lab_reply.err end
+  return {2, lab_ttls, lab_states, tostring(message)}
+end
+if type(lab_reply) == 'table' and lab_reply.err then
+  return {2, lab_ttls, lab_states, lab_reply.err}
+end
+if lab_reply == nil or lab_reply == false then
+  return {0, lab_ttls, lab_states}
+end
+return {1, lab_ttls, lab_states, lab_reply}
+"""
+
+
+def wrap(body: str) -> str:
+    """The store's script ``body``, run inside the virtual-expiry shim."""
+    head = _SHIM_HEAD.replace("SENTINEL", str(SENTINEL_TTL_MS))
+    return f"{head}\n{body}\n{_SHIM_TAIL}"
+
+
+GENERIC_COMMAND = "return redis.call(unpack(ARGV))"
+"""The body a plain (non-script) command runs in, so every command, scripted
+or not, passes through the same shim and the same bookkeeping."""
+
+
+class VirtualExpiry:
+    """The deadlines of keys, in virtual microseconds."""
+
+    def __init__(self) -> None:
+        self._deadline_us: dict[str, int] = {}
+        self._heap: list[tuple[int, str]] = []
+
+    def __len__(self) -> int:
+        return len(self._deadline_us)
+
+    def deadline_us(self, key: str) -> int | None:
+        return self._deadline_us.get(key)
+
+    def arm(self, key: str, deadline_us: int) -> None:
+        self._deadline_us[key] = deadline_us
+        heapq.heappush(self._heap, (deadline_us, key))
+
+    def forget(self, key: str) -> None:
+        self._deadline_us.pop(key, None)
+
+    def due(self, now_us: int) -> list[str]:
+        """Keys whose deadline has been reached, removed from the table."""
+        heap = self._heap
+        expired: list[str] = []
+        while heap and heap[0][0] <= now_us:
+            deadline_us, key = heapq.heappop(heap)
+            # Entries superseded by a later arm/forget are skipped here.
+            if self._deadline_us.get(key) == deadline_us:
+                del self._deadline_us[key]
+                expired.append(key)
+        return expired
+
+    def apply(self, now_us: int, ttl_pairs: list, key_states: list) -> None:
+        """Record what one wrapped script reported: the TTLs it set, then the
+        state each touched key was left in."""
+        for index in range(0, len(ttl_pairs), 2):
+            key, ttl_ms = ttl_pairs[index], int(ttl_pairs[index + 1])
+            if ttl_ms > 0:
+                self.arm(key, now_us + ttl_ms * 1_000)
+            else:
+                self.forget(key)
+        for index in range(0, len(key_states), 2):
+            if int(key_states[index + 1]) != KEY_SENTINEL:
+                self.forget(key_states[index])

@@ -1,0 +1,88 @@
+"""Gateway replicas: one store instance each, their own clock, link and streams.
+
+A replica incarnation is a kernel ``Owner``: crashing it drops every process
+it runs. Its streams are named by replica index and incarnation, so a
+restarted replica gets a new identity (fresh ids, fresh jitter) while every
+other replica's randomness stays put.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.gateways import GATEWAYS
+from simulator.kernel import Kernel, Owner
+from simulator.network import Link
+from simulator.oracle import BudgetOracle
+from simulator.redis_port import SimRedis
+from simulator.runtime import ReplicaClock, SimRuntime
+from simulator.streams import Streams
+from simulator.trace import Trace
+from simulator.traps import Sleep
+from simulator.workload import Request, RequestSource
+from stores.registry import StoreKind
+
+
+@dataclass
+class Replica:
+    """One incarnation of one gateway replica."""
+
+    index: int
+    incarnation: int
+    owner: Owner
+    kernel: Kernel
+    trace: Trace
+    oracle: BudgetOracle
+    kind: StoreKind
+    runtime: SimRuntime
+    port: SimRedis | None
+    store: Any = None
+
+    def record(self, kind: str, request: Request, amount: int = 0, outcome: str = "") -> None:
+        self.trace.record(self.kernel.now, self.index, self.incarnation, request.number, kind,
+                          request.namespace, request.subject, amount, outcome)
+
+    async def main(self, settings: Any, source: RequestSource, until_us: int,
+                   boot_retry_us: int) -> None:
+        """Boot the store, then take this replica's share of the traffic.
+
+        A store that refuses to boot (its server did not answer, or its
+        keyspace is in a state it must not serve) makes the gateway exit; its
+        orchestrator starts it again after ``boot_retry_us``, like a crash loop.
+        """
+        while True:
+            try:
+                self.store = await self.kind.build(self.port, self.runtime, settings)
+                break
+            except Exception as refusal:  # noqa: BLE001 - any boot failure is a crash loop
+                self.trace.record(self.kernel.now, self.index, self.incarnation, -1,
+                                  "replica_boot_failed", outcome=type(refusal).__name__,
+                                  detail=str(refusal)[:200])
+                await Sleep(boot_retry_us)
+        self.trace.record(self.kernel.now, self.index, self.incarnation, -1, "replica_started")
+        serve = GATEWAYS[self.kind.protocol].serve
+        while True:
+            await Sleep(source.next_gap_us())
+            if self.kernel.now >= until_us:
+                return
+            request = source.next_request()
+            self.kernel.spawn(serve(self, self.store, request), self.owner,
+                              "request", tag=request.number)
+
+
+def start_replica(index: int, incarnation: int, *, kernel: Kernel, streams: Streams,
+                  trace: Trace, oracle: BudgetOracle, kind: StoreKind, server: Any,
+                  link_settings: Any, clock: ReplicaClock,
+                  script_names: dict[str, str]) -> Replica:
+    """Create an incarnation of replica ``index`` (its boot is up to the caller)."""
+    owner = kernel.new_owner(f"replica-{index}.{incarnation}")
+    runtime = SimRuntime(kernel, owner, clock,
+                         ids=streams.get("replica", index, incarnation, "ids"),
+                         jitter=streams.get("replica", index, incarnation, "jitter"))
+    port = None
+    if server is not None:
+        link = Link(kernel, server, trace, owner, index, incarnation,
+                    streams.get("link", index, incarnation), link_settings)
+        port = SimRedis(link, script_names)
+    return Replica(index, incarnation, owner, kernel, trace, oracle, kind, runtime, port)

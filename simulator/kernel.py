@@ -1,0 +1,249 @@
+"""The discrete-event kernel: virtual time, a heap of events, coroutine processes.
+
+Rules kept here:
+
+* Time is integer **microseconds** of virtual time (``now``), everywhere.
+* Events are ``(time, sequence, callback, args)`` in a heap; the sequence
+  number breaks ties, so the same inputs always give the same order.
+* A process is a coroutine stepped only by the kernel. It suspends by
+  awaiting a trap from ``simulator.traps``; anything else it yields stops the
+  run with a message naming the likely cause.
+* Every process has an ``Owner`` (a replica incarnation, or the lab). A crash
+  marks the owner dead: its coroutines are never resumed again, and no
+  ``finally``/``except`` of theirs runs while the run lasts, exactly as when a
+  process dies. They are closed only after the run is over, when nothing they
+  do can reach the results; any I/O they attempt then is swallowed and counted.
+* An exception that escapes a process nobody joins stops the run, naming the
+  seed, the virtual time and the process. Nothing is swallowed.
+* Wake-ups carry the process's ``token``; stepping a process advances it, so a
+  second wake-up for the same wait (a reply after a timeout) is ignored.
+"""
+
+from __future__ import annotations
+
+import heapq
+from asyncio import CancelledError
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from simulator.traps import Join, Send, Sleep
+
+
+class SimulationError(RuntimeError):
+    """The run cannot go on; the message names the seed and the virtual time."""
+
+
+class Owner:
+    """Whoever processes belong to: one incarnation of a replica, or the lab."""
+
+    __slots__ = ("name", "alive", "processes")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.alive = True
+        self.processes: set[Process] = set()
+
+    def __repr__(self) -> str:
+        return f"Owner({self.name!r}, alive={self.alive})"
+
+
+class Process:
+    """A coroutine scheduled by the kernel."""
+
+    __slots__ = ("coro", "owner", "name", "tag", "token", "finished", "result", "error",
+                 "joiners")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], owner: Owner, name: str,
+                 tag: int = -1) -> None:
+        self.coro = coro
+        # What the process works for (a request number), so that messages it
+        # sends can be traced back to their request. Inherited by children.
+        self.tag = tag
+        self.owner = owner
+        self.name = name
+        self.token = 0
+        self.finished = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.joiners: list[tuple[Process, int]] = []
+
+    def __repr__(self) -> str:
+        return f"Process({self.name!r} of {self.owner.name!r})"
+
+
+def describe_time(now_us: int) -> str:
+    return f"t={now_us / 1e6:.6f}s"
+
+
+class Kernel:
+    """Runs events in virtual-time order."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.now = 0
+        self.events_run = 0
+        self.swallowed_io = 0
+        self._heap: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._sequence = 0
+        self.current: Process | None = None
+        self._graveyard: list[Process] = []
+        self._owners: list[Owner] = []
+        self._handlers: dict[type, Callable[[Process, Any], None]] = {
+            Sleep: self._on_sleep,
+            Send: self._on_send,
+            Join: self._on_join,
+        }
+
+    # -- scheduling -------------------------------------------------------
+
+    def at(self, time_us: int, callback: Callable[..., None], *args: Any) -> None:
+        """Run ``callback(*args)`` at virtual time ``time_us`` (not before now)."""
+        if time_us < self.now:
+            raise SimulationError(
+                f"an event was scheduled in the past ({time_us} < {self.now}); "
+                f"seed {self.seed}, {describe_time(self.now)}"
+            )
+        self._sequence += 1
+        heapq.heappush(self._heap, (time_us, self._sequence, callback, args))
+
+    def after(self, delay_us: int, callback: Callable[..., None], *args: Any) -> None:
+        self.at(self.now + delay_us, callback, *args)
+
+    def run(self, until_us: int) -> None:
+        """Run every event due up to and including ``until_us``."""
+        heap = self._heap
+        pop = heapq.heappop
+        while heap and heap[0][0] <= until_us:
+            time_us, _, callback, args = pop(heap)
+            self.now = time_us
+            self.events_run += 1
+            callback(*args)
+        self.now = max(self.now, until_us)
+
+    # -- processes --------------------------------------------------------
+
+    def new_owner(self, name: str) -> Owner:
+        owner = Owner(name)
+        self._owners.append(owner)
+        return owner
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], owner: Owner, name: str,
+              tag: int | None = None) -> Process:
+        """Start ``coro`` now (after the events already due now). Without a
+        ``tag`` the new process works for whatever the spawning process does."""
+        if tag is None:
+            tag = self.current.tag if self.current is not None else -1
+        if not owner.alive:
+            # A dead replica's cleanup code trying to start work: swallowed.
+            self.swallowed_io += 1
+            coro.close()
+            return Process(coro, owner, name, tag)
+        process = Process(coro, owner, name, tag)
+        owner.processes.add(process)
+        self.at(self.now, self.resume, process, process.token, None, None)
+        return process
+
+    def wake(self, process: Process, delay_us: int, value: Any = None,
+             error: BaseException | None = None) -> None:
+        """Resume ``process`` from its current wait after ``delay_us``."""
+        self.at(self.now + delay_us, self.resume, process, process.token, value, error)
+
+    def cancel(self, process: Process) -> None:
+        """Throw ``CancelledError`` into ``process`` at its current await."""
+        if not process.finished:
+            self.at(self.now, self.resume, process, process.token, None, CancelledError())
+
+    def crash(self, owner: Owner) -> int:
+        """Kill ``owner``: its processes stop where they are, with no cleanup.
+        Returns how many processes were dropped."""
+        owner.alive = False
+        dropped = len(owner.processes)
+        self._graveyard.extend(owner.processes)
+        owner.processes.clear()
+        return dropped
+
+    def close(self) -> None:
+        """After the run: close every coroutine still suspended. Their cleanup
+        code may run now, but any I/O it attempts is swallowed and counted."""
+        leftovers = list(self._graveyard)
+        for owner in self._owners:
+            owner.alive = False
+            leftovers.extend(owner.processes)
+            owner.processes.clear()
+        self._graveyard.clear()
+        self._heap.clear()
+        for process in leftovers:
+            try:
+                process.coro.close()
+            except RuntimeError:
+                # The coroutine awaited inside its cleanup: that is I/O.
+                self.swallowed_io += 1
+
+    def resume(self, process: Process, token: int, value: Any = None,
+               error: BaseException | None = None) -> None:
+        """Step ``process`` now with ``value`` (or throw ``error``), provided
+        ``token`` is still the token of the wait it is suspended in."""
+        if process.token != token or process.finished or not process.owner.alive:
+            return
+        process.token += 1
+        self.current = process
+        try:
+            if error is None:
+                trap = process.coro.send(value)
+            else:
+                trap = process.coro.throw(error)
+        except StopIteration as stop:
+            self._finish(process, stop.value, None)
+            return
+        except BaseException as failure:  # noqa: BLE001 - handed to joiners or stops the run
+            self._finish(process, None, failure)
+            return
+        finally:
+            self.current = None
+        handler = self._handlers.get(type(trap))
+        if handler is None:
+            raise SimulationError(self._unknown_trap(process, trap))
+        handler(process, trap)
+
+    def _finish(self, process: Process, result: Any, error: BaseException | None) -> None:
+        process.finished = True
+        process.result = result
+        process.error = error
+        process.owner.processes.discard(process)
+        for joiner, token in process.joiners:
+            self.at(self.now, self.resume, joiner, token, result, error)
+        if error is not None and not process.joiners and not isinstance(error, CancelledError):
+            raise SimulationError(
+                f"{process.name} on {process.owner.name} failed at {describe_time(self.now)} "
+                f"(seed {self.seed}): {type(error).__name__}: {error}"
+            ) from error
+
+    def _unknown_trap(self, process: Process, trap: Any) -> str:
+        hint = "only simulator.traps objects may be awaited inside a simulation"
+        module = type(trap).__module__
+        if module.startswith("asyncio") or trap is None:
+            hint = (
+                "it looks like an asyncio call (asyncio.sleep, a Future, a lock...) ran "
+                "inside the simulation; stores must await only their ports"
+            )
+        return (
+            f"{process.name} on {process.owner.name} yielded {trap!r}, which is not a kernel "
+            f"trap, at {describe_time(self.now)} (seed {self.seed}): {hint}"
+        )
+
+    # -- trap handlers ----------------------------------------------------
+
+    def _on_sleep(self, process: Process, trap: Sleep) -> None:
+        self.wake(process, max(0, trap.delay_us))
+
+    def _on_send(self, process: Process, trap: Send) -> None:
+        trap.link.send(process, trap.command)
+
+    def _on_join(self, process: Process, trap: Join) -> None:
+        target = trap.process
+        if target.finished:
+            self.wake(process, 0, target.result, target.error)
+            return
+        target.joiners.append((process, process.token))
+        if trap.timeout_us is not None:
+            self.wake(process, trap.timeout_us, None, TimeoutError())

@@ -1,0 +1,106 @@
+"""The data port a Redis store gets inside the simulation.
+
+It speaks the ``redis.asyncio.Redis`` subset the stores use
+(``stores.ports.RedisPort``), with ``decode_responses=True`` semantics, but
+every call becomes a ``Send`` trap: a message over the replica's simulated
+link. Arguments are encoded to strings as redis-py encodes them, so the
+server sees byte-for-byte what a real driver would send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+from simulator.backends.redis_backend import sha1
+from simulator.server import Command
+from simulator.traps import Send
+
+
+def encode(value: Any) -> str:
+    """A command argument as redis-py would send it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, bool):
+        raise TypeError("redis-py refuses booleans as command arguments")
+    if isinstance(value, int | float):
+        return repr(value)
+    raise TypeError(f"cannot send {type(value).__name__} to Redis")
+
+
+class SimScript:
+    """``register_script``'s result: EVALSHA, and on NOSCRIPT load then retry."""
+
+    def __init__(self, port: SimRedis, source: str) -> None:
+        self.port = port
+        self.source = source
+        self.sha = sha1(source)
+        self.label = port.script_names.get(self.sha, f"script:{self.sha[:8]}")
+
+    async def __call__(self, keys: Sequence[str] = (), args: Sequence[Any] = ()) -> Any:
+        command = Command.evalsha(self.sha, tuple(map(encode, keys)),
+                                  tuple(map(encode, args)), self.label)
+        try:
+            return await Send(self.port.link, command)
+        except NoScriptError:
+            await self.port.script_load(self.source)
+            return await Send(self.port.link, command)
+
+
+class SimRedis:
+    """``RedisPort`` over a simulated link."""
+
+    def __init__(self, link: Any, script_names: dict[str, str]) -> None:
+        self.link = link
+        self.script_names = script_names
+
+    def register_script(self, script: str) -> SimScript:
+        return SimScript(self, script)
+
+    async def _send(self, verb: str, *args: Any, keys: Sequence[str] = ()) -> Any:
+        command = Command.plain(verb, *map(encode, args), keys=tuple(keys))
+        return await Send(self.link, command)
+
+    async def script_load(self, source: str) -> str:
+        return await Send(self.link, Command.script_load(source))
+
+    async def ping(self) -> bool:
+        return await self._send("PING") == "PONG"
+
+    async def get(self, name: str) -> str | None:
+        return await self._send("GET", name, keys=(name,))
+
+    async def set(self, name: str, value: Any, ex: int | None = None, px: int | None = None,
+                  nx: bool = False, xx: bool = False) -> bool | None:
+        options: list[Any] = []
+        if ex is not None:
+            options += ["EX", ex]
+        if px is not None:
+            options += ["PX", px]
+        if nx:
+            options.append("NX")
+        if xx:
+            options.append("XX")
+        reply = await self._send("SET", name, value, *options, keys=(name,))
+        return True if reply == "OK" else None
+
+    async def delete(self, *names: str) -> int:
+        return await self._send("DEL", *names, keys=names)
+
+    async def hgetall(self, name: str) -> dict[str, str]:
+        flat = await self._send("HGETALL", name, keys=(name,))
+        return dict(zip(flat[::2], flat[1::2], strict=True))
+
+    async def scan(self, cursor: int = 0, match: str | None = None,
+                   count: int | None = None) -> tuple[int, list[str]]:
+        options: list[Any] = []
+        if match is not None:
+            options += ["MATCH", match]
+        if count is not None:
+            options += ["COUNT", count]
+        next_cursor, keys = await self._send("SCAN", cursor, *options)
+        return int(next_cursor), list(keys)

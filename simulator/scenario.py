@@ -1,0 +1,296 @@
+"""Scenarios: TOML files validated into typed, frozen models.
+
+A scenario says which store runs (and with what settings), how many replicas
+share it, what the network between them does, and what traffic arrives.
+Every field has a default and a description; ``python -m simulator fields``
+prints them all, and ``docs/scenarios.md`` is that output.
+
+A bad file gets a ``ScenarioError`` whose lines name the field path, what was
+expected and what was given; the CLI prints it without a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from simulator.distributions import AmountDistribution, DurationDistribution
+from stores import registry
+from stores.quantities import DurationUs, parse_rate_per_second
+
+# redis-py 8's own client defaults: 10 retries, exponential backoff with full
+# jitter from 10 ms, capped at 1 s.
+REDIS_PY_RETRIES = {"count": 10, "backoff_base": "10ms", "backoff_cap": "1s"}
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; one line per problem."""
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class Retries(Model):
+    """Driver-level retries of a timed-out command (each may execute again)."""
+
+    count: int = Field(0, ge=0, description="Re-sends after a timeout (0: none, the lab's default).")
+    backoff_base_us: DurationUs = Field(
+        "10ms", alias="backoff_base", description="Backoff base: min(cap, random * base * 2^n)."
+    )
+    backoff_cap_us: DurationUs = Field(
+        "1s", alias="backoff_cap", description="Longest backoff between two attempts."
+    )
+
+
+def _retries(value: Any) -> Any:
+    if value == "redis-py":
+        return REDIS_PY_RETRIES
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"count": value}
+    return value
+
+
+class Network(Model):
+    """The links between replicas and the server."""
+
+    latency: DurationDistribution = Field(
+        "lognormal(500us, 0.3)", description="One-way latency of each message."
+    )
+    request_loss: Probability = Field(
+        0.0, description="Chance a command is lost before it reaches the server (never runs)."
+    )
+    reply_loss: Probability = Field(
+        0.0, description="Chance a reply is lost after the command ran (the caller times out)."
+    )
+    timeout_us: DurationUs = Field(
+        "1s", alias="timeout", description="How long a caller waits for a reply."
+    )
+    retries: Annotated[Retries, BeforeValidator(_retries)] = Field(
+        Retries(),
+        description="A count, 'redis-py' (its defaults: 10, 10ms..1s), or "
+        "{count, backoff_base, backoff_cap}.",
+    )
+
+
+class Fleet(Model):
+    """The gateway replicas sharing the store."""
+
+    replicas: int = Field(100, ge=1, le=100_000, description="How many replicas run.")
+    boot_retry_us: DurationUs = Field(
+        "1s", alias="boot_retry",
+        description="How soon a replica whose store refused to boot is started again.",
+    )
+    clock_offset: DurationDistribution = Field(
+        "0ms", description="Each replica's clock offset from true time, drawn once per replica."
+    )
+    clock_drift_ppm: AmountDistribution = Field(
+        0, description="Each replica's clock drift, in parts per million, drawn once."
+    )
+
+
+_ZIPF = re.compile(r"^\s*zipf\(\s*([0-9.]+)\s*\)\s*$")
+
+
+class Keys(Model):
+    """The budget keys requests are charged to."""
+
+    namespaces: int = Field(1, ge=1, description="Namespaces; subjects are dealt round-robin.")
+    subjects: int = Field(100, ge=1, description="Subjects in all (each in one namespace).")
+    skew: str = Field(
+        "uniform", description="How requests pick a subject: 'uniform' or 'zipf(S)' (hot keys)."
+    )
+
+    @field_validator("skew")
+    @classmethod
+    def _skew(cls, value: str) -> str:
+        if value.strip() != "uniform" and not _ZIPF.match(value):
+            raise ValueError(f"expected 'uniform' or 'zipf(S)' such as 'zipf(1.1)', got {value!r}")
+        return value.strip()
+
+    @property
+    def zipf_exponent(self) -> float:
+        match = _ZIPF.match(self.skew)
+        return float(match.group(1)) if match else 0.0
+
+
+_POISSON = re.compile(r"^\s*poisson\(\s*(?P<rate>[^)]+)\)\s*$")
+
+
+def _arrivals(value: Any) -> Any:
+    if isinstance(value, str):
+        match = _POISSON.match(value)
+        if not match:
+            raise ValueError(f"expected 'poisson(RATE)' such as 'poisson(500/s)', got {value!r}")
+        return {"kind": "poisson", "rate_per_second": parse_rate_per_second(match["rate"])}
+    return value
+
+
+class Arrivals(Model):
+    kind: Literal["poisson"] = "poisson"
+    rate_per_second: float = Field(gt=0, allow_inf_nan=False)
+
+    def __str__(self) -> str:
+        return f"poisson({self.rate_per_second:g}/s)"
+
+
+class Workload(Model):
+    """The traffic: when requests arrive, what they cost, how long they run."""
+
+    arrivals: Annotated[Arrivals, BeforeValidator(_arrivals)] = Field(
+        "poisson(100/s)",
+        description="Fleet-wide arrival process, e.g. 'poisson(500/s)', split evenly "
+        "over the replicas.",
+    )
+    keys: Keys = Field(Keys(), description="The key space and its skew.")
+    estimate_microdollars: AmountDistribution = Field(
+        5_000, description="What the gateway reserves before a request runs."
+    )
+    actual_microdollars: AmountDistribution = Field(
+        "uniform(0, 5000)", description="What the request really spends (may exceed the estimate)."
+    )
+    duration: DurationDistribution = Field(
+        "lognormal(40ms, 0.5)", description="How long the upstream work takes."
+    )
+
+
+class Scenario(Model):
+    """A run: a store, a fleet, a network and a workload, for a virtual duration."""
+
+    name: str = Field(description="A short name, used in result paths.")
+    description: str = Field("", description="What the scenario shows, in a sentence or two.")
+    duration_us: DurationUs = Field(
+        "60s", alias="duration", description="Virtual time during which requests arrive."
+    )
+    drain_us: DurationUs = Field(
+        "30s",
+        alias="drain",
+        description="Virtual time after the last arrival for in-flight requests to finish.",
+    )
+    seed: int = Field(1, ge=0, description="The run seed (the CLI's --seed overrides it).")
+    store: str = Field(description="The store kind, e.g. 'axond_budget.redis_v1'.")
+    backend: str | None = Field(
+        None,
+        description="'memory', 'fakeredis' or 'redis://HOST:PORT/DB'; default: the "
+        "store's own (fakeredis for Redis stores).",
+    )
+    store_settings: dict[str, Any] = Field(
+        default_factory=dict, description="The store's settings (see its kind)."
+    )
+    fleet: Fleet = Field(Fleet(), description="The replicas.")
+    network: Network = Field(Network(), description="The links.")
+    workload: Workload = Field(Workload(), description="The traffic.")
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        registry.get(value)
+        return value
+
+    @model_validator(mode="after")
+    def _settings_fit_the_store(self) -> Scenario:
+        settings_model = registry.get(self.store).settings_model
+        try:
+            settings_model.model_validate(self.store_settings)
+        except ValidationError as error:
+            raise ScenarioError(format_errors(error, prefix=("store_settings",),
+                                              model=settings_model)) from None
+        return self
+
+    @property
+    def kind(self) -> registry.StoreKind:
+        return registry.get(self.store)
+
+    @property
+    def settings(self) -> BaseModel:
+        """The store's settings, validated by its own model."""
+        return self.kind.settings_model.model_validate(self.store_settings)
+
+
+def _fields_of(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
+    """The field names (as written in TOML) of the model at ``path``."""
+    for part in path:
+        if model is None:
+            return []
+        match = next(
+            (f for name, f in model.model_fields.items() if (f.alias or name) == part), None
+        )
+        annotation = getattr(match, "annotation", None) if match else None
+        model = annotation if isinstance(annotation, type) and issubclass(
+            annotation, BaseModel) else None
+    if model is None:
+        return []
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def format_errors(error: ValidationError, prefix: tuple[Any, ...] = (),
+                  model: type[BaseModel] | None = Scenario) -> str:
+    """One line per problem: ``path: what was expected (got ...)``."""
+    lines = []
+    for problem in error.errors():
+        location = tuple(problem["loc"])
+        path = ".".join(str(part) for part in prefix + location) or "(top level)"
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden":
+            known = _fields_of(model, location[:-1])
+            message = "unknown field" + (f"; known fields: {', '.join(known)}" if known else "")
+        elif problem["type"] == "missing":
+            message = "required field is missing"
+        elif "got" not in message:
+            message = f"{message} (got {problem.get('input')!r})"
+        lines.append(f"{path}: {message}")
+    return "\n".join(lines)
+
+
+def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
+    """Validate a scenario already read as a dict (TOML, or built in code)."""
+    try:
+        return Scenario.model_validate(data)
+    except ScenarioError as error:
+        raise ScenarioError(f"{source}: invalid scenario\n{error}") from None
+    except ValidationError as error:
+        nested = [
+            problem for problem in error.errors()
+            if isinstance(problem.get("ctx", {}).get("error"), ScenarioError)
+        ]
+        detail = (
+            "\n".join(str(p["ctx"]["error"]) for p in nested) if nested else format_errors(error)
+        )
+        raise ScenarioError(f"{source}: invalid scenario\n{detail}") from None
+
+
+def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Read and validate a scenario file, with optional dotted-path overrides."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ScenarioError(f"{path}: not valid TOML: {error}") from None
+    for dotted, value in (overrides or {}).items():
+        set_dotted(data, dotted, value)
+    return parse_scenario(data, source=str(path))
+
+
+def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """``set_dotted(d, "network.reply_loss", 0.1)`` sets ``d["network"]["reply_loss"]``."""
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        data = data.setdefault(part, {})
+    data[leaf] = value

@@ -1,0 +1,56 @@
+"""The trap vocabulary: the only things a simulated process ever yields.
+
+A process is a plain coroutine. When it awaits one of these objects, the
+object is handed to the kernel, which decides when and with what the process
+resumes. Nothing else may reach the kernel: an asyncio future, a ``sleep`` from
+another library or a bare ``yield`` is refused loudly (see ``Kernel``), because
+it means code inside the simulation is waiting on something virtual time does
+not control.
+
+Starting and cancelling processes need no trap: they do not suspend the
+caller, so the simulated runtime calls ``Kernel.spawn`` and ``Kernel.cancel``
+directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from simulator.kernel import Process
+
+
+class Trap:
+    """Base of every trap: awaiting one yields it to the kernel."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Trap, Any, Any]:
+        return (yield self)
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep(Trap):
+    """Resume after ``delay_us`` of virtual time."""
+
+    delay_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class Send(Trap):
+    """Send ``command`` over ``link`` and resume with the reply, or with the
+    error the caller's driver would raise (timeout, connection refused...)."""
+
+    link: Any
+    command: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Join(Trap):
+    """Resume when ``process`` finishes, with its result or its exception; or
+    with ``TimeoutError`` once ``timeout_us`` passes (the process runs on)."""
+
+    process: Process
+    timeout_us: int | None = None

@@ -1,0 +1,81 @@
+"""The two ports every store is written against, and nothing else.
+
+Rules kept here:
+
+* A store awaits only these ports. It never imports ``asyncio``, ``time``,
+  ``uuid``, ``random`` or the simulator, so one class serves a real gateway
+  (asyncio, the wall clock, a ``redis.asyncio.Redis``), the contract tests and
+  the simulator (virtual time, a replica's skewed clock, seeded ids).
+* The data port of a Redis store is the subset of ``redis.asyncio.Redis`` it
+  uses, with ``decode_responses=True``: replies are ``str``/``int``/lists.
+  Failures surface as redis-py's own exceptions (``ConnectionError``,
+  ``TimeoutError``, ``NoScriptError``...), whoever raises them.
+* The runtime port owns time and identity. ``now_ms`` is *this replica's*
+  wall clock in milliseconds (scripts compare deadlines against it, so it must
+  be an absolute time every replica roughly agrees on, not a monotonic one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Coroutine, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Script(Protocol):
+    """A registered Lua script: ``await script(keys=[...], args=[...])``.
+
+    Runs ``EVALSHA`` and, when the server has lost its script cache, loads the
+    source and tries once more (what redis-py's ``AsyncScript`` does).
+    """
+
+    async def __call__(
+        self, keys: Sequence[str] = (), args: Sequence[Any] = ()
+    ) -> Any: ...
+
+
+class RedisPort(Protocol):
+    """The ``redis.asyncio.Redis`` subset the Redis stores use."""
+
+    def register_script(self, script: str) -> Script: ...
+
+    async def ping(self) -> bool: ...
+
+    async def get(self, name: str) -> str | None: ...
+
+    async def set(self, name: str, value: Any) -> Any: ...
+
+    async def delete(self, *names: str) -> int: ...
+
+    async def scan(
+        self, cursor: int = 0, match: str | None = None, count: int | None = None
+    ) -> tuple[int, list[str]]: ...
+
+
+class Runtime(Protocol):
+    """Time, concurrency and identity, as seen by one replica."""
+
+    def now_ms(self) -> int:
+        """This replica's wall clock, in integer milliseconds since the epoch."""
+        ...
+
+    async def sleep_ms(self, milliseconds: int) -> None:
+        """Suspend this task for ``milliseconds`` of this runtime's time."""
+        ...
+
+    async def timeout_ms(self, milliseconds: int, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable``; past the deadline cancel it and raise ``TimeoutError``."""
+        ...
+
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coroutine`` in the background (e.g. a release retry)."""
+        ...
+
+    def new_id(self) -> str:
+        """An identifier unique across the whole fleet, for reservations and leases."""
+        ...
+
+    def random(self) -> float:
+        """A float in [0, 1), for jitter."""
+        ...

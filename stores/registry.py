@@ -1,0 +1,67 @@
+"""The registry of store kinds: how the simulator finds a store.
+
+The simulator reaches store implementations only through this module: a
+scenario names a kind (``"axond_budget.redis_v1"``), and the ``StoreKind``
+says how to build it, which settings it takes, which backends it runs on,
+which request protocol a gateway speaks to it, and how the lab reads what it
+recorded. A family registers its kinds in its package's ``KINDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel
+
+FAMILIES = ("axond_budget",)
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """One selectable store: a family's implementation (or historical variant)."""
+
+    name: str
+    summary: str
+    protocol: str
+    """The request lifecycle a gateway runs against it, e.g. ``"budget"``."""
+    settings_model: type[BaseModel]
+    backends: tuple[str, ...]
+    """Backend families it runs on: ``"redis"`` (fakeredis or a real server)
+    or ``"memory"`` (in-process state, no server)."""
+    build: Callable[[Any, Any, Any], Awaitable[Any]]
+    """``build(data_port_or_None, runtime, settings)``: boot one replica's store."""
+    contract: ModuleType
+    """The family's contract module (key and result types)."""
+    inspect: Callable[..., Any]
+    """``inspect(source, settings, key, now_ms)``: what the store records for a
+    key, read by the lab without going through the network. ``source`` is the
+    backend's raw reader for Redis kinds, the replicas' store objects for
+    in-process kinds."""
+    package: str
+    """Where its Lua scripts live (for naming them in traces)."""
+
+    @property
+    def default_backend(self) -> str:
+        return "fakeredis" if "redis" in self.backends else "memory"
+
+
+def kinds() -> dict[str, StoreKind]:
+    """Every registered kind, by name."""
+    found: dict[str, StoreKind] = {}
+    for family in FAMILIES:
+        module = importlib.import_module(f"stores.{family}")
+        for kind in module.KINDS:
+            found[kind.name] = kind
+    return found
+
+
+def get(name: str) -> StoreKind:
+    """The kind called ``name``; a clear error listing the known ones otherwise."""
+    known = kinds()
+    if name not in known:
+        raise ValueError(f"unknown store {name!r}; known stores: {', '.join(sorted(known))}")
+    return known[name]
