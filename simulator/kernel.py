@@ -213,9 +213,13 @@ class Kernel:
         for joiner, token in process.joiners:
             self.at(self.now, self.resume, joiner, token, result, error)
         if error is not None and not process.joiners and not isinstance(error, CancelledError):
+            hint = ""
+            if isinstance(error, RuntimeError) and "event loop" in str(error):
+                hint = (" (an asyncio call ran inside the simulation, where no event loop "
+                        "exists; stores must await only their ports)")
             raise SimulationError(
                 f"{process.name} on {process.owner.name} failed at {describe_time(self.now)} "
-                f"(seed {self.seed}): {type(error).__name__}: {error}"
+                f"(seed {self.seed}): {type(error).__name__}: {error}{hint}"
             ) from error
 
     def _unknown_trap(self, process: Process, trap: Any) -> str:

@@ -7,8 +7,10 @@ and versions go to ``run_info`` instead, since they depend on the machine.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import resource
 import sys
 import time
@@ -41,6 +43,19 @@ class RunResult:
         (out_dir / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
         (out_dir / "run_info.json").write_text(json.dumps(self.run_info, indent=2) + "\n")
         self.trace.write_parquet(out_dir / "trace.parquet")
+
+
+@contextlib.contextmanager
+def quiet_store_logs() -> Any:
+    """Stores log every lost call, as they should in production; inside a run
+    those are thousands of lines the trace already holds, so they are muted."""
+    logger = logging.getLogger("stores")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def script_names(package: str) -> dict[str, str]:
@@ -86,7 +101,6 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     virtual time advances, when given."""
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
-    kind = scenario.kind
     spec = resolve_backend(scenario, backend)
     settings = scenario.settings
     kernel = Kernel(seed)
@@ -101,20 +115,21 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         settings = settings.model_copy(
             update={"key_prefix": redis_backend.namespace + settings.key_prefix})
         server = Server(kernel, redis_backend, trace)
-    try:
-        replicas = _start_fleet(scenario, kernel, streams, trace, oracle, server, settings)
-        end_us = scenario.duration_us + scenario.drain_us
-        step_us = max(1, end_us // 100)
-        for until_us in range(step_us, end_us + step_us, step_us):
-            kernel.run(min(until_us, end_us))
-            if progress is not None:
-                progress(min(until_us, end_us), end_us)
-        summary = _summarize(scenario, seed, spec, kernel, trace, oracle, server, replicas,
-                             settings)
-    finally:
-        kernel.close()
-        if redis_backend is not None:
-            redis_backend.close()
+    end_us = scenario.duration_us + scenario.drain_us
+    with quiet_store_logs():
+        try:
+            replicas = _start_fleet(scenario, kernel, streams, trace, oracle, server, settings)
+            step_us = max(1, end_us // 100)
+            for until_us in range(step_us, end_us + step_us, step_us):
+                kernel.run(min(until_us, end_us))
+                if progress is not None:
+                    progress(min(until_us, end_us), end_us)
+            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, server, replicas,
+                                 settings)
+        finally:
+            kernel.close()
+            if redis_backend is not None:
+                redis_backend.close()
     wall_seconds = time.perf_counter() - started
     run_info = {
         "wall_seconds": round(wall_seconds, 3),
@@ -175,8 +190,9 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
     }
     summary.update(oracle.summary(recorded, getattr(settings, "subject_cap_microdollars", None)))
     counts = _trace_counts(trace)
-    for kind_name in ("replica_boot_failed", "call_executed", "request_lost", "reply_lost", "call_retried",
-                      "call_timed_out", "late_reply", "reply_to_dead_replica", "key_expired"):
+    for kind_name in ("replica_boot_failed", "call_executed", "request_lost", "reply_lost",
+                      "call_retried", "call_timed_out", "late_reply", "reply_to_dead_replica",
+                      "key_expired"):
         summary[f"{kind_name}_count"] = counts.get(kind_name, 0)
     summary["swallowed_io_by_dead_replicas"] = kernel.swallowed_io
     summary["kernel_events"] = kernel.events_run

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -49,7 +49,9 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 class Retries(Model):
     """Driver-level retries of a timed-out command (each may execute again)."""
 
-    count: int = Field(0, ge=0, description="Re-sends after a timeout (0: none, the lab's default).")
+    count: int = Field(
+        0, ge=0, description="Re-sends after a timeout (0: none, the lab's default)."
+    )
     backoff_base_us: DurationUs = Field(
         "10ms", alias="backoff_base", description="Backoff base: min(cap, random * base * 2^n)."
     )
@@ -142,6 +144,9 @@ def _arrivals(value: Any) -> Any:
 
 
 class Arrivals(Model):
+    """An arrival process; written as text, e.g. ``"poisson(500/s)"``."""
+
+    written_as_text: ClassVar[bool] = True
     kind: Literal["poisson"] = "poisson"
     rate_per_second: float = Field(gt=0, allow_inf_nan=False)
 

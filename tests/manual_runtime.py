@@ -16,7 +16,10 @@ T = TypeVar("T")
 
 
 class ManualRuntime:
-    def __init__(self, now_ms: int = 1_767_225_600_000) -> None:
+    def __init__(self, now_ms: int = 1_767_225_600_000, id_prefix: str = "manual") -> None:
+        # Two stores sharing one server need distinct prefixes, as two real
+        # replicas need distinct ids: a collision would merge their holds.
+        self._id_prefix = id_prefix
         self._now_ms = now_ms
         self._issued = 0
         self.spawned: list[Coroutine[Any, Any, Any]] = []
@@ -38,7 +41,7 @@ class ManualRuntime:
 
     def new_id(self) -> str:
         self._issued += 1
-        return f"manual-{self._issued}"
+        return f"{self._id_prefix}-{self._issued}"
 
     def random(self) -> float:
         return 0.5

@@ -11,7 +11,6 @@ import functools
 import logging
 
 import pytest
-
 from manual_runtime import ManualRuntime
 
 from stores.axond_budget.contract import (

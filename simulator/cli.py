@@ -1,0 +1,101 @@
+"""The command line: ``python -m simulator run|fields|stores``.
+
+Exit status: 0 done, 1 the simulation itself failed (a bug in a store or in
+the lab: the message names the seed and the virtual time), 2 the input was
+wrong (the message says which field, what was wanted, what was given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from simulator.backends import BackendError
+from simulator.kernel import SimulationError
+from simulator.report import fields_reference, summary_table
+from simulator.run import run_scenario
+from simulator.scenario import ScenarioError, load_scenario
+from stores import registry
+
+USER_ERROR, SIMULATION_FAILED = 2, 1
+
+
+def _override(text: str) -> tuple[str, Any]:
+    """``--set network.reply_loss=0.05``: the value is read as TOML, else as text."""
+    path, separator, raw = text.partition("=")
+    if not separator or not path:
+        raise argparse.ArgumentTypeError(f"expected PATH=VALUE, got {text!r}")
+    try:
+        value = tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return path.strip(), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m simulator",
+        description="Deterministic simulation of distributed spend and concurrency limiters.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run one scenario and print its invariant summary")
+    run.add_argument("scenario", type=Path, help="a scenario TOML file")
+    run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
+    run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB "
+                     "(default: the scenario's, else the store's own)")
+    run.add_argument("--out", type=Path,
+                     help="where to write results (default: data/results/NAME-seedN)")
+    run.add_argument("--set", dest="overrides", type=_override, action="append", default=[],
+                     metavar="PATH=VALUE", help="override a scenario field, e.g. "
+                     "--set network.reply_loss=0.05 (repeatable)")
+    run.add_argument("--allow-remote-redis", action="store_true",
+                     help="allow a Redis server that is not on loopback")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    commands.add_parser("fields", help="print every scenario field with its default")
+    commands.add_parser("stores", help="list the store kinds a scenario can name")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "fields":
+        print(fields_reference())
+        return 0
+    if args.command == "stores":
+        for name, kind in sorted(registry.kinds().items()):
+            print(f"{name:32} {kind.summary} [backends: {', '.join(kind.backends)}]")
+        return 0
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(args.scenario, dict(args.overrides))
+        seed = scenario.seed if args.seed is None else args.seed
+        out = args.out or Path("data/results") / f"{scenario.name}-seed{seed}"
+        with tqdm(total=100, unit="%", desc=f"{scenario.name} (virtual time)",
+                  disable=True if args.quiet else None, leave=False,
+                  file=sys.stderr) as bar:
+            def progress(done_us: int, total_us: int) -> None:
+                bar.n = round(100 * done_us / total_us)
+                bar.refresh()
+
+            result = run_scenario(scenario, seed=seed, backend=args.backend,
+                                  allow_remote_redis=args.allow_remote_redis, progress=progress)
+    except (ScenarioError, ValueError, BackendError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return USER_ERROR
+    except SimulationError as error:
+        print(f"simulation failed: {error}", file=sys.stderr)
+        return SIMULATION_FAILED
+    result.write(out)
+    print(summary_table(result.summary, result.run_info))
+    print(f"\nresults: {out}/summary.json, {out}/trace.parquet, {out}/run_info.json")
+    return 0

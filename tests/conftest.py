@@ -1,0 +1,68 @@
+"""Shared fixtures: the throwaway real Redis, and both Redis backends."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from redis_server import ThrowawayRedis, redis_binary, redis_required
+
+_SKIPPED_FOR_REDIS: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real redis-server for this session, or a loud skip (a failure when
+    REQUIRE_REDIS=1)."""
+    binary = redis_binary()
+    if binary is None:
+        message = "no redis-server on PATH: real-Redis tests skipped (install redis-server)"
+        if redis_required():
+            pytest.fail(f"REQUIRE_REDIS=1 but {message}")
+        pytest.skip(message)
+    server = ThrowawayRedis(binary)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    return redis_server.url
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    """A prefix no other test uses, so tests never see each other's keys."""
+    return f"labtest:{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=["fakeredis", "redis"])
+def backend_name(request) -> str:
+    """Each Redis contract test runs on fakeredis and on the real server."""
+    if request.param == "redis":
+        request.getfixturevalue("redis_server")
+    return request.param
+
+
+@pytest.fixture
+def backend_url(backend_name, request) -> str:
+    """The ``--backend`` value of the parametrised backend."""
+    if backend_name == "fakeredis":
+        return "fakeredis"
+    return request.getfixturevalue("redis_url")
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and "redis-server" in str(report.longrepr):
+        _SKIPPED_FOR_REDIS.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIPPED_FOR_REDIS:
+        terminalreporter.section("REAL REDIS NOT TESTED", sep="!", red=True, bold=True)
+        terminalreporter.line(
+            f"{len(_SKIPPED_FOR_REDIS)} test(s) skipped for want of redis-server; "
+            "install it (apt-get install redis-server) or use `make test`, which CI "
+            "runs with REQUIRE_REDIS=1.",
+            red=True,
+        )
