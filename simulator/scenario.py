@@ -11,10 +11,9 @@ expected and what was given; the CLI prints it without a traceback.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -27,8 +26,9 @@ from pydantic import (
 )
 
 from simulator.distributions import AmountDistribution, DurationDistribution
+from simulator.workload import Workload
 from stores import registry
-from stores.quantities import DurationUs, parse_rate_per_second
+from stores.quantities import DurationUs
 
 # redis-py 8's own client defaults: 10 retries, exponential backoff with full
 # jitter from 10 ms, capped at 1 s.
@@ -103,74 +103,6 @@ class Fleet(Model):
     )
     clock_drift_ppm: AmountDistribution = Field(
         0, description="Each replica's clock drift, in parts per million, drawn once."
-    )
-
-
-_ZIPF = re.compile(r"^\s*zipf\(\s*([0-9.]+)\s*\)\s*$")
-
-
-class Keys(Model):
-    """The budget keys requests are charged to."""
-
-    namespaces: int = Field(1, ge=1, description="Namespaces; subjects are dealt round-robin.")
-    subjects: int = Field(100, ge=1, description="Subjects in all (each in one namespace).")
-    skew: str = Field(
-        "uniform", description="How requests pick a subject: 'uniform' or 'zipf(S)' (hot keys)."
-    )
-
-    @field_validator("skew")
-    @classmethod
-    def _skew(cls, value: str) -> str:
-        if value.strip() != "uniform" and not _ZIPF.match(value):
-            raise ValueError(f"expected 'uniform' or 'zipf(S)' such as 'zipf(1.1)', got {value!r}")
-        return value.strip()
-
-    @property
-    def zipf_exponent(self) -> float:
-        match = _ZIPF.match(self.skew)
-        return float(match.group(1)) if match else 0.0
-
-
-_POISSON = re.compile(r"^\s*poisson\(\s*(?P<rate>[^)]+)\)\s*$")
-
-
-def _arrivals(value: Any) -> Any:
-    if isinstance(value, str):
-        match = _POISSON.match(value)
-        if not match:
-            raise ValueError(f"expected 'poisson(RATE)' such as 'poisson(500/s)', got {value!r}")
-        return {"kind": "poisson", "rate_per_second": parse_rate_per_second(match["rate"])}
-    return value
-
-
-class Arrivals(Model):
-    """An arrival process; written as text, e.g. ``"poisson(500/s)"``."""
-
-    written_as_text: ClassVar[bool] = True
-    kind: Literal["poisson"] = "poisson"
-    rate_per_second: float = Field(gt=0, allow_inf_nan=False)
-
-    def __str__(self) -> str:
-        return f"poisson({self.rate_per_second:g}/s)"
-
-
-class Workload(Model):
-    """The traffic: when requests arrive, what they cost, how long they run."""
-
-    arrivals: Annotated[Arrivals, BeforeValidator(_arrivals)] = Field(
-        "poisson(100/s)",
-        description="Fleet-wide arrival process, e.g. 'poisson(500/s)', split evenly "
-        "over the replicas.",
-    )
-    keys: Keys = Field(Keys(), description="The key space and its skew.")
-    estimate_microdollars: AmountDistribution = Field(
-        5_000, description="What the gateway reserves before a request runs."
-    )
-    actual_microdollars: AmountDistribution = Field(
-        "uniform(0, 5000)", description="What the request really spends (may exceed the estimate)."
-    )
-    duration: DurationDistribution = Field(
-        "lognormal(40ms, 0.5)", description="How long the upstream work takes."
     )
 
 

@@ -11,9 +11,87 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+import re
 from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
 
-from simulator.scenario import Workload
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from simulator.distributions import AmountDistribution, DurationDistribution
+from stores.quantities import parse_rate_per_second
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+_ZIPF = re.compile(r"^\s*zipf\(\s*([0-9.]+)\s*\)\s*$")
+
+
+class Keys(Model):
+    """The budget keys requests are charged to."""
+
+    namespaces: int = Field(1, ge=1, description="Namespaces; subjects are dealt round-robin.")
+    subjects: int = Field(100, ge=1, description="Subjects in all (each in one namespace).")
+    skew: str = Field(
+        "uniform", description="How requests pick a subject: 'uniform' or 'zipf(S)' (hot keys)."
+    )
+
+    @field_validator("skew")
+    @classmethod
+    def _skew(cls, value: str) -> str:
+        if value.strip() != "uniform" and not _ZIPF.match(value):
+            raise ValueError(f"expected 'uniform' or 'zipf(S)' such as 'zipf(1.1)', got {value!r}")
+        return value.strip()
+
+    @property
+    def zipf_exponent(self) -> float:
+        match = _ZIPF.match(self.skew)
+        return float(match.group(1)) if match else 0.0
+
+
+_POISSON = re.compile(r"^\s*poisson\(\s*(?P<rate>[^)]+)\)\s*$")
+
+
+def _arrivals(value: Any) -> Any:
+    if isinstance(value, str):
+        match = _POISSON.match(value)
+        if not match:
+            raise ValueError(f"expected 'poisson(RATE)' such as 'poisson(500/s)', got {value!r}")
+        return {"kind": "poisson", "rate_per_second": parse_rate_per_second(match["rate"])}
+    return value
+
+
+class Arrivals(Model):
+    """An arrival process; written as text, e.g. ``"poisson(500/s)"``."""
+
+    written_as_text: ClassVar[bool] = True
+    kind: Literal["poisson"] = "poisson"
+    rate_per_second: float = Field(gt=0, allow_inf_nan=False)
+
+    def __str__(self) -> str:
+        return f"poisson({self.rate_per_second:g}/s)"
+
+
+class Workload(Model):
+    """The traffic: when requests arrive, what they cost, how long they run."""
+
+    arrivals: Annotated[Arrivals, BeforeValidator(_arrivals)] = Field(
+        "poisson(100/s)",
+        description="Fleet-wide arrival process, e.g. 'poisson(500/s)', split evenly "
+        "over the replicas.",
+    )
+    keys: Keys = Field(Keys(), description="The key space and its skew.")
+    estimate_microdollars: AmountDistribution = Field(
+        5_000, description="What the gateway reserves before a request runs."
+    )
+    actual_microdollars: AmountDistribution = Field(
+        "uniform(0, 5000)", description="What the request really spends (may exceed the estimate)."
+    )
+    duration: DurationDistribution = Field(
+        "lognormal(40ms, 0.5)", description="How long the upstream work takes."
+    )
+
 
 REQUESTS_PER_REPLICA = 1_000_000_000
 """Request numbers are ``replica * REQUESTS_PER_REPLICA + n``: unique, stable."""
