@@ -18,7 +18,6 @@ from typing import Annotated, Any
 from pydantic import (
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
@@ -26,6 +25,7 @@ from pydantic import (
 )
 
 from simulator.distributions import AmountDistribution, DurationDistribution
+from simulator.models import Model
 from simulator.workload import Workload
 from stores import registry
 from stores.quantities import DurationUs
@@ -37,10 +37,6 @@ REDIS_PY_RETRIES = {"count": 10, "backoff_base": "10ms", "backoff_cap": "1s"}
 
 class ScenarioError(ValueError):
     """A scenario that cannot run; one line per problem."""
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -15,15 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
 from simulator.distributions import AmountDistribution, DurationDistribution
+from simulator.models import Model
 from stores.quantities import parse_rate_per_second
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-
 
 _ZIPF = re.compile(r"^\s*zipf\(\s*([0-9.]+)\s*\)\s*$")
 
