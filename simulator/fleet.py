@@ -8,13 +8,13 @@ other replica's randomness stays put.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.gateways import GATEWAYS
 from simulator.kernel import Kernel, Owner
-from simulator.network import Link
-from simulator.oracle import BudgetOracle
+from simulator.network import FaultClock, Link, LinkSettings, ReplicaNetwork
+from simulator.oracle.budget import BudgetOracle
 from simulator.redis_port import SimRedis
 from simulator.runtime import ReplicaClock, SimRuntime
 from simulator.streams import Streams
@@ -38,6 +38,20 @@ class Replica:
     runtime: SimRuntime
     port: SimRedis | None
     store: Any = None
+    in_flight: set[int] = field(default_factory=set)
+    """Requests this incarnation is serving: a crash ends them."""
+
+    def finished(self, number: int) -> None:
+        self.in_flight.discard(number)
+
+    def observe_ledger(self, key: tuple[str, str], number: int) -> None:
+        """For stores that keep their ledgers in the replica, report the ledger
+        after a call to the oracle (shared stores are observed by the server)."""
+        if self.kind.read_ledger is None or self.store is None:
+            return
+        ledger = self.kind.read_ledger(self.store, self.kind.contract.BudgetKey(*key))
+        self.oracle.observe(key, (self.index, self.incarnation), self.kernel.now, number,
+                            "command", spent=ledger.spent_microdollars, holds=ledger.holds)
 
     def record(self, kind: str, request: Request, amount: int = 0, outcome: str = "") -> None:
         self.trace.record(self.kernel.now, self.index, self.incarnation, request.number, kind,
@@ -62,27 +76,30 @@ class Replica:
                 await Sleep(boot_retry_us)
         self.trace.record(self.kernel.now, self.index, self.incarnation, -1, "replica_started")
         serve = GATEWAYS[self.kind.protocol].serve
-        while True:
-            await Sleep(source.next_gap_us())
+        while (arrival := source.next_arrival(self.kernel.now)) is not None:
+            at_us, request = arrival
+            await Sleep(at_us - self.kernel.now)
             if self.kernel.now >= until_us:
                 return
-            request = source.next_request()
+            self.in_flight.add(request.number)
             self.kernel.spawn(serve(self, self.store, request), self.owner,
                               "request", tag=request.number)
 
 
 def start_replica(index: int, incarnation: int, *, kernel: Kernel, streams: Streams,
                   trace: Trace, oracle: BudgetOracle, kind: StoreKind, server: Any,
-                  link_settings: Any, clock: ReplicaClock,
-                  script_names: dict[str, str]) -> Replica:
+                  link_settings: LinkSettings, clock: ReplicaClock,
+                  script_names: dict[str, str], network: ReplicaNetwork | None = None,
+                  faults: FaultClock | None = None) -> Replica:
     """Create an incarnation of replica ``index`` (its boot is up to the caller)."""
     owner = kernel.new_owner(f"replica-{index}.{incarnation}")
     runtime = SimRuntime(kernel, owner, clock,
                          ids=streams.get("replica", index, incarnation, "ids"),
-                         jitter=streams.get("replica", index, incarnation, "jitter"))
+                         jitter=streams.get("replica", index, incarnation, "jitter"),
+                         on_id=oracle.id_issued)
     port = None
     if server is not None:
         link = Link(kernel, server, trace, owner, index, incarnation,
-                    streams.get("link", index, incarnation), link_settings)
+                    streams.get("link", index, incarnation), link_settings, network, faults)
         port = SimRedis(link, script_names)
     return Replica(index, incarnation, owner, kernel, trace, oracle, kind, runtime, port)

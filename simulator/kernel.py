@@ -15,6 +15,7 @@ Rules kept here:
   do can reach the results; any I/O they attempt then is swallowed and counted.
 * An exception that escapes a process nobody joins stops the run, naming the
   seed, the virtual time and the process. Nothing is swallowed.
+* A paused owner's wake-ups are held until the pause ends (stop-the-world).
 * Wake-ups carry the process's ``token``; stepping a process advances it, so a
   second wake-up for the same wait (a reply after a timeout) is ignored.
 """
@@ -36,11 +37,14 @@ class SimulationError(RuntimeError):
 class Owner:
     """Whoever processes belong to: one incarnation of a replica, or the lab."""
 
-    __slots__ = ("name", "alive", "processes")
+    __slots__ = ("name", "alive", "paused_until", "processes")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.alive = True
+        # Stop-the-world: until then nothing of this owner runs; its wake-ups
+        # are held and delivered, late and in order, when the pause ends.
+        self.paused_until = 0
         self.processes: set[Process] = set()
 
     def __repr__(self) -> str:
@@ -153,6 +157,11 @@ class Kernel:
         if not process.finished:
             self.at(self.now, self.resume, process, process.token, None, CancelledError())
 
+    def pause(self, owner: Owner, duration_us: int) -> None:
+        """Stop the world for ``owner``: nothing it runs moves until the pause
+        ends, and every timer it set fires late."""
+        owner.paused_until = max(owner.paused_until, self.now + duration_us)
+
     def crash(self, owner: Owner) -> int:
         """Kill ``owner``: its processes stop where they are, with no cleanup.
         Returns how many processes were dropped."""
@@ -184,6 +193,9 @@ class Kernel:
         """Step ``process`` now with ``value`` (or throw ``error``), provided
         ``token`` is still the token of the wait it is suspended in."""
         if process.token != token or process.finished or not process.owner.alive:
+            return
+        if process.owner.paused_until > self.now:
+            self.at(process.owner.paused_until, self.resume, process, token, value, error)
             return
         process.token += 1
         self.current = process

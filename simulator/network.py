@@ -22,8 +22,9 @@ Rules kept here:
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -45,8 +46,39 @@ class LinkSettings:
     backoff_cap_us: int
 
 
+@dataclass
+class ReplicaNetwork:
+    """Where one replica sits on the network: shared by its incarnations, so a
+    partition or a scheduled loss outlives a restart."""
+
+    cut_requests_until: int = 0
+    cut_replies_until: int = 0
+    forced: list[list] = field(default_factory=list)
+    """Scheduled losses: ``[kind, label or None, remaining]`` with kind
+    ``request`` or ``reply``; the next matching calls are lost."""
+
+    def take_forced(self, kind: str, label: str) -> bool:
+        for entry in self.forced:
+            if entry[0] == kind and entry[1] in (None, label) and entry[2] > 0:
+                entry[2] -= 1
+                return True
+        return False
+
+
+class FaultClock:
+    """When the last fault of the run happened (losses included), for the
+    oracle's convergence measure."""
+
+    def __init__(self) -> None:
+        self.last_fault_us: int | None = None
+
+    def mark(self, now_us: int) -> None:
+        self.last_fault_us = now_us
+
+
 class _Call:
-    __slots__ = ("process", "token", "command", "attempt", "live_attempt", "resolved")
+    __slots__ = ("process", "token", "command", "attempt", "live_attempt", "resolved",
+                 "executions")
 
     def __init__(self, process: Process, command: Command) -> None:
         self.process = process
@@ -57,12 +89,18 @@ class _Call:
         # timeout and the retry (redis-py drops the connection on a timeout).
         self.live_attempt = 0
         self.resolved = False
+        self.executions = 0
+
+
+REFUSED = "CONNREFUSED the server is down"
 
 
 def error_for(message: str) -> Exception:
     """The exception redis-py raises for an error reply."""
     if message.startswith(NOSCRIPT.split()[0]):
         return NoScriptError(message)
+    if message == REFUSED:
+        return RedisConnectionError("Connection refused: the server is restarting")
     return ResponseError(message)
 
 
@@ -80,7 +118,8 @@ class Link:
 
     def __init__(self, kernel: Kernel, server: Server, trace: Trace, owner: Owner,
                  replica: int, incarnation: int, rng: random.Random,
-                 settings: LinkSettings) -> None:
+                 settings: LinkSettings, network: ReplicaNetwork | None = None,
+                 faults: FaultClock | None = None) -> None:
         self.kernel = kernel
         self.server = server
         self.trace = trace
@@ -89,6 +128,8 @@ class Link:
         self.incarnation = incarnation
         self.rng = rng
         self.settings = settings
+        self.network = network or ReplicaNetwork()
+        self.faults = faults or FaultClock()
         self.sent = 0
 
     def send(self, process: Process, command: Command) -> None:
@@ -102,36 +143,70 @@ class Link:
         self.trace.record(self.kernel.now, self.replica, self.incarnation, call.process.tag,
                           kind, outcome=outcome, detail=call.command.label)
 
+    def _held_by_pause(self, callback: object, *args: object) -> bool:
+        """The replica's driver runs inside the replica: while it is paused,
+        its timers and its reading of replies wait for the pause to end."""
+        if self.owner.paused_until > self.kernel.now:
+            self.kernel.at(self.owner.paused_until, callback, *args)
+            return True
+        return False
+
     def _attempt(self, call: _Call) -> None:
-        if not self.owner.alive:
+        if not self.owner.alive or self._held_by_pause(self._attempt, call):
             return
         call.attempt += 1
         call.live_attempt = call.attempt
         lost = self.rng.random() < self.settings.request_loss
         latency = self._latency()
-        if lost:
+        now = self.kernel.now
+        if now < self.network.cut_requests_until:
+            self._record(call, "request_lost", "partition")
+        elif self.network.take_forced("request", call.command.label):
+            self._record(call, "request_lost", "scheduled")
+            self.faults.mark(now)
+        elif lost:
             self._record(call, "request_lost")
+            self.faults.mark(now)
         else:
             self.kernel.after(latency, self._arrive, call, call.attempt)
         self.kernel.after(self.settings.timeout_us, self._time_out, call, call.attempt)
 
     def _arrive(self, call: _Call, attempt: int) -> None:
-        outcome = self.server.execute(call.command)
+        server = self.server
+        lost = self.rng.random() < self.settings.reply_loss
+        latency = self._latency()
+        if server.down:
+            self._record(call, "call_refused")
+            self.kernel.after(latency, self._deliver, call, attempt,
+                              Outcome.failed(REFUSED))
+            return
+        outcome = server.execute(call.command, call.process.tag)
+        call.executions += 1
+        if call.executions > 1:
+            self._record(call, "duplicate_execution", str(call.executions))
         self.trace.record(
             self.kernel.now, self.replica, self.incarnation, call.process.tag,
             "call_executed",
             outcome=f"error:{outcome.error.split()[0]}" if outcome.error
-            else describe(outcome.value, self.server.backend.namespace),
+            else describe(outcome.value, server.backend.namespace),
             detail=call.command.label,
         )
-        lost = self.rng.random() < self.settings.reply_loss
-        latency = self._latency()
-        if lost:
+        now = self.kernel.now
+        if now < self.network.cut_replies_until:
+            self._record(call, "reply_lost", "partition")
+        elif self.network.take_forced("reply", call.command.label):
+            self._record(call, "reply_lost", "scheduled")
+            self.faults.mark(now)
+        elif lost:
             self._record(call, "reply_lost")
+            self.faults.mark(now)
         else:
-            self.kernel.after(latency, self._deliver, call, attempt, outcome)
+            self.kernel.after(latency + server.extra_latency_us, self._deliver, call, attempt,
+                              outcome)
 
     def _deliver(self, call: _Call, attempt: int, outcome: Outcome) -> None:
+        if self._held_by_pause(self._deliver, call, attempt, outcome):
+            return
         if call.resolved or attempt != call.live_attempt:
             self._record(call, "late_reply")
             return
@@ -146,6 +221,8 @@ class Link:
 
     def _time_out(self, call: _Call, attempt: int) -> None:
         if call.resolved or attempt != call.live_attempt or not self.owner.alive:
+            return
+        if self._held_by_pause(self._time_out, call, attempt):
             return
         call.live_attempt = 0
         if call.attempt <= self.settings.retries:

@@ -14,13 +14,19 @@ SECTIONS = (
     ("requests", ("requests_arrived", "requests_admitted", "requests_admitted_unenforced",
                   "requests_denied_exceeded", "requests_denied_store_unavailable",
                   "requests_completed", "requests_in_flight_at_end")),
-    ("guarantees", ("cap_overshoot_max_ratio", "cap_overshoot_microdollars_total",
-                    "keys_over_cap", "keys_total", "true_spend_microdollars_total",
-                    "recorded_spend_microdollars_total", "conservation_drift_microdollars_total",
-                    "holds_outstanding_microdollars_at_end")),
-    ("faults seen", ("call_executed_count", "request_lost_count", "reply_lost_count",
-                     "call_retried_count", "call_timed_out_count", "late_reply_count",
-                     "key_expired_count", "replica_boot_failed_count")),
+    ("cap", ("cap_overshoot_max_ratio", "cap_overshoot_microdollars_total", "keys_over_cap",
+             "keys_total", "wrongful_admissions", "*cap_overshoot_by_")),
+    ("books", ("true_spend_microdollars_total", "recorded_spend_microdollars_total",
+               "conservation_drift_microdollars_total",
+               "conservation_undercount_microdollars_total",
+               "conservation_overcount_microdollars_total", "duplicate_settlements_executed")),
+    ("holds", ("holds_leaked", "leaked_hold_microdollar_seconds",
+               "leaked_hold_peak_share_of_cap", "holds_still_leaked_at_end",
+               "premature_expiries", "premature_expiry_microdollars",
+               "convergence_after_faults_us", "holds_outstanding_microdollars_at_end")),
+    ("denials", ("false_denials", "denials_caused_by_leaked_holds", "fail_closed_denials",
+                 "false_denials_store_unavailable")),
+    ("what happened", ("*_count",)),
     ("determinism", ("trace_events", "trace_fingerprint")),
 )
 
@@ -33,14 +39,29 @@ def _format(value: Any) -> str:
     return str(value)
 
 
+def _matching(summary: dict[str, Any], patterns: tuple[str, ...]) -> list[str]:
+    """Keys named by ``patterns``: a plain name, ``*_suffix``, or ``*prefix_``
+    (a wildcard pattern shows only the metrics that are not zero)."""
+    keys = []
+    for pattern in patterns:
+        if not pattern.startswith("*"):
+            keys += [pattern] if pattern in summary else []
+            continue
+        part = pattern[1:]
+        keys += [key for key, value in summary.items()
+                 if (key.endswith(part) if part.startswith("_") else key.startswith(part))
+                 and value]
+    return keys
+
+
 def summary_table(summary: dict[str, Any], run_info: dict[str, Any] | None = None) -> str:
     """The invariant summary, grouped, one metric a line."""
-    width = max(len(key) for _, keys in SECTIONS for key in keys)
+    width = max(len(key) for key in summary)
     lines = []
-    for title, keys in SECTIONS:
+    for title, patterns in SECTIONS:
         lines.append(f"-- {title}")
-        lines.extend(f"   {key:<{width}}  {_format(summary[key])}" for key in keys
-                     if key in summary)
+        for key in _matching(summary, patterns):
+            lines.append(f"   {key:<{width}}  {_format(summary[key])}")
     if run_info:
         lines.append(
             f"-- wall time {run_info['wall_seconds']}s, "

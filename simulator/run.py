@@ -20,16 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from simulator.backends import BackendSpec, RedisBackend, open_redis_backend
-from simulator.fleet import Replica, start_replica
-from simulator.kernel import Kernel
+from simulator.faults import plan
+from simulator.kernel import Kernel, SimulationError
+from simulator.metrics import Sampler
 from simulator.network import LinkSettings
-from simulator.oracle import BudgetOracle
+from simulator.oracle.budget import BudgetOracle
+from simulator.oracle.observer import SERVER, LedgerObserver
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
-from simulator.server import Server
+from simulator.server import Eviction, Server
 from simulator.streams import Streams
 from simulator.trace import Trace
 from simulator.workload import KeySpace, RequestSource
+from simulator.world import World
 
 
 @dataclass
@@ -37,12 +40,15 @@ class RunResult:
     summary: dict[str, Any]
     run_info: dict[str, Any]
     trace: Trace = field(repr=False)
+    sampler: Sampler | None = field(default=None, repr=False)
 
     def write(self, out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
         (out_dir / "run_info.json").write_text(json.dumps(self.run_info, indent=2) + "\n")
         self.trace.write_parquet(out_dir / "trace.parquet")
+        if self.sampler is not None and self.sampler.rows:
+            self.sampler.write_parquet(out_dir / "metrics.parquet")
 
 
 @contextlib.contextmanager
@@ -102,11 +108,15 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     spec = resolve_backend(scenario, backend)
+    kind = scenario.kind
     settings = scenario.settings
     kernel = Kernel(seed)
     streams = Streams(seed)
     trace = Trace()
-    oracle = BudgetOracle()
+    oracle = BudgetOracle(cap_of=lambda key: getattr(settings, "subject_cap_microdollars", None),
+                          per_replica=kind.per_replica)
+    keys = scenario.workload.keys
+    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
 
     redis_backend: RedisBackend | None = None
     server: Server | None = None
@@ -114,18 +124,32 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         redis_backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
         settings = settings.model_copy(
             update={"key_prefix": redis_backend.namespace + settings.key_prefix})
-        server = Server(kernel, redis_backend, trace)
+        observer = LedgerObserver(oracle, kind, settings, key_space.keys)
+        server_settings = scenario.server
+        eviction = None
+        if server_settings.maxmemory_keys:
+            eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
+                                streams.get("server", "eviction"))
+        server = Server(kernel, redis_backend, trace, observer=observer, eviction=eviction)
     end_us = scenario.duration_us + scenario.drain_us
+    sampler = Sampler(kernel, oracle, scenario.metrics.sample_every_us, end_us,
+                      scenario.metrics.per_key)
     with quiet_store_logs():
         try:
-            replicas = _start_fleet(scenario, kernel, streams, trace, oracle, server, settings)
+            world = _build_world(scenario, kernel, streams, trace, oracle, server, settings,
+                                 key_space)
+            world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
+                             streams))
+            sampler.start()
             step_us = max(1, end_us // 100)
             for until_us in range(step_us, end_us + step_us, step_us):
                 kernel.run(min(until_us, end_us))
                 if progress is not None:
                     progress(min(until_us, end_us), end_us)
-            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, server, replicas,
-                                 settings)
+            if server is not None:
+                server.expire_due(end_us)
+                _check_mirror(server, oracle, kind, settings, key_space.keys)
+            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, world)
         finally:
             kernel.close()
             if redis_backend is not None:
@@ -134,71 +158,84 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     run_info = {
         "wall_seconds": round(wall_seconds, 3),
         "virtual_seconds_per_wall_second": round(end_us / 1e6 / wall_seconds, 1),
+        "kernel_events": kernel.events_run,
         "kernel_events_per_wall_second": round(kernel.events_run / wall_seconds),
         "peak_rss_mib": round(_peak_rss_mib(), 1),
         "python": sys.version.split()[0],
         "backend": str(spec),
     }
-    return RunResult(summary, run_info, trace)
+    return RunResult(summary, run_info, trace, sampler)
 
 
-def _start_fleet(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Trace,
-                 oracle: BudgetOracle, server: Server | None, settings: Any) -> list[Replica]:
-    kind = scenario.kind
+def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Trace,
+                 oracle: BudgetOracle, server: Server | None, settings: Any,
+                 key_space: KeySpace) -> World:
     fleet = scenario.fleet
-    names = script_names(kind.package)
-    keys = scenario.workload.keys
-    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
-    links = link_settings(scenario)
-    replicas = []
+    clocks, sources = [], []
     for index in range(fleet.replicas):
         clock_rng = streams.get("replica", index, "clock")
-        clock = ReplicaClock(offset_us=fleet.clock_offset.sample(clock_rng),
-                             drift_ppm=fleet.clock_drift_ppm.sample(clock_rng))
-        replica = start_replica(index, 0, kernel=kernel, streams=streams, trace=trace,
-                                oracle=oracle, kind=kind, server=server, link_settings=links,
-                                clock=clock, script_names=names)
-        source = RequestSource(scenario.workload, key_space, fleet.replicas, index,
-                               streams.get("replica", index, "workload"))
-        kernel.spawn(replica.main(settings, source, scenario.duration_us, fleet.boot_retry_us),
-                     replica.owner, "replica main")
-        replicas.append(replica)
-    return replicas
+        clocks.append(ReplicaClock(offset_us=fleet.clock_offset.sample(clock_rng),
+                                   drift_ppm=fleet.clock_drift_ppm.sample(clock_rng)))
+        sources.append(RequestSource(scenario.workload, key_space, fleet.replicas, index,
+                                     streams.get("replica", index, "workload"),
+                                     until_us=scenario.duration_us))
+    return World(kernel=kernel, streams=streams, trace=trace, oracle=oracle,
+                 kind=scenario.kind, settings=settings, server=server,
+                 server_settings=scenario.server, links=link_settings(scenario),
+                 clocks=clocks, sources=sources, script_names=script_names(scenario.kind.package),
+                 until_us=scenario.duration_us, boot_retry_us=fleet.boot_retry_us)
+
+
+def _check_mirror(server: Server, oracle: BudgetOracle, kind: Any, settings: Any,
+                  keys: list[tuple[str, str]]) -> None:
+    """The oracle's books must be exactly what the backend holds: a lab bug
+    otherwise, and the run stops rather than report numbers it cannot vouch for."""
+    for key in keys:
+        book = oracle.books.get(key)
+        for redis_key, role in kind.ledger_keys(settings, kind.contract.BudgetKey(*key)).items():
+            actual = kind.decode(role, server.read_ledger_key(redis_key, role))
+            mirrored = (book.spent.get(SERVER, 0) if role == "spent"
+                        else book.holds.get(SERVER, {})) if book else kind.decode(role, None)
+            if actual != mirrored:
+                raise SimulationError(
+                    f"the oracle's record of {key} ({role}) is {mirrored!r} but the backend "
+                    f"holds {actual!r} (seed {oracle_seed(server)}): a lab bug, please report")
+
+
+def oracle_seed(server: Server) -> int:
+    return server.kernel.seed
 
 
 def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel, trace: Trace,
-               oracle: BudgetOracle, server: Server | None, replicas: list[Replica],
-               settings: Any) -> dict[str, Any]:
-    kind = scenario.kind
-    now_ms = ReplicaClock().now_ms(kernel.now)
-    if server is not None:
-        server.expire_due(kernel.now)
-        source: Any = server.backend.read
-    else:
-        source = [replica.store for replica in replicas if replica.store is not None]
-
-    def recorded(key: tuple[str, str]) -> Any:
-        return kind.inspect(source, settings, kind.contract.BudgetKey(*key), now_ms)
-
+               oracle: BudgetOracle, world: World) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "scenario": scenario.name,
-        "store": kind.name,
+        "store": scenario.kind.name,
         "backend": spec.kind,
         "seed": seed,
         "replicas": scenario.fleet.replicas,
         "virtual_duration_us": scenario.duration_us + scenario.drain_us,
     }
-    summary.update(oracle.summary(recorded, getattr(settings, "subject_cap_microdollars", None)))
+    summary.update(oracle.summary(kernel.now, world.fault_clock.last_fault_us))
     counts = _trace_counts(trace)
-    for kind_name in ("replica_boot_failed", "call_executed", "request_lost", "reply_lost",
-                      "call_retried", "call_timed_out", "late_reply", "reply_to_dead_replica",
-                      "key_expired"):
+    for kind_name in COUNTED_EVENTS:
         summary[f"{kind_name}_count"] = counts.get(kind_name, 0)
     summary["swallowed_io_by_dead_replicas"] = kernel.swallowed_io
-    summary["kernel_events"] = kernel.events_run
     summary["trace_events"] = len(trace)
     summary["trace_fingerprint"] = trace.fingerprint
     return summary
+
+
+COUNTED_EVENTS = (
+    "replica_boot_failed", "call_executed", "request_lost", "reply_lost", "call_retried",
+    "call_timed_out", "call_refused", "late_reply", "reply_to_dead_replica",
+    "duplicate_execution", "key_expired", "key_evicted", "fault_crash", "replica_restarted",
+    "fault_pause", "fault_partition", "fault_server_restart", "fault_failover",
+    "fault_latency_spike", "fault_lose_request", "fault_lose_reply",
+)
+"""Trace events whose counts go into the summary: how often each situation
+actually occurred, so a clean result can be told from one that exercised
+nothing."""
 
 
 def _trace_counts(trace: Trace) -> dict[str, int]:

@@ -25,6 +25,8 @@ from pydantic import (
 )
 
 from simulator.distributions import AmountDistribution, DurationDistribution
+from simulator.expectations import Expectation
+from simulator.faults import Faults, ServerSettings
 from simulator.models import Model
 from simulator.workload import Workload
 from stores import registry
@@ -102,6 +104,14 @@ class Fleet(Model):
     )
 
 
+class Metrics(Model):
+    """The metrics time series (``metrics.parquet``)."""
+
+    sample_every_us: DurationUs = Field(
+        "1s", alias="sample_every", description="Virtual time between samples; 0: none.")
+    per_key: bool = Field(False, description="Also one row per key, not only the aggregate.")
+
+
 class Scenario(Model):
     """A run: a store, a fleet, a network and a workload, for a virtual duration."""
 
@@ -128,6 +138,20 @@ class Scenario(Model):
     fleet: Fleet = Field(Fleet(), description="The replicas.")
     network: Network = Field(Network(), description="The links.")
     workload: Workload = Field(Workload(), description="The traffic.")
+    faults: Faults = Field(Faults(), description="What breaks, and when.")
+    server: ServerSettings = Field(ServerSettings(), description="The Redis server.")
+    metrics: Metrics = Field(Metrics(), description="The metrics time series.")
+    expect: dict[str, str] = Field(
+        default_factory=dict,
+        description="Thresholds on summary metrics, e.g. cap_overshoot_max_ratio = "
+        "\"<= 0.01\"; run exits 3 when one fails.")
+
+    @field_validator("expect")
+    @classmethod
+    def _expectations_parse(cls, value: dict[str, str]) -> dict[str, str]:
+        for metric, text in value.items():
+            Expectation.parse(metric, text)
+        return value
 
     @field_validator("store")
     @classmethod

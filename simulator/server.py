@@ -8,13 +8,20 @@ Rules kept here:
   server has not loaded answers ``NOSCRIPT`` (after a restart, say), whatever
   the backend happens to have cached. The backend runs the script body.
 * Keys whose virtual TTL has run out are gone before the next command runs.
+* Every executed write is kept in ``history`` with its virtual time, so a
+  restart can rebuild exactly what its persistence model would have saved
+  (see ``restart``); the script cache is never persisted.
+* With an ``observer``, every command also reports the post-state of its keys
+  to the oracle, and so do expiry, data loss and eviction.
 * Replies are values or error messages; the network turns error messages into
   the exceptions redis-py would raise.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
+from typing import Any
 
 from simulator.backends import Outcome, RedisBackend
 from simulator.backends.redis_backend import sha1
@@ -22,6 +29,7 @@ from simulator.kernel import Kernel
 from simulator.trace import SERVER, Trace
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
+READ_ONLY = frozenset({"GET", "PING", "SCAN", "HGETALL", "EXISTS", "TYPE", "MGET", "HGET"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,35 +56,165 @@ class Command:
         return cls(verb, keys, args, verb)
 
 
+@dataclass(frozen=True, slots=True)
+class Write:
+    """An executed command the server would have to persist."""
+
+    time_us: int
+    body: str | None  # a script body, or None for a plain command
+    keys: tuple[str, ...]
+    args: tuple[str, ...]
+
+
 class Server:
     """A Redis server node in the simulation, executing on a backend."""
 
-    def __init__(self, kernel: Kernel, backend: RedisBackend, trace: Trace) -> None:
+    def __init__(self, kernel: Kernel, backend: RedisBackend, trace: Trace,
+                 observer: Any = None, eviction: Any = None) -> None:
         self.kernel = kernel
         self.backend = backend
         self.trace = trace
+        self.observer = observer
+        self.eviction = eviction
         self.script_cache: dict[str, str] = {}
+        self.history: list[Write] = []
+        self.down = False
+        self.extra_latency_us = 0
         self.keys_expired = 0
 
-    def execute(self, command: Command) -> Outcome:
+    def execute(self, command: Command, tag: int = -1) -> Outcome:
         now_us = self.kernel.now
         self.expire_due(now_us)
         verb = command.verb
-        if verb == "EVALSHA":
-            body = self.script_cache.get(command.args[0])
-            if body is None:
-                return Outcome.failed(NOSCRIPT)
-            return self.backend.run_script(body, command.keys, command.args[1:], now_us)
+        observe = self.observer is not None
         if verb == "SCRIPT LOAD":
             source = command.args[0]
             sha = sha1(source)
             self.script_cache[sha] = source
             return Outcome.ok(sha)
-        return self.backend.run_command((verb, *command.args), command.keys, now_us)
+        if verb == "EVALSHA":
+            body = self.script_cache.get(command.args[0])
+            if body is None:
+                return Outcome.failed(NOSCRIPT)
+            args = command.args[1:]
+            outcome = self.backend.run_script(body, command.keys, args, now_us, observe)
+            self.history.append(Write(now_us, body, command.keys, args))
+        else:
+            args = (verb, *command.args)
+            outcome = self.backend.run_command(args, command.keys, now_us, observe)
+            if verb not in READ_ONLY:
+                self.history.append(Write(now_us, None, command.keys, args))
+        if outcome.observed:
+            if self.eviction is not None:
+                self.eviction.touched(outcome.observed, now_us)
+            if observe:
+                self.observer.executed(outcome.observed, now_us, tag)
+        if self.eviction is not None and verb not in READ_ONLY:
+            self._evict(now_us)
+        return outcome
 
     def expire_due(self, now_us: int) -> None:
-        """Drop keys whose virtual deadline has come (also before oracle reads)."""
-        for key in self.backend.expire_due(now_us):
+        """Drop keys whose virtual deadline has come."""
+        expired = self.backend.expire_due(now_us)
+        for key in expired:
             self.keys_expired += 1
             self.trace.record(now_us, SERVER, 0, -1, "key_expired",
                               detail=key.removeprefix(self.backend.namespace))
+        if expired:
+            if self.eviction is not None:
+                self.eviction.forget(expired)
+            if self.observer is not None:
+                self.observer.dropped(expired, now_us, "key_expired")
+
+    # -- faults ------------------------------------------------------------
+
+    def restart(self, keep_until_us: int | None, how: str) -> None:
+        """The server loses everything written after ``keep_until_us`` (all of
+        it for ``None``) and its script cache; the state it comes back with is
+        rebuilt by replaying the writes it had persisted."""
+        now_us = self.kernel.now
+        kept = [] if keep_until_us is None else [
+            write for write in self.history if write.time_us <= keep_until_us]
+        self.backend.wipe()
+        for write in kept:
+            self.backend.expire_due(write.time_us)
+            if write.body is None:
+                self.backend.run_command(write.args, write.keys, write.time_us)
+            else:
+                self.backend.run_script(write.body, write.keys, write.args, write.time_us)
+        lost = len(self.history) - len(kept)
+        self.history = kept
+        self.script_cache.clear()
+        self.backend.expire_due(now_us)
+        self.trace.record(now_us, SERVER, 0, -1, "server_state_restored",
+                          amount=lost, outcome=how)
+        if self.eviction is not None:
+            self.eviction.reset(self.backend, now_us)
+        if self.observer is not None:
+            self.observer.resync(self.read_ledger_key, now_us, "data_loss")
+
+    def read_ledger_key(self, redis_key: str, role: str) -> Any:
+        """A key's content read by the lab itself (not a modelled message)."""
+        kind = self.backend.read("TYPE", redis_key)
+        if kind == "string":
+            return self.backend.read("GET", redis_key)
+        if kind == "hash":
+            return self.backend.read("HGETALL", redis_key)
+        return None
+
+    def _evict(self, now_us: int) -> None:
+        victims = self.eviction.victims(self.backend.expiry)
+        if not victims:
+            return
+        self.backend.delete(victims)
+        for key in victims:
+            self.trace.record(now_us, SERVER, 0, -1, "key_evicted",
+                              detail=key.removeprefix(self.backend.namespace))
+        if self.observer is not None:
+            self.observer.dropped(victims, now_us, "evicted")
+
+
+class Eviction:
+    """``maxmemory`` as a key budget: past ``max_keys`` live keys, a write
+    evicts per ``policy``, like Redis's eviction pool (exactly, not sampled).
+    Access times come from the post-states the server observes."""
+
+    POLICIES = ("allkeys-lru", "allkeys-random", "volatile-lru", "volatile-ttl",
+                "volatile-random")
+
+    def __init__(self, max_keys: int, policy: str, rng: random.Random) -> None:
+        self.max_keys = max_keys
+        self.policy = policy
+        self.rng = rng
+        self.last_access: dict[str, int] = {}
+
+    def touched(self, observed: tuple, now_us: int) -> None:
+        for entry in observed:
+            if entry[1] == "none":
+                self.last_access.pop(entry[0], None)
+            else:
+                self.last_access[entry[0]] = now_us
+
+    def forget(self, keys: list[str]) -> None:
+        for key in keys:
+            self.last_access.pop(key, None)
+
+    def reset(self, backend: RedisBackend, now_us: int) -> None:
+        self.last_access = {key: now_us for key in backend.keys(f"{backend.namespace}*")}
+
+    def victims(self, expiry: Any) -> list[str]:
+        excess = len(self.last_access) - self.max_keys
+        if excess <= 0:
+            return []
+        volatile = self.policy.startswith("volatile")
+        pool = sorted(key for key in self.last_access
+                      if not volatile or expiry.deadline_us(key) is not None)
+        if self.policy.endswith("lru"):
+            pool.sort(key=lambda key: self.last_access[key])
+        elif self.policy == "volatile-ttl":
+            pool.sort(key=lambda key: expiry.deadline_us(key))
+        else:
+            self.rng.shuffle(pool)
+        chosen = pool[:excess]
+        self.forget(chosen)
+        return chosen

@@ -1,25 +1,53 @@
 """The traffic: which requests arrive where and when, and what they cost.
 
 Each replica draws its arrivals and its requests from its own stream, so the
-traffic one replica sees does not change when another replica is added. The
-fleet-wide arrival rate is split evenly over the replicas (the superposition
-of independent Poisson processes is Poisson at the summed rate).
+traffic one replica sees does not change when another replica is added (under
+a fleet-wide rate, its share of the rate does). A fleet-wide Poisson rate is
+split evenly over the replicas: the superposition of independent Poisson
+processes is Poisson at the summed rate.
+
+Arrivals are written as text (``"poisson(500/s)"``, ``"poisson(5/s) per
+replica"``, ``"bursts(2000/s, on=2s, off=8s)"``) or, for exact scenarios, as
+a fixed list (``{ at = ["0ms", "5ms"], replica = [0, 1] }``). Costs and
+durations are distributions (see ``simulator.distributions``) or
+``"empirical(PATH.csv)"``, a bootstrap from observed values.
 """
 
 from __future__ import annotations
 
 import bisect
+import csv
 import itertools
+import math
 import random
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from pathlib import Path
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    NonNegativeInt,
+    PlainSerializer,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from simulator.distributions import AmountDistribution, DurationDistribution
+from simulator.distributions import FAMILIES, Distribution, Unit, parse_distribution
 from simulator.models import Model
-from stores.quantities import parse_rate_per_second
+from stores.quantities import (
+    DurationUs,
+    format_duration_us,
+    parse_duration_us,
+    parse_rate_per_second,
+)
+
+REPO = Path(__file__).resolve().parents[1]
 
 _ZIPF = re.compile(r"^\s*zipf\(\s*([0-9.]+)\s*\)\s*$")
 
@@ -46,48 +74,445 @@ class Keys(Model):
         return float(match.group(1)) if match else 0.0
 
 
-_POISSON = re.compile(r"^\s*poisson\(\s*(?P<rate>[^)]+)\)\s*$")
+# ---------------------------------------------------------------- arrivals
 
-
-def _arrivals(value: Any) -> Any:
-    if isinstance(value, str):
-        match = _POISSON.match(value)
-        if not match:
-            raise ValueError(f"expected 'poisson(RATE)' such as 'poisson(500/s)', got {value!r}")
-        return {"kind": "poisson", "rate_per_second": parse_rate_per_second(match["rate"])}
-    return value
+Pins = Mapping[str, Any]
+"""Request fields a fixed list sets, by ``Request`` field name."""
+NO_PINS: Pins = MappingProxyType({})
 
 
 class Arrivals(Model):
-    """An arrival process; written as text, e.g. ``"poisson(500/s)"``."""
+    """An arrival process; written as text, e.g. ``"poisson(500/s)"``, or as a
+    fixed list (a table). The subclasses are the forms."""
 
     written_as_text: ClassVar[bool] = True
-    kind: Literal["poisson"] = "poisson"
-    rate_per_second: float = Field(gt=0, allow_inf_nan=False)
+
+    def timer(self, replicas: int, replica: int, rng: random.Random) -> Timer:
+        """Replica ``replica``'s arrival times, drawn from its ``rng``."""
+        raise NotImplementedError
+
+    def check_fits(self, replicas: int, until_us: int) -> None:
+        """Raise ``ValueError`` if the process cannot run on this fleet for this long."""
+
+
+class Poisson(Arrivals):
+    """Poisson arrivals at a fleet-wide rate split evenly over the replicas,
+    or at a rate each replica receives on its own."""
+
+    rate_per_second: float = Field(gt=0, allow_inf_nan=False, description="Arrivals per second.")
+    per_replica: bool = Field(
+        False, description="Each replica gets the whole rate (else the fleet shares it)."
+    )
+
+    def replica_rate_per_us(self, replicas: int) -> float:
+        if self.per_replica:
+            return self.rate_per_second / 1e6
+        return self.rate_per_second / replicas / 1e6
+
+    def timer(self, replicas: int, replica: int, rng: random.Random) -> Timer:
+        return PoissonTimer(self.replica_rate_per_us(replicas), rng)
+
+    def _scope(self) -> str:
+        return " per replica" if self.per_replica else ""
 
     def __str__(self) -> str:
-        return f"poisson({self.rate_per_second:g}/s)"
+        return f"poisson({self.rate_per_second:g}/s){self._scope()}"
+
+
+class Bursts(Poisson):
+    """Poisson arrivals during ``on`` windows, none during ``off`` windows; the
+    on/off cycle starts at virtual time 0 on every replica, so they burst together."""
+
+    on_us: int = Field(gt=0, description="Length of each window with arrivals.")
+    off_us: int = Field(ge=0, description="Length of each quiet window after it.")
+
+    def timer(self, replicas: int, replica: int, rng: random.Random) -> Timer:
+        return PoissonTimer(self.replica_rate_per_us(replicas), rng, self.on_us, self.off_us)
+
+    def __str__(self) -> str:
+        on, off = format_duration_us(self.on_us), format_duration_us(self.off_us)
+        return f"bursts({self.rate_per_second:g}/s, on={on}, off={off}){self._scope()}"
+
+
+# Fixed-list columns that pin a request field, and the field each one sets.
+PINNED_FIELDS = {
+    "namespace": "namespace",
+    "subject": "subject",
+    "estimate": "estimate_microdollars",
+    "actual": "actual_microdollars",
+    "duration_us": "duration_us",
+}
+
+
+class FixedArrivals(Arrivals):
+    """A fixed list of arrivals, for exact scenarios: parallel lists, one entry
+    per arrival. Unpinned request fields are drawn as usual."""
+
+    at_us: tuple[DurationUs, ...] = Field(
+        alias="at", min_length=1, description="When each request arrives, in time order."
+    )
+    replica: tuple[NonNegativeInt, ...] | None = Field(
+        None, description="Where each arrives; default round-robin (i mod replicas)."
+    )
+    namespace: tuple[str, ...] | None = Field(
+        None, description="Each one's namespace; default drawn (or its subject's)."
+    )
+    subject: tuple[str, ...] | None = Field(None, description="Each one's subject; default drawn.")
+    estimate: tuple[NonNegativeInt, ...] | None = Field(
+        None, description="Each one's estimate in micro-dollars; default drawn."
+    )
+    actual: tuple[NonNegativeInt, ...] | None = Field(
+        None, description="Each one's actual spend in micro-dollars; default drawn."
+    )
+    duration_us: tuple[DurationUs, ...] | None = Field(
+        None, alias="duration", description="Each one's duration; default drawn."
+    )
+
+    @model_validator(mode="after")
+    def _parallel_and_in_order(self) -> FixedArrivals:
+        count = len(self.at_us)
+        for name, field in type(self).model_fields.items():
+            column = getattr(self, name)
+            if column is not None and len(column) != count:
+                raise ValueError(
+                    f"{field.alias or name} has {len(column)} entries but at has {count}; "
+                    "expected one entry per arrival"
+                )
+        for index in range(1, count):
+            if self.at_us[index] < self.at_us[index - 1]:
+                raise ValueError(
+                    f"expected at in time order, got at[{index}] = "
+                    f"{format_duration_us(self.at_us[index])} after at[{index - 1}] = "
+                    f"{format_duration_us(self.at_us[index - 1])}"
+                )
+        return self
+
+    def owners(self, replicas: int) -> tuple[int, ...]:
+        """The replica each arrival goes to (round-robin unless listed)."""
+        return self.replica or tuple(index % replicas for index in range(len(self.at_us)))
+
+    def pins(self, index: int) -> Pins:
+        return {
+            request_field: column[index]
+            for name, request_field in PINNED_FIELDS.items()
+            if (column := getattr(self, name)) is not None
+        }
+
+    def timer(self, replicas: int, replica: int, rng: random.Random) -> Timer:
+        mine = [(at_us, self.pins(index)) for index, (at_us, owner)
+                in enumerate(zip(self.at_us, self.owners(replicas), strict=True))
+                if owner == replica]
+        return ListTimer(mine)
+
+    def check_fits(self, replicas: int, until_us: int) -> None:
+        for index, owner in enumerate(self.owners(replicas)):
+            if owner >= replicas:
+                raise ValueError(
+                    f"workload.arrivals: expected replica numbers 0 to {replicas - 1} "
+                    f"(the fleet has {replicas}), got replica[{index}] = {owner}"
+                )
+        if self.at_us[-1] >= until_us:
+            raise ValueError(
+                f"workload.arrivals: expected every arrival before the scenario's duration "
+                f"{format_duration_us(until_us)}, got at[{len(self.at_us) - 1}] = "
+                f"{format_duration_us(self.at_us[-1])} (it would never arrive)"
+            )
+
+    def __str__(self) -> str:
+        first, last = (format_duration_us(self.at_us[i]) for i in (0, -1))
+        return f"a fixed list of {len(self.at_us)} arrivals from {first} to {last}"
+
+
+_PROCESS = re.compile(
+    r"^\s*(?P<family>poisson|bursts)\((?P<args>[^)]*)\)\s*(?P<per_replica>per\s+replica)?\s*$"
+)
+ARRIVALS_HINT = (
+    "'poisson(RATE)' or 'bursts(RATE, on=DURATION, off=DURATION)', either optionally "
+    "followed by 'per replica', or a fixed list {at = [...]}"
+)
+
+
+def parse_arrivals(value: Any) -> Arrivals:
+    """An arrival process from its text, or a fixed list from its table."""
+    if isinstance(value, Arrivals):
+        return value
+    if isinstance(value, Mapping):
+        return _validated(FixedArrivals, value)
+    match = _PROCESS.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"expected {ARRIVALS_HINT}, got {value!r}")
+    rate, *options = (part.strip() for part in match["args"].split(","))
+    fields: dict[str, Any] = {
+        "rate_per_second": _positive_rate(rate, value),
+        "per_replica": bool(match["per_replica"]),
+    }
+    if match["family"] == "poisson":
+        if options:
+            raise ValueError(f"poisson takes one rate, e.g. 'poisson(500/s)', got {value!r}")
+        return _validated(Poisson, fields)
+    return _validated(Bursts, fields | _windows(options, value))
+
+
+def _positive_rate(text: str, whole: str) -> float:
+    rate = parse_rate_per_second(text)
+    if not rate > 0 or math.isinf(rate):
+        raise ValueError(f"expected a positive, finite rate, got {text!r} in {whole!r}")
+    return rate
+
+
+def _windows(options: list[str], whole: str) -> dict[str, int]:
+    given = {name.strip(): text.strip()
+             for name, _, text in (option.partition("=") for option in options)}
+    if sorted(given) != ["off", "on"] or len(options) != 2 or not all(given.values()):
+        raise ValueError(
+            f"bursts takes (RATE, on=DURATION, off=DURATION), e.g. "
+            f"'bursts(2000/s, on=2s, off=8s)', got {whole!r}"
+        )
+    windows = {f"{name}_us": parse_duration_us(text) for name, text in given.items()}
+    if windows["on_us"] <= 0:
+        raise ValueError(f"expected an on window longer than zero, got {whole!r}")
+    return windows
+
+
+def _validated(model: type[Arrivals], data: Mapping[str, Any]) -> Any:
+    """``model`` validated from ``data``, its problems folded into one ValueError
+    (the scenario loader then prefixes the field path, ``workload.arrivals``)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ValueError("; ".join(_describe(problem, model) for problem in error.errors())) \
+            from None
+
+
+def _describe(problem: Any, model: type[Arrivals]) -> str:
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                    for part in problem["loc"]).lstrip(".")
+    message = problem["msg"].removeprefix("Value error, ")
+    if problem["type"] == "extra_forbidden":
+        known = ", ".join(field.alias or name for name, field in model.model_fields.items())
+        message = f"unknown field; a fixed list takes {known}"
+    elif problem["type"] == "missing":
+        message = "required field is missing"
+    elif "got" not in message:
+        message = f"{message}, got {problem.get('input')!r}"
+    return f"{where}: {message}" if where else message
+
+
+def _arrivals_as_written(arrivals: Arrivals) -> Any:
+    if isinstance(arrivals, FixedArrivals):
+        return arrivals.model_dump(by_alias=True, exclude_none=True)
+    return str(arrivals)
+
+
+class Timer:
+    """One replica's arrival times."""
+
+    def next(self, now_us: int) -> tuple[int, Pins] | None:
+        """The next arrival (never before ``now_us``) and what it pins, or None
+        when no more will come."""
+        raise NotImplementedError
+
+
+class PoissonTimer(Timer):
+    """Poisson arrivals, optionally only during the on windows of an on/off
+    cycle starting at time 0 (windows are ``[k * cycle, k * cycle + on)``).
+
+    It keeps time in on-time: virtual time with the off windows cut out. A
+    Poisson process restricted to the on windows is a Poisson process in
+    on-time, so gaps are drawn there and mapped back to virtual time. With no
+    off window, on-time is virtual time.
+    """
+
+    def __init__(self, rate_per_us: float, rng: random.Random, on_us: int = 0,
+                 off_us: int = 0) -> None:
+        self.rate_per_us = rate_per_us
+        self.rng = rng
+        self.on_us = on_us
+        self.off_us = off_us
+        self._on_clock = 0
+
+    def next(self, now_us: int) -> tuple[int, Pins]:
+        gap_us = max(1, round(self.rng.expovariate(self.rate_per_us)))
+        # Memoryless: a replica that was booting owes no arrivals it missed.
+        self._on_clock = max(self._on_clock, self._on_time(now_us)) + gap_us
+        return self._virtual_time(self._on_clock), NO_PINS
+
+    def _on_time(self, virtual_us: int) -> int:
+        if not self.off_us:
+            return virtual_us
+        cycles, into = divmod(virtual_us, self.on_us + self.off_us)
+        return cycles * self.on_us + min(into, self.on_us)
+
+    def _virtual_time(self, on_us: int) -> int:
+        if not self.off_us:
+            return on_us
+        cycles, into = divmod(on_us, self.on_us)
+        return cycles * (self.on_us + self.off_us) + into
+
+
+class ListTimer(Timer):
+    """A fixed list of arrivals, in time order."""
+
+    def __init__(self, arrivals: list[tuple[int, Pins]]) -> None:
+        self._arrivals: Iterator[tuple[int, Pins]] = iter(arrivals)
+
+    def next(self, now_us: int) -> tuple[int, Pins] | None:
+        arrival = next(self._arrivals, None)
+        if arrival is None:
+            return None
+        at_us, pins = arrival
+        # Listed before the replica finished booting: it waits for the replica.
+        return max(at_us, now_us), pins
+
+
+# ---------------------------------------------------------- empirical samples
+
+_EMPIRICAL = re.compile(r"^\s*empirical\(\s*(?P<path>[^)]*?)\s*\)\s*$")
+_CALL = re.compile(r"^\s*(?P<family>[a-z_]+)\s*\(")
+# The CSV columns each kind of value may come from, and their size in the
+# sampled unit (microseconds for durations).
+COLUMNS: dict[str, dict[str, int]] = {
+    "duration": {"duration_us": 1, "duration_ms": 1_000, "duration_s": 1_000_000},
+    "amount": {"microdollars": 1},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Empirical:
+    """Observed values, resampled: each draw picks one row uniformly (a bootstrap).
+    Same interface as ``Distribution``."""
+
+    values: tuple[int, ...]
+    unit: Unit
+    text: str
+
+    def sample(self, rng: random.Random) -> int:
+        return self.values[rng.randrange(len(self.values))]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.values) / len(self.values)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def find_data_file(text: str) -> Path:
+    """The file at ``text``: absolute, or relative to the current directory or,
+    failing that, to the repository root."""
+    given = Path(text)
+    if given.is_absolute():
+        candidates = [given]
+    else:  # dict.fromkeys: one candidate when run from the repository root
+        candidates = list(dict.fromkeys([Path.cwd() / given, REPO / given]))
+    for path in candidates:
+        if path.is_file():
+            return path
+    looked = " and ".join(str(path) for path in candidates)
+    raise ValueError(f"expected a CSV file, got {text!r}: no such file (looked for {looked})")
+
+
+def load_empirical(path_text: str, unit: Unit, text: str) -> Empirical:
+    """Read the column for ``unit`` from the CSV at ``path_text``."""
+    path = find_data_file(path_text)
+    with path.open(newline="", encoding="utf-8") as file:
+        reader = csv.DictReader(file, skipinitialspace=True)
+        header = reader.fieldnames or []
+        found = [name for name in header if name in COLUMNS[unit]]
+        if len(found) != 1:
+            wanted = " or ".join(COLUMNS[unit])
+            raise ValueError(f"expected one column named {wanted} in {path}, got columns {header}")
+        column, size = found[0], COLUMNS[unit][found[0]]
+        values = [_cell(row[column], size, f"{path}:{line} ({column})")
+                  for line, row in enumerate(reader, start=2)]
+    if not values:
+        raise ValueError(f"expected at least one value under {column} in {path}, got none")
+    return Empirical(tuple(values), unit, text)
+
+
+def _cell(cell: str | None, size: int, where: str) -> int:
+    try:
+        value = float(cell or "")
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"expected a number of zero or more at {where}, got {cell!r}")
+    return round(value * size)
+
+
+def _sampler(unit: Unit) -> Callable[[Any], Distribution | Empirical]:
+    def parse(value: Any) -> Distribution | Empirical:
+        if isinstance(value, Empirical):
+            return value
+        text = value if isinstance(value, str) else ""
+        if match := _EMPIRICAL.match(text):
+            return load_empirical(match["path"], unit, text.strip())
+        call = _CALL.match(text)
+        if call and call["family"] not in FAMILIES:
+            known = ", ".join([*FAMILIES, "empirical"])
+            raise ValueError(f"unknown distribution {call['family']!r} in {text!r}; known: {known}")
+        return parse_distribution(value, unit)
+
+    return parse
+
+
+DurationSampler = Annotated[
+    Distribution | Empirical, PlainValidator(_sampler("duration")),
+    PlainSerializer(str, return_type=str),
+]
+"""A distribution of durations (microseconds) or ``"empirical(PATH.csv)"``."""
+
+AmountSampler = Annotated[
+    Distribution | Empirical, PlainValidator(_sampler("amount")),
+    PlainSerializer(str, return_type=str),
+]
+"""A distribution of amounts or ``"empirical(PATH.csv)"``."""
+
+
+# ----------------------------------------------------------------- workload
+
+
+class Streaming(Model):
+    """Streamed responses, some of which the client cuts short."""
+
+    share: float = Field(0.0, ge=0.0, le=1.0, description="Share of requests that stream.")
+    cut_short: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="Share of streams the client disconnects from, at a uniform fraction of "
+        "the way through: duration and actual spend are both scaled by that fraction.",
+    )
 
 
 class Workload(Model):
     """The traffic: when requests arrive, what they cost, how long they run."""
 
-    arrivals: Annotated[Arrivals, BeforeValidator(_arrivals)] = Field(
+    arrivals: Annotated[
+        Arrivals, BeforeValidator(parse_arrivals), PlainSerializer(_arrivals_as_written)
+    ] = Field(
         "poisson(100/s)",
-        description="Fleet-wide arrival process, e.g. 'poisson(500/s)', split evenly "
-        "over the replicas.",
+        description="Arrival process: 'poisson(500/s)' (fleet-wide, split over the "
+        "replicas), 'poisson(5/s) per replica', 'bursts(2000/s, on=2s, off=8s)' (Poisson "
+        "in on windows from time 0; also 'per replica'), or a fixed list {at = [times]; "
+        "optional parallel lists replica, namespace, subject, estimate, actual, duration}.",
     )
     keys: Keys = Field(Keys(), description="The key space and its skew.")
-    estimate_microdollars: AmountDistribution = Field(
+    estimate_microdollars: AmountSampler = Field(
         5_000, description="What the gateway reserves before a request runs."
     )
-    actual_microdollars: AmountDistribution = Field(
-        "uniform(0, 5000)", description="What the request really spends (may exceed the estimate)."
+    actual_microdollars: AmountSampler = Field(
+        "uniform(0, 5000)",
+        description="What the request really spends (may exceed the estimate); also "
+        "'empirical(FILE.csv)' (column microdollars).",
     )
-    duration: DurationDistribution = Field(
-        "lognormal(40ms, 0.5)", description="How long the upstream work takes."
+    duration: DurationSampler = Field(
+        "lognormal(40ms, 0.5)",
+        description="How long the upstream work takes; also 'empirical(FILE.csv)' (column "
+        "duration_ms, duration_us or duration_s).",
     )
+    streaming: Streaming = Field(Streaming(), description="Streamed responses.")
 
+
+# ------------------------------------------------------------------ runtime
 
 REQUESTS_PER_REPLICA = 1_000_000_000
 """Request numbers are ``replica * REQUESTS_PER_REPLICA + n``: unique, stable."""
@@ -101,6 +526,7 @@ class Request:
     estimate_microdollars: int
     actual_microdollars: int
     duration_us: int
+    kind: str = "unary"  # "unary", "stream" or "stream_cut" (the client left part way)
 
 
 class KeySpace:
@@ -111,6 +537,7 @@ class KeySpace:
         self.keys = [
             (f"ns-{index % namespaces}", f"subject-{index:0{width}d}") for index in range(subjects)
         ]
+        self._namespace_of = {subject: namespace for namespace, subject in self.keys}
         weights = [1.0 / (rank + 1) ** zipf_exponent for rank in range(subjects)]
         self._cumulative = list(itertools.accumulate(weights))
 
@@ -119,30 +546,62 @@ class KeySpace:
         index = bisect.bisect_right(self._cumulative, point)
         return self.keys[min(index, len(self.keys) - 1)]
 
+    def namespace_of(self, subject: str) -> str:
+        """The namespace ``subject`` is dealt to; the first for a subject not in the space."""
+        return self._namespace_of.get(subject, self.keys[0][0])
+
 
 class RequestSource:
-    """One replica's stream of requests."""
+    """One replica's stream of requests: when each arrives and what it is."""
 
     def __init__(self, workload: Workload, key_space: KeySpace, replicas: int, replica: int,
-                 rng: random.Random) -> None:
+                 rng: random.Random, until_us: int | None = None) -> None:
+        if until_us is not None:
+            workload.arrivals.check_fits(replicas, until_us)
         self.workload = workload
         self.key_space = key_space
-        self.rate_per_us = workload.arrivals.rate_per_second / replicas / 1e6
         self.rng = rng
+        self._timer = workload.arrivals.timer(replicas, replica, rng)
         self._numbers = itertools.count(replica * REQUESTS_PER_REPLICA)
 
-    def next_gap_us(self) -> int:
-        return max(1, round(self.rng.expovariate(self.rate_per_us)))
+    def next_arrival(self, now_us: int) -> tuple[int, Request] | None:
+        """The next request and when it arrives (never before ``now_us``), or
+        None when no more will."""
+        arrival = self._timer.next(now_us)
+        if arrival is None:
+            return None
+        at_us, pins = arrival
+        return at_us, self.next_request(pins)
 
-    def next_request(self) -> Request:
+    def next_request(self, pins: Pins = NO_PINS) -> Request:
+        """Draw a request; ``pins`` (from a fixed list) replace drawn fields. A
+        stream cut short is scaled after pinning: pins are the full request."""
         rng = self.rng
-        namespace, subject = self.key_space.pick(rng)
         workload = self.workload
-        return Request(
-            number=next(self._numbers),
-            namespace=namespace,
-            subject=subject,
-            estimate_microdollars=max(0, workload.estimate_microdollars.sample(rng)),
-            actual_microdollars=max(0, workload.actual_microdollars.sample(rng)),
-            duration_us=max(0, workload.duration.sample(rng)),
-        )
+        namespace, subject = self.key_space.pick(rng)
+        fields = {
+            "namespace": namespace,
+            "subject": subject,
+            "estimate_microdollars": max(0, workload.estimate_microdollars.sample(rng)),
+            "actual_microdollars": max(0, workload.actual_microdollars.sample(rng)),
+            "duration_us": max(0, workload.duration.sample(rng)),
+        }
+        if "subject" in pins:
+            fields["namespace"] = self.key_space.namespace_of(pins["subject"])
+        fields.update(pins)
+        kind, fraction = self._stream()
+        if kind == "stream_cut":
+            # The upstream charges only for what it streamed before the disconnect.
+            fields["duration_us"] = round(fields["duration_us"] * fraction)
+            fields["actual_microdollars"] = round(fields["actual_microdollars"] * fraction)
+        return Request(number=next(self._numbers), kind=kind, **fields)
+
+    def _stream(self) -> tuple[str, float]:
+        """The request's kind, and the fraction of it that runs."""
+        streaming = self.workload.streaming
+        # No draws when nothing streams, so such scenarios keep their traces.
+        if not streaming.share or self.rng.random() >= streaming.share:
+            return "unary", 1.0
+        if not streaming.cut_short or self.rng.random() >= streaming.cut_short:
+            return "stream", 1.0
+        return "stream_cut", self.rng.random()

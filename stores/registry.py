@@ -36,13 +36,21 @@ class StoreKind:
     """``build(data_port_or_None, runtime, settings)``: boot one replica's store."""
     contract: ModuleType
     """The family's contract module (key and result types)."""
-    inspect: Callable[..., Any]
-    """``inspect(source, settings, key, now_ms)``: what the store records for a
-    key, read by the lab without going through the network. ``source`` is the
-    backend's raw reader for Redis kinds, the replicas' store objects for
-    in-process kinds."""
+    ledger_keys: Callable[[Any, Any], dict[str, str]] | None
+    """Redis kinds: ``ledger_keys(settings, key)`` names the Redis keys that
+    hold a key's ledger, each with its role (``"spent"``, ``"holds"``...), so
+    the lab's oracle can follow the store's state exactly."""
+    decode: Callable[[str, Any], Any] | None
+    """Redis kinds: ``decode(role, raw)`` reads one such key's raw content."""
+    read_ledger: Callable[[Any, Any], Any] | None
+    """In-process kinds: ``read_ledger(store, key)`` reads one replica's ledger."""
     package: str
     """Where its Lua scripts live (for naming them in traces)."""
+
+    @property
+    def per_replica(self) -> bool:
+        """Each replica keeps its own state (no shared server)."""
+        return "redis" not in self.backends
 
     @property
     def default_backend(self) -> str:

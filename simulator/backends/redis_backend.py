@@ -40,18 +40,20 @@ class BackendError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What the server answered: a value, or an error reply's message."""
+    """What the server answered: a value, or an error reply's message; and,
+    when asked for, the post-state of the command's keys (``observed``)."""
 
     value: Any = None
     error: str | None = None
+    observed: tuple = ()
 
     @classmethod
-    def ok(cls, value: Any) -> Outcome:
-        return cls(value=value)
+    def ok(cls, value: Any, observed: tuple = ()) -> Outcome:
+        return cls(value=value, observed=observed)
 
     @classmethod
-    def failed(cls, message: str) -> Outcome:
-        return cls(error=message)
+    def failed(cls, message: str, observed: tuple = ()) -> Outcome:
+        return cls(error=message, observed=observed)
 
 
 def sha1(source: str) -> str:
@@ -81,33 +83,57 @@ class RedisBackend:
         return due
 
     def run_script(self, body: str, keys: tuple[str, ...], args: tuple[str, ...],
-                   now_us: int) -> Outcome:
-        """Run ``body`` atomically at virtual time ``now_us``."""
+                   now_us: int, observe: bool = False) -> Outcome:
+        """Run ``body`` atomically at virtual time ``now_us``; with ``observe``,
+        also return the post-state of its keys."""
         script = self._scripts.get(body)
         if script is None:
             script = self._scripts[body] = self.client.register_script(wrap(body))
         try:
-            packed = self._guarded(script, keys=list(keys), args=list(args))
+            packed = self._guarded(script, keys=list(keys),
+                                   args=[*args, "1" if observe else "0"])
         except ResponseError as error:
             # The shim catches script errors itself; this is one it could not.
             return Outcome.failed(str(error))
         self.executed += 1
-        status, ttl_pairs, key_states = packed[0], packed[1], packed[2]
+        status, ttl_pairs, key_states, observed = packed[0], packed[1], packed[2], packed[3]
         self.expiry.apply(now_us, ttl_pairs, key_states)
+        observed = tuple(observed)
         if status == STATUS_ERROR:
-            return Outcome.failed(packed[3])
-        return Outcome.ok(packed[3] if status == STATUS_VALUE else None)
+            return Outcome.failed(packed[4], observed)
+        return Outcome.ok(packed[4] if status == STATUS_VALUE else None, observed)
 
     def run_command(self, args: tuple[str, ...], keys: tuple[str, ...],
-                    now_us: int) -> Outcome:
+                    now_us: int, observe: bool = False) -> Outcome:
         """Run one plain command (``GET k``...) through the same shim."""
-        return self.run_script(GENERIC_COMMAND, keys, args, now_us)
+        return self.run_script(GENERIC_COMMAND, keys, args, now_us, observe)
 
     def _guarded(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return call(*args, **kwargs)
         except (RedisConnectionError, RedisTimeoutError, OSError) as error:
             raise BackendError(f"the lab lost its {self.name} backend: {error}") from error
+
+    def delete(self, keys: list[str]) -> None:
+        """Drop ``keys`` outright (eviction): no command, no deadline left."""
+        self._guarded(self.client.delete, *keys)
+        for key in keys:
+            self.expiry.forget(key)
+
+    def wipe(self) -> None:
+        """Drop every key of this run (a restarted server's memory)."""
+        self._delete_namespace()
+        self.expiry = VirtualExpiry()
+
+    def _delete_namespace(self) -> None:
+        batch: list[str] = []
+        for key in self._guarded(self.client.scan_iter, match=f"{self.namespace}*", count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                self._guarded(self.client.delete, *batch)
+                batch.clear()
+        if batch:
+            self._guarded(self.client.delete, *batch)
 
     # -- reading without disturbing the run --------------------------------
 
@@ -125,12 +151,5 @@ class RedisBackend:
     def close(self) -> None:
         """Remove what the run wrote (only under its own prefix), then disconnect."""
         if not self.owns_server:
-            batch: list[str] = []
-            for key in self.client.scan_iter(match=f"{self.namespace}*", count=1000):
-                batch.append(key)
-                if len(batch) >= 1000:
-                    self.client.delete(*batch)
-                    batch.clear()
-            if batch:
-                self.client.delete(*batch)
+            self._delete_namespace()
         self.client.close()

@@ -9,6 +9,9 @@ deadline:
   (``PEXPIRE``/``EXPIRE``, ``SET ... EX|PX``) are rewritten to give the key a
   far-away *sentinel* TTL, and the TTL the script asked for is returned to the
   lab beside the script's own reply.
+* When the lab asks (the oracle follows a store's state exactly), the shim
+  also returns the post-state of every key in ``KEYS``: strings and hashes in
+  full, other types by name.
 * After the body, the shim reports for every key it touched whether the key
   is gone, has no TTL (a ``SET`` or a re-creation cleared it), or still carries
   the sentinel. The lab keeps the deadlines (``VirtualExpiry``) and deletes a
@@ -29,12 +32,16 @@ import heapq
 SENTINEL_TTL_MS = 3_000_000_000_000
 """About 95 years: long enough that no backend ever expires a key itself."""
 
-# Reply shape of a wrapped script: {status, ttl_pairs, key_states, reply}.
-# The reply goes last because a nil inside a Lua array truncates it.
+# Reply shape of a wrapped script: {status, ttl_pairs, key_states, observed,
+# reply}. The reply goes last because a nil inside a Lua array truncates it.
+# The lab appends one argument to ARGV, '1' to have the post-state of every key
+# in KEYS returned as ``observed`` ({key, type[, value]} each); the shim takes it
+# off again before the body runs, so the body sees the ARGV it was sent.
 STATUS_NIL, STATUS_VALUE, STATUS_ERROR = 0, 1, 2
 KEY_GONE, KEY_PERSISTENT, KEY_SENTINEL = -2, -1, 1
 
 _SHIM_HEAD = r"""
+local lab_observe = table.remove(ARGV) == '1'
 local lab_server = redis
 local lab_ttls = {}
 local lab_touched = {}
@@ -140,18 +147,32 @@ for index = 1, #lab_touched do
   lab_states[#lab_states + 1] = lab_touched[index]
   lab_states[#lab_states + 1] = ttl
 end
+local lab_seen = {}
+if lab_observe then
+  for index = 1, #KEYS do
+    local key = KEYS[index]
+    local kind = lab_server.call('TYPE', key)['ok']
+    if kind == 'string' then
+      lab_seen[#lab_seen + 1] = {key, kind, lab_server.call('GET', key)}
+    elseif kind == 'hash' then
+      lab_seen[#lab_seen + 1] = {key, kind, lab_server.call('HGETALL', key)}
+    else
+      lab_seen[#lab_seen + 1] = {key, kind}
+    end
+  end
+end
 if not lab_ok then
   local message = lab_reply
   if type(lab_reply) == 'table' and lab_reply.err then message = lab_reply.err end
-  return {2, lab_ttls, lab_states, tostring(message)}
+  return {2, lab_ttls, lab_states, lab_seen, tostring(message)}
 end
 if type(lab_reply) == 'table' and lab_reply.err then
-  return {2, lab_ttls, lab_states, lab_reply.err}
+  return {2, lab_ttls, lab_states, lab_seen, lab_reply.err}
 end
 if lab_reply == nil or lab_reply == false then
-  return {0, lab_ttls, lab_states}
+  return {0, lab_ttls, lab_states, lab_seen}
 end
-return {1, lab_ttls, lab_states, lab_reply}
+return {1, lab_ttls, lab_states, lab_seen, lab_reply}
 """
 
 

@@ -20,7 +20,7 @@ from stores.axond_budget.contract import (
     SharedSettings,
 )
 from stores.axond_budget.in_memory import InMemoryBudget, InMemorySettings
-from stores.axond_budget.redis_budget import RedisBudget, recorded_v1
+from stores.axond_budget.redis_budget import RedisBudget, decode_ledger_value, ledger_keys_v1
 from stores.registry import StoreKind
 
 
@@ -36,17 +36,12 @@ async def _build_none(data: Any, runtime: Any, settings: Any) -> NoBudget:
     return NoBudget()
 
 
-def _recorded_in_memory(stores: list[InMemoryBudget], settings: InMemorySettings,
-                        key: BudgetKey, now_ms: int) -> RecordedLedger:
-    # Each replica keeps its own ledger: the fleet's record is their sum.
-    return RecordedLedger(
-        spent_microdollars=sum(store.spent(key) for store in stores),
-        held_microdollars=sum(store.live_outstanding(key, now_ms) for store in stores),
-    )
+def _in_memory_ledger(store: InMemoryBudget, key: BudgetKey) -> RecordedLedger:
+    return store.ledger(key)
 
 
-def _recorded_nothing(source: Any, settings: Any, key: BudgetKey, now_ms: int) -> RecordedLedger:
-    return RecordedLedger(0, 0)
+def _no_ledger(store: NoBudget, key: BudgetKey) -> RecordedLedger:
+    return RecordedLedger(0, {})
 
 
 KINDS = (
@@ -58,7 +53,9 @@ KINDS = (
         backends=("redis",),
         build=_build_redis,
         contract=contract,
-        inspect=recorded_v1,
+        ledger_keys=ledger_keys_v1,
+        decode=decode_ledger_value,
+        read_ledger=None,
         package=__name__,
     ),
     StoreKind(
@@ -69,7 +66,9 @@ KINDS = (
         backends=("memory",),
         build=_build_in_memory,
         contract=contract,
-        inspect=_recorded_in_memory,
+        ledger_keys=None,
+        decode=None,
+        read_ledger=_in_memory_ledger,
         package=__name__,
     ),
     StoreKind(
@@ -80,7 +79,9 @@ KINDS = (
         backends=("memory",),
         build=_build_none,
         contract=contract,
-        inspect=_recorded_nothing,
+        ledger_keys=None,
+        decode=None,
+        read_ledger=_no_ledger,
         package=__name__,
     ),
 )

@@ -95,10 +95,15 @@ class Admission:
 
 @dataclass(frozen=True, slots=True)
 class RecordedLedger:
-    """What a store records for one key, as the lab's oracle reads it."""
+    """What a store records for one key, as the lab's oracle reads it: settled
+    spend, and every hold by reservation id as ``(amount, deadline_ms)``."""
 
     spent_microdollars: int
-    held_microdollars: int
+    holds: dict[str, tuple[int, int]]
+
+    def held_at(self, now_ms: int) -> int:
+        """The holds the store still counts at ``now_ms`` (deadline ahead)."""
+        return sum(amount for amount, deadline_ms in self.holds.values() if deadline_ms > now_ms)
 
 
 class UnavailablePolicy(enum.Enum):

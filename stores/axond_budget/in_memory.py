@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stores.axond_budget.contract import (
     Admission,
     BudgetKey,
+    RecordedLedger,
     Reservation,
     UnavailablePolicy,
 )
@@ -314,12 +315,15 @@ class InMemoryBudget:
         ledger = self._ledgers.get(key)
         return ledger.outstanding() if ledger else 0
 
-    def live_outstanding(self, key: BudgetKey, now_ms: int) -> int:
-        """Sum of the holds of ``key`` still live at ``now_ms`` (nothing is reclaimed)."""
+    def ledger(self, key: BudgetKey) -> RecordedLedger:
+        """Settled spend and every hold of ``key``, expired ones included."""
         ledger = self._ledgers.get(key)
         if ledger is None:
-            return 0
-        return sum(h.amount_microdollars for h in ledger.holds.values() if h.deadline_ms > now_ms)
+            return RecordedLedger(0, {})
+        return RecordedLedger(
+            ledger.spent_microdollars,
+            {rid: (h.amount_microdollars, h.deadline_ms) for rid, h in ledger.holds.items()},
+        )
 
     def namespace_counts(self) -> dict[str, int]:
         """Retained ledgers per namespace (a copy)."""

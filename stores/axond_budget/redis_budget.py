@@ -72,16 +72,20 @@ def parse_hold(hold: str) -> tuple[int, int]:
     return int(float(amount)), int(float(deadline_ms))
 
 
-def recorded_v1(read: Callable[..., Any], settings: SharedSettings, key: BudgetKey,
-                now_ms: int) -> RecordedLedger:
-    """Settled spend and live holds of ``key``, read with ``read(*command)``."""
+def ledger_keys_v1(settings: SharedSettings, key: BudgetKey) -> dict[str, str]:
+    """Which Redis keys hold ``key``'s ledger, and what each holds."""
     spent_key, holds_key = v1_keys(settings.key_prefix, key)
-    holds = read("HGETALL", holds_key) or {}
-    live = (parse_hold(hold) for hold in holds.values())
-    return RecordedLedger(
-        spent_microdollars=int(read("GET", spent_key) or 0),
-        held_microdollars=sum(amount for amount, deadline_ms in live if deadline_ms > now_ms),
-    )
+    return {spent_key: "spent", holds_key: "holds"}
+
+
+def decode_ledger_value(role: str, value: Any) -> Any:
+    """A ledger key's raw content (``None`` when absent) as the oracle reads it:
+    ``spent`` as an integer, ``holds`` as ``{id: (amount, deadline_ms)}``."""
+    if role == "spent":
+        return int(value or 0)
+    if isinstance(value, list):
+        value = dict(zip(value[::2], value[1::2], strict=True))
+    return {rid: parse_hold(hold) for rid, hold in (value or {}).items()}
 
 
 class RedisBudget:

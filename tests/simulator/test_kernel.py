@@ -176,3 +176,21 @@ def test_a_foreign_awaitable_is_refused_as_an_unknown_trap():
     kernel.spawn(store_awaiting_something_else(), kernel.new_owner("r0"), "request")
     with pytest.raises(SimulationError, match="not a kernel trap"):
         kernel.run(10)
+
+
+def test_a_paused_replica_runs_nothing_and_its_timers_fire_late():
+    kernel = Kernel(seed=1)
+    owner = kernel.new_owner("replica-0.0")
+    woke: list[int] = []
+
+    async def ticker():
+        for _ in range(3):
+            await Sleep(100)
+            woke.append(kernel.now)
+
+    kernel.spawn(ticker(), owner, "ticker")
+    kernel.at(150, kernel.pause, owner, 1_000)
+    kernel.run(10_000)
+    # Ticks due at 200 and 300 wait for the pause to end at 1,150; the one
+    # after that is scheduled from the late wake-up.
+    assert woke == [100, 1_150, 1_250]

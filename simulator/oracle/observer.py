@@ -1,0 +1,69 @@
+"""Feeding the oracle the store's record, exactly and without disturbing it.
+
+For Redis stores the server returns, after each command, the post-state of
+every key the command declared (see ``backends/virtual_expiry``); this module
+maps those Redis keys back to budget keys with the store kind's own layout
+(``ledger_keys``/``decode``) and hands the decoded ledgers to the oracle. Key
+expiry, data loss and eviction arrive the same way, with their cause. The
+lab never sends an extra command for this: observing costs no virtual time
+and changes no state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.oracle.budget import BudgetOracle, Key
+from stores.registry import StoreKind
+
+SERVER = "server"
+"""The source of record of a shared store."""
+
+
+class LedgerObserver:
+    """Decodes ledger keys' post-states for the budget oracle."""
+
+    def __init__(self, oracle: BudgetOracle, kind: StoreKind, settings: Any,
+                 keys: list[Key]) -> None:
+        assert kind.ledger_keys is not None and kind.decode is not None
+        self.oracle = oracle
+        self.decode = kind.decode
+        self.role_of: dict[str, tuple[Key, str]] = {}
+        for key in keys:
+            budget_key = kind.contract.BudgetKey(*key)
+            for redis_key, role in kind.ledger_keys(settings, budget_key).items():
+                self.role_of[redis_key] = (key, role)
+
+    def executed(self, observed: tuple, now_us: int, tag: int) -> None:
+        """A command ran; ``observed`` holds ``[key, type(, value)]`` entries."""
+        updates: dict[Key, dict[str, Any]] = {}
+        for entry in observed:
+            found = self.role_of.get(entry[0])
+            if found is not None:
+                key, role = found
+                updates.setdefault(key, {})[role] = self.decode(role, entry[2] if len(entry) > 2
+                                                                else None)
+        self._report(updates, now_us, tag, "command")
+
+    def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
+        """Keys vanished without a command: expired, lost, evicted."""
+        updates: dict[Key, dict[str, Any]] = {}
+        for redis_key in redis_keys:
+            found = self.role_of.get(redis_key)
+            if found is not None:
+                key, role = found
+                updates.setdefault(key, {})[role] = self.decode(role, None)
+        self._report(updates, now_us, -1, how)
+
+    def resync(self, read: Any, now_us: int, how: str) -> None:
+        """After a restore, read every ledger key afresh (``read(redis_key, role)``)."""
+        updates: dict[Key, dict[str, Any]] = {}
+        for redis_key, (key, role) in self.role_of.items():
+            updates.setdefault(key, {})[role] = self.decode(role, read(redis_key, role))
+        self._report(updates, now_us, -1, how)
+
+    def _report(self, updates: dict[Key, dict[str, Any]], now_us: int, tag: int,
+                how: str) -> None:
+        for key, roles in updates.items():
+            self.oracle.observe(key, SERVER, now_us, tag, how, spent=roles.get("spent"),
+                                holds=roles.get("holds"))

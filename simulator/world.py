@@ -1,0 +1,173 @@
+"""The simulated world of one run: the fleet, the server, and the faults.
+
+Rules kept here:
+
+* Replica ``index`` keeps its place on the network (``ReplicaNetwork``), its
+  clock and its share of the traffic across incarnations; each incarnation
+  gets a new kernel owner, new id and jitter streams and a fresh store.
+* A crash drops the incarnation's processes (no cleanup runs), ends its
+  requests in flight for the oracle, and, for stores that keep their state in
+  the replica, loses that state.
+* Every fault is traced as ``fault_<name>`` when it is applied and moves the
+  ``FaultClock``; what it does to the store is the store's business.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.faults import PlannedFault, ServerSettings, kept_until
+from simulator.fleet import Replica, start_replica
+from simulator.kernel import Kernel
+from simulator.network import FaultClock, LinkSettings, ReplicaNetwork
+from simulator.oracle.budget import BudgetOracle
+from simulator.runtime import ReplicaClock
+from simulator.server import Server
+from simulator.streams import Streams
+from simulator.trace import SERVER, Trace
+from simulator.workload import RequestSource
+from stores.registry import StoreKind
+
+
+class World:
+    """Everything one run simulates, wired together."""
+
+    def __init__(self, *, kernel: Kernel, streams: Streams, trace: Trace,
+                 oracle: BudgetOracle, kind: StoreKind, settings: Any, server: Server | None,
+                 server_settings: ServerSettings, links: LinkSettings,
+                 clocks: list[ReplicaClock], sources: list[RequestSource],
+                 script_names: dict[str, str], until_us: int, boot_retry_us: int) -> None:
+        self.kernel = kernel
+        self.streams = streams
+        self.trace = trace
+        self.oracle = oracle
+        self.kind = kind
+        self.settings = settings
+        self.server = server
+        self.server_settings = server_settings
+        self.links = links
+        self.clocks = clocks
+        self.sources = sources
+        self.script_names = script_names
+        self.until_us = until_us
+        self.boot_retry_us = boot_retry_us
+        self.fault_clock = FaultClock()
+        self.networks = [ReplicaNetwork() for _ in clocks]
+        self.current: list[Replica | None] = [None] * len(clocks)
+        self.incarnations = [0] * len(clocks)
+        self.spike_ends: list[int] = []
+
+    # -- the fleet -------------------------------------------------------------
+
+    def start(self, faults: list[PlannedFault]) -> None:
+        for index in range(len(self.clocks)):
+            self._boot(index)
+        for fault in faults:
+            self.kernel.at(fault.at_us, self.apply, fault)
+
+    def _boot(self, index: int) -> None:
+        incarnation = self.incarnations[index]
+        replica = start_replica(
+            index, incarnation, kernel=self.kernel, streams=self.streams, trace=self.trace,
+            oracle=self.oracle, kind=self.kind, server=self.server, link_settings=self.links,
+            clock=self.clocks[index], script_names=self.script_names,
+            network=self.networks[index], faults=self.fault_clock)
+        self.current[index] = replica
+        self.kernel.spawn(replica.main(self.settings, self.sources[index], self.until_us,
+                                       self.boot_retry_us),
+                          replica.owner, "replica main")
+
+    def stores(self) -> list[tuple[Any, Any]]:
+        """``(source, store)`` of every live in-process store."""
+        return [((r.index, r.incarnation), r.store) for r in self.current
+                if r is not None and r.store is not None]
+
+    # -- faults ------------------------------------------------------------------
+
+    def apply(self, fault: PlannedFault) -> None:
+        now = self.kernel.now
+        self.fault_clock.mark(now)
+        for replica in fault.replicas or (SERVER,):
+            self.trace.record(now, replica, -1, -1, f"fault_{fault.fault}",
+                              amount=fault.duration_us, outcome=fault.direction
+                              if fault.fault == "partition" else "",
+                              detail=fault.call or "")
+        getattr(self, f"_{fault.fault}")(fault)
+
+    def _crash(self, fault: PlannedFault) -> None:
+        now = self.kernel.now
+        for index in fault.replicas:
+            replica = self.current[index]
+            if replica is None:
+                continue
+            self.kernel.crash(replica.owner)
+            for number in sorted(replica.in_flight):
+                self.oracle.aborted(number, now)
+            if self.kind.per_replica:
+                self.oracle.source_lost((index, replica.incarnation), now)
+            self.current[index] = None
+            if fault.restart_after_us is not None:
+                self.kernel.after(fault.restart_after_us, self._restart_replica, index)
+
+    def _restart_replica(self, index: int) -> None:
+        if self.current[index] is not None:
+            return
+        self.incarnations[index] += 1
+        self.trace.record(self.kernel.now, index, self.incarnations[index], -1,
+                          "replica_restarted")
+        self._boot(index)
+
+    def _pause(self, fault: PlannedFault) -> None:
+        for index in fault.replicas:
+            replica = self.current[index]
+            if replica is not None:
+                self.kernel.pause(replica.owner, fault.duration_us)
+
+    def _partition(self, fault: PlannedFault) -> None:
+        until = self.kernel.now + fault.duration_us
+        for index in fault.replicas:
+            network = self.networks[index]
+            if fault.direction in ("both", "to-server"):
+                network.cut_requests_until = max(network.cut_requests_until, until)
+            if fault.direction in ("both", "from-server"):
+                network.cut_replies_until = max(network.cut_replies_until, until)
+
+    def _lose_request(self, fault: PlannedFault) -> None:
+        for index in fault.replicas:
+            self.networks[index].forced.append(["request", fault.call, fault.count])
+
+    def _lose_reply(self, fault: PlannedFault) -> None:
+        for index in fault.replicas:
+            self.networks[index].forced.append(["reply", fault.call, fault.count])
+
+    def _server_restart(self, fault: PlannedFault) -> None:
+        self._server_down(kept_until(self.server_settings, self.kernel.now),
+                          self.server_settings.persistence, fault.duration_us)
+
+    def _failover(self, fault: PlannedFault) -> None:
+        self._server_down(self.kernel.now - fault.lag_us, "failover", fault.duration_us)
+
+    def _server_down(self, keep_until_us: int | None, how: str, down_for_us: int) -> None:
+        if self.server is None:
+            return  # in-process stores have no server to lose
+        self.server.down = True
+        self.server.restart(keep_until_us, how)
+        self.kernel.after(down_for_us, self._server_up)
+
+    def _server_up(self) -> None:
+        assert self.server is not None
+        self.server.down = False
+        self.trace.record(self.kernel.now, SERVER, 0, -1, "server_up")
+
+    def _latency_spike(self, fault: PlannedFault) -> None:
+        if self.server is None:
+            return
+        self.server.extra_latency_us = max(self.server.extra_latency_us, fault.extra_us)
+        self.spike_ends.append(self.kernel.now + fault.duration_us)
+        self.kernel.after(fault.duration_us, self._spike_over)
+
+    def _spike_over(self) -> None:
+        assert self.server is not None
+        self.spike_ends = [end for end in self.spike_ends if end > self.kernel.now]
+        if not self.spike_ends:
+            self.server.extra_latency_us = 0
