@@ -2,7 +2,8 @@
 
 Exit status: 0 done, 1 the simulation itself failed (a bug in a store or in
 the lab: the message names the seed and the virtual time), 2 the input was
-wrong (the message says which field, what was wanted, what was given).
+wrong (the message says which field, what was wanted, what was given), 3 the
+run finished but an ``[expect]`` threshold of the scenario failed.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from typing import Any
 from tqdm import tqdm
 
 from simulator.backends import BackendError
+from simulator.expectations import failed_expectations
 from simulator.kernel import SimulationError
 from simulator.report import fields_reference, summary_table
 from simulator.run import run_scenario
 from simulator.scenario import ScenarioError, load_scenario
 from stores import registry
 
-USER_ERROR, SIMULATION_FAILED = 2, 1
+USER_ERROR, SIMULATION_FAILED, EXPECTATION_FAILED = 2, 1, 3
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -97,5 +99,11 @@ def _run(args: argparse.Namespace) -> int:
         return SIMULATION_FAILED
     result.write(out)
     print(summary_table(result.summary, result.run_info))
-    print(f"\nresults: {out}/summary.json, {out}/trace.parquet, {out}/run_info.json")
-    return 0
+    written = ", ".join(str(path) for path in sorted(out.iterdir()))
+    print(f"\nresults: {written}")
+    failures = failed_expectations(scenario.expect, result.summary)
+    for failure in failures:
+        print(f"expectation failed: {failure}", file=sys.stderr)
+    if scenario.expect and not failures:
+        print(f"all {len(scenario.expect)} expectation(s) hold")
+    return EXPECTATION_FAILED if failures else 0

@@ -78,7 +78,8 @@ class ScheduledFault(Model):
     """One fault at an exact virtual time (race reports, property tests)."""
 
     at: DurationUs = Field(description="When, in virtual time.")
-    fault: FaultName = Field(description="Which fault (see the table above).")
+    fault: FaultName = Field(description="crash, pause, partition, server_restart, failover, "
+                             "latency_spike, lose_request or lose_reply.")
     replica: int | None = Field(None, ge=0, description="The replica it hits.")
     replicas: list[int] = Field(default_factory=list, description="For a partition.")
     duration: DurationUs | None = Field(None, description="pause, partition, spike.")

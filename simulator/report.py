@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,7 +14,8 @@ SECTIONS = (
     ("run", ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us")),
     ("requests", ("requests_arrived", "requests_admitted", "requests_admitted_unenforced",
                   "requests_denied_exceeded", "requests_denied_store_unavailable",
-                  "requests_completed", "requests_in_flight_at_end")),
+                  "requests_completed", "requests_in_flight_peak",
+                  "requests_in_flight_at_end")),
     ("cap", ("cap_overshoot_max_ratio", "cap_overshoot_microdollars_total", "keys_over_cap",
              "keys_total", "wrongful_admissions", "*cap_overshoot_by_")),
     ("books", ("true_spend_microdollars_total", "recorded_spend_microdollars_total",
@@ -71,16 +73,30 @@ def summary_table(summary: dict[str, Any], run_info: dict[str, Any] | None = Non
     return "\n".join(lines)
 
 
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:
+    """The model a field holds, directly, optionally or as a list of them."""
+    candidates = [annotation, *typing.get_args(annotation)]
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            if getattr(candidate, "written_as_text", False):
+                return None, ""
+            if typing.get_origin(annotation) is list:
+                return candidate, "list"
+            return candidate, "optional" if type(None) in candidates else "table"
+    return None, ""
+
+
 def _model_fields(model: type[BaseModel], prefix: str) -> list[str]:
     rows = []
     for name, field in model.model_fields.items():
         written = field.alias or name
         path = f"{prefix}{written}"
-        annotation = field.annotation
-        nested = isinstance(annotation, type) and issubclass(annotation, BaseModel)
-        if nested and not getattr(annotation, "written_as_text", False):
-            rows.append(f"\n[{path}]  {field.description or ''}".rstrip())
-            rows.extend(_model_fields(annotation, f"{path}."))
+        nested, shape = _nested_model(field.annotation)
+        if nested is not None:
+            header = {"table": f"[{path}]", "optional": f"[{path}]  (optional)",
+                      "list": f"[[{path}]]  (a list)"}[shape]
+            rows.append(f"\n{header}  {field.description or ''}".rstrip())
+            rows.extend(_model_fields(nested, f"{path}."))
             continue
         if field.is_required():
             default = "(required)"

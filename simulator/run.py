@@ -220,6 +220,8 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
     counts = _trace_counts(trace)
     for kind_name in COUNTED_EVENTS:
         summary[f"{kind_name}_count"] = counts.get(kind_name, 0)
+    summary["noscript_replies_count"] = sum(
+        1 for outcome in trace.columns["outcome"] if outcome == "error:NOSCRIPT")
     summary["swallowed_io_by_dead_replicas"] = kernel.swallowed_io
     summary["trace_events"] = len(trace)
     summary["trace_fingerprint"] = trace.fingerprint

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     Field,
@@ -104,6 +105,11 @@ class Fleet(Model):
     )
 
 
+def _comparison(text: str) -> str:
+    Expectation.parse("", text)
+    return text
+
+
 class Metrics(Model):
     """The metrics time series (``metrics.parquet``)."""
 
@@ -141,17 +147,10 @@ class Scenario(Model):
     faults: Faults = Field(Faults(), description="What breaks, and when.")
     server: ServerSettings = Field(ServerSettings(), description="The Redis server.")
     metrics: Metrics = Field(Metrics(), description="The metrics time series.")
-    expect: dict[str, str] = Field(
+    expect: dict[str, Annotated[str, AfterValidator(_comparison)]] = Field(
         default_factory=dict,
         description="Thresholds on summary metrics, e.g. cap_overshoot_max_ratio = "
         "\"<= 0.01\"; run exits 3 when one fails.")
-
-    @field_validator("expect")
-    @classmethod
-    def _expectations_parse(cls, value: dict[str, str]) -> dict[str, str]:
-        for metric, text in value.items():
-            Expectation.parse(metric, text)
-        return value
 
     @field_validator("store")
     @classmethod

@@ -42,6 +42,12 @@ Key = tuple[str, str]
 Holds = dict[str, tuple[int, int]]
 
 
+SAMPLED = ("true_spend_microdollars", "recorded_spend_microdollars", "holds_live_microdollars",
+           "leaked_holds_live_microdollars", "truth_view_microdollars",
+           *(f"shortfall_{cause}_microdollars" for cause in CAUSES))
+"""The per-key columns of the metrics series (the aggregate row sums them)."""
+
+
 def deadline_us(deadline_ms: int) -> int:
     """A hold's deadline (epoch ms on a replica clock) as virtual time."""
     return (deadline_ms - EPOCH_MS) * 1_000
@@ -72,6 +78,7 @@ class RequestTruth:
     wrongful: dict[str, int] = field(default_factory=dict)
     store_before: int = 0
     leaked_before: int = 0
+    truth_before: int | None = None
     charged: int = 0
     charges: int = 0
     slack: int = 0  # estimate − actual while its settlement is on its way
@@ -120,6 +127,7 @@ class BudgetOracle:
         self.owner_of_id: dict[str, int] = {}
         self.counts: Counter = Counter()
         self.in_flight = 0
+        self.peak_in_flight = 0
 
     # -- facts from the gateway and the runtime ----------------------------
 
@@ -143,6 +151,7 @@ class BudgetOracle:
         book = self.book(request.key)
         self.counts["requests_admitted"] += 1
         self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         if not held:
             self.counts["requests_admitted_unenforced"] += 1
             request.unheld = True
@@ -168,9 +177,13 @@ class BudgetOracle:
             request.admitted = False
             request.wrongful = {}
         request.over_at = now_us
-        # An ideal limiter learns a request's actual spend from its settlement,
-        # so until that lands it still counts the estimate.
-        room = book.truth_view + book.settling_slack + request.estimate
+        # Judged when the store decided (its reserve ran), else now. An ideal
+        # limiter learns a request's actual spend from its settlement, so until
+        # that lands it still counts the estimate.
+        truth = request.truth_before
+        if truth is None:
+            truth = book.truth_view + book.settling_slack
+        room = truth + request.estimate
         if book.cap is not None and room <= book.cap:
             self.counts["false_denials"] += 1
             self.counts[f"false_denials_{reason}"] += 1
@@ -233,6 +246,7 @@ class BudgetOracle:
             now_ms = EPOCH_MS + now_us // 1_000
             request.store_before = book.store_view(source, now_ms)
             request.leaked_before = book.leaked_live(now_us)
+            request.truth_before = book.truth_view + book.settling_slack
         if holds is not None:
             old = book.holds.get(source, {})
             for rid in old.keys() - holds.keys():
@@ -378,18 +392,20 @@ class BudgetOracle:
         """The state of every key now (and of them all, ``key == "*"``), for
         the metrics time series. Reads only the oracle's own books."""
         now_ms = EPOCH_MS + now_us // 1_000
-        total: Counter = Counter()
+        total: Counter = Counter({column: 0 for column in SAMPLED})
+        total["keys_over_cap"] = 0
         rows = []
         worst_ratio = 0.0
         for (namespace, subject), book in self.books.items():
-            row = {
+            row = dict.fromkeys(SAMPLED, 0)
+            row.update({
                 "true_spend_microdollars": book.true_spend,
                 "recorded_spend_microdollars": sum(book.spent.values()),
                 "holds_live_microdollars": sum(
                     a for holds in book.holds.values() for a, d in holds.values() if d > now_ms),
                 "leaked_holds_live_microdollars": book.leaked_live(now_us),
                 "truth_view_microdollars": book.truth_view,
-            }
+            })
             for cause in CAUSES:
                 row[f"shortfall_{cause}_microdollars"] = book.buckets.get(cause, 0)
             total.update(row)
@@ -426,6 +442,7 @@ class BudgetOracle:
             )
         }
         metrics["requests_in_flight_at_end"] = self.in_flight
+        metrics["requests_in_flight_peak"] = self.peak_in_flight
         metrics.update(self._spend_metrics(end_us))
         metrics.update(self._overshoot_metrics())
         metrics.update(self._hold_metrics(end_us, last_fault_us))

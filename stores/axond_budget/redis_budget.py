@@ -23,7 +23,6 @@ Rules kept here:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -34,7 +33,6 @@ from stores.axond_budget.contract import (
     BudgetError,
     BudgetKey,
     ExceededScope,
-    RecordedLedger,
     Reservation,
     SharedSettings,
 )

@@ -164,3 +164,20 @@ def test_in_process_stores_run_on_the_memory_backend(store):
     summary = run({"name": "m", "duration": "1s", "drain": "1s", "store": store,
                    "fleet": {"replicas": 5}}, seed=1).summary
     assert summary["requests_admitted"] == summary["requests_arrived"] > 0
+
+
+def test_five_thousand_replicas_carry_tens_of_thousands_of_requests_in_flight():
+    summary = run({
+        "name": "wide", "duration": "6s", "drain": "1s", "store": "axond_budget.in_memory",
+        "fleet": {"replicas": 5000},
+        "workload": {"arrivals": "poisson(4000/s)", "keys": {"subjects": 1000},
+                     "estimate_microdollars": 10, "actual_microdollars": 5,
+                     "duration": "lognormal(10s, 0.3)"},
+    }, seed=1).summary
+    assert summary["requests_in_flight_peak"] >= 20_000
+
+
+@pytest.mark.parametrize("scenario", sorted((REPO / "data" / "scenarios").glob("*.toml")),
+                         ids=lambda path: path.name)
+def test_every_shipped_scenario_is_valid(scenario):
+    assert load_scenario(scenario).name
