@@ -14,7 +14,7 @@ from typing import Any
 from simulator.gateways import GATEWAYS
 from simulator.kernel import Kernel, Owner
 from simulator.network import FaultClock, Link, LinkSettings, ReplicaNetwork
-from simulator.oracle.budget import BudgetOracle
+from simulator.oracle.scoped import BudgetOracle
 from simulator.redis_port import SimRedis
 from simulator.runtime import ReplicaClock, SimRuntime
 from simulator.streams import Streams

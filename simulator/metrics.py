@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulator.kernel import Kernel
-from simulator.oracle.budget import BudgetOracle
+from simulator.oracle.scoped import BudgetOracle
 
 
 class Sampler:

@@ -24,8 +24,8 @@ from simulator.faults import plan
 from simulator.kernel import Kernel, SimulationError
 from simulator.metrics import Sampler
 from simulator.network import LinkSettings
-from simulator.oracle.budget import BudgetOracle
-from simulator.oracle.observer import SERVER, LedgerObserver
+from simulator.oracle.observer import SERVER, LedgerObserver, scope_and_part
+from simulator.oracle.scoped import BudgetOracle
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
 from simulator.server import Eviction, Server
@@ -113,7 +113,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     kernel = Kernel(seed)
     streams = Streams(seed)
     trace = Trace()
-    oracle = BudgetOracle(cap_of=lambda key: getattr(settings, "subject_cap_microdollars", None),
+    oracle = BudgetOracle(subject_cap=getattr(settings, "subject_cap_microdollars", None),
+                          namespace_cap=getattr(settings, "namespace_cap_microdollars", None),
                           per_replica=kind.per_replica)
     keys = scenario.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
@@ -191,10 +192,12 @@ def _check_mirror(server: Server, oracle: BudgetOracle, kind: Any, settings: Any
     """The oracle's books must be exactly what the backend holds: a lab bug
     otherwise, and the run stops rather than report numbers it cannot vouch for."""
     for key in keys:
-        book = oracle.books.get(key)
         for redis_key, role in kind.ledger_keys(settings, kind.contract.BudgetKey(*key)).items():
+            scope_name, part = scope_and_part(role)
+            scope = oracle.scopes.get(scope_name)
+            book = scope.books.get(scope.scope_of(key)) if scope else None
             actual = kind.decode(role, server.read_ledger_key(redis_key, role))
-            mirrored = (book.spent.get(SERVER, 0) if role == "spent"
+            mirrored = (book.spent.get(SERVER, 0) if part == "spent"
                         else book.holds.get(SERVER, {})) if book else kind.decode(role, None)
             if actual != mirrored:
                 raise SimulationError(

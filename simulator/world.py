@@ -20,7 +20,7 @@ from simulator.faults import PlannedFault, ServerSettings, kept_until
 from simulator.fleet import Replica, start_replica
 from simulator.kernel import Kernel
 from simulator.network import FaultClock, LinkSettings, ReplicaNetwork
-from simulator.oracle.budget import BudgetOracle
+from simulator.oracle.scoped import BudgetOracle
 from simulator.runtime import ReplicaClock
 from simulator.server import Server
 from simulator.streams import Streams

@@ -116,12 +116,16 @@ class KeyBook:
         return sum(amount for _, amount, end in self.open_leaks.values() if end > now_us)
 
 
-class BudgetOracle:
-    """Truth and record for budget stores; see the module docstring."""
+class ScopeOracle:
+    """Truth and record of one cap scope (subjects, or namespaces) of a budget
+    store; see the module docstring. ``scope_of`` maps a request's
+    ``(namespace, subject)`` to the key of its book in this scope."""
 
-    def __init__(self, cap_of: Any, per_replica: bool = False) -> None:
+    def __init__(self, cap_of: Any, per_replica: bool = False,
+                 scope_of: Any = None) -> None:
         self.cap_of = cap_of
         self.per_replica = per_replica
+        self.scope_of = scope_of or (lambda key: key)
         self.books: dict[Key, KeyBook] = {}
         self.requests: dict[int, RequestTruth] = {}
         self.owner_of_id: dict[str, int] = {}
@@ -143,6 +147,7 @@ class BudgetOracle:
 
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int) -> None:
         self.counts["requests_arrived"] += 1
+        key = self.scope_of(key)
         self.book(key)
         self.requests[number] = RequestTruth(number, key, estimate, actual, replica)
 
@@ -165,7 +170,8 @@ class BudgetOracle:
         book.wrongful.update(request.wrongful)
         self._recount(book, request)
 
-    def denied(self, number: int, reason: str, now_us: int) -> None:
+    def denied(self, number: int, reason: str, now_us: int) -> bool:
+        """Record a denial; say whether this scope had room for the request."""
         request = self.requests[number]
         book = self.book(request.key)
         self.counts["requests_denied"] += 1
@@ -183,16 +189,14 @@ class BudgetOracle:
         truth = request.truth_before
         if truth is None:
             truth = book.truth_view + book.settling_slack
-        room = truth + request.estimate
-        if book.cap is not None and room <= book.cap:
-            self.counts["false_denials"] += 1
-            self.counts[f"false_denials_{reason}"] += 1
+        had_room = book.cap is None or truth + request.estimate <= book.cap
         if reason == "exceeded" and book.cap is not None:
             needed = request.store_before + request.estimate
             if needed > book.cap >= needed - request.leaked_before:
                 self.counts["denials_caused_by_leaked_holds"] += 1
         self._maybe_leak(book, request, now_us)
         self._recount(book, request)
+        return had_room
 
     def completed(self, number: int, now_us: int) -> None:
         request = self.requests[number]
@@ -240,6 +244,7 @@ class BudgetOracle:
         ``tag`` is the request whose command caused it (-1: none); ``how`` is
         ``command``, ``key_expired``, ``data_loss`` or ``evicted``.
         """
+        key = self.scope_of(key)
         book = self.book(key)
         request = self.requests.get(tag)
         if request is not None and request.key == key and how == "command":
@@ -447,10 +452,6 @@ class BudgetOracle:
         metrics.update(self._overshoot_metrics())
         metrics.update(self._hold_metrics(end_us, last_fault_us))
         metrics.update({
-            "false_denials": self.counts.get("false_denials", 0),
-            "false_denials_exceeded": self.counts.get("false_denials_exceeded", 0),
-            "false_denials_store_unavailable":
-                self.counts.get("false_denials_store_unavailable", 0),
             "fail_closed_denials": self.counts.get("requests_denied_store_unavailable", 0),
             "denials_caused_by_leaked_holds":
                 self.counts.get("denials_caused_by_leaked_holds", 0),

@@ -13,11 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.oracle.budget import BudgetOracle, Key
+from simulator.oracle.scoped import BudgetOracle, Key
 from stores.registry import StoreKind
 
 SERVER = "server"
 """The source of record of a shared store."""
+
+
+def scope_and_part(role: str) -> tuple[str, str]:
+    """The cap scope and the part of a ledger a role names:
+    ``"namespace_holds"`` is the namespace scope's holds, ``"spent"`` the subject's."""
+    if role.startswith("namespace_"):
+        return "namespace", role.removeprefix("namespace_")
+    return "subject", role
 
 
 class LedgerObserver:
@@ -65,5 +73,10 @@ class LedgerObserver:
     def _report(self, updates: dict[Key, dict[str, Any]], now_us: int, tag: int,
                 how: str) -> None:
         for key, roles in updates.items():
-            self.oracle.observe(key, SERVER, now_us, tag, how, spent=roles.get("spent"),
-                                holds=roles.get("holds"))
+            by_scope: dict[str, dict[str, Any]] = {}
+            for role, value in roles.items():
+                scope, part = scope_and_part(role)
+                by_scope.setdefault(scope, {})[part] = value
+            for scope, parts in by_scope.items():
+                self.oracle.observe(key, SERVER, now_us, tag, how, spent=parts.get("spent"),
+                                    holds=parts.get("holds"), scope=scope)

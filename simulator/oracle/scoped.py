@@ -1,0 +1,111 @@
+"""The budget oracle over every cap scope a store enforces.
+
+A subject-capped store has one scope: ``(namespace, subject)``. A store with
+a namespace cap as well has a second, ``(namespace, "*")``, with its own cap,
+its own record (the namespace counters and holds) and its own overshoot. Each
+scope keeps its own books (``ScopeOracle``); a request belongs to one book in
+each. Facts from the gateway go to every scope; observations of the store's
+record go to the scope their keys belong to.
+
+Metrics of the subject scope keep their plain names; those of the namespace
+scope are prefixed ``namespace_``. A denial is *false* only if every scope had
+room for the request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from simulator.oracle.budget import Key, ScopeOracle
+
+NAMESPACE = "*"
+"""The subject of a namespace scope's book key."""
+
+NAMESPACE_METRICS = (
+    "cap_overshoot_", "wrongful_admissions", "keys_over_cap", "true_spend_",
+    "recorded_spend_", "conservation_", "holds_leaked", "leaked_hold_", "premature_",
+    "denials_caused_by_leaked_holds", "holds_still_leaked_at_end", "keys_total",
+)
+
+
+class BudgetOracle:
+    """The oracle of a budget store: one ``ScopeOracle`` per cap scope."""
+
+    def __init__(self, subject_cap: int | None, namespace_cap: int | None = None,
+                 per_replica: bool = False) -> None:
+        self.scopes: dict[str, ScopeOracle] = {
+            "subject": ScopeOracle(lambda key: subject_cap, per_replica)}
+        if namespace_cap is not None:
+            self.scopes["namespace"] = ScopeOracle(
+                lambda key: namespace_cap, per_replica,
+                scope_of=lambda key: (key[0], NAMESPACE))
+        self.counts: Counter = Counter()
+
+    @property
+    def subject(self) -> ScopeOracle:
+        return self.scopes["subject"]
+
+    # -- facts from the gateway fan out to every scope ------------------------
+
+    def id_issued(self, reservation_id: str, request_number: int) -> None:
+        for scope in self.scopes.values():
+            scope.id_issued(reservation_id, request_number)
+
+    def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int) -> None:
+        for scope in self.scopes.values():
+            scope.arrived(number, key, estimate, actual, replica)
+
+    def admitted(self, number: int, held: bool, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.admitted(number, held, now_us)
+
+    def denied(self, number: int, reason: str, now_us: int) -> None:
+        had_room = [scope.denied(number, reason, now_us) for scope in self.scopes.values()]
+        if all(had_room):
+            self.counts["false_denials"] += 1
+            self.counts[f"false_denials_{reason}"] += 1
+
+    def completed(self, number: int, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.completed(number, now_us)
+
+    def settled(self, number: int, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.settled(number, now_us)
+
+    def aborted(self, number: int, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.aborted(number, now_us)
+
+    # -- the store's record goes to its own scope ------------------------------
+
+    def observe(self, key: Key, source: Any, now_us: int, tag: int, how: str,
+                spent: int | None = None, holds: dict | None = None,
+                scope: str = "subject") -> None:
+        if scope in self.scopes:
+            self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+
+    def source_lost(self, source: Any, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.source_lost(source, now_us)
+
+    # -- results ------------------------------------------------------------------
+
+    def sample(self, now_us: int, per_key: bool) -> list[dict[str, Any]]:
+        rows = []
+        for name, scope in self.scopes.items():
+            rows += [{"scope": name, **row} for row in scope.sample(now_us, per_key)]
+        return rows
+
+    def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
+        metrics = self.subject.summary(end_us, last_fault_us)
+        metrics["false_denials"] = self.counts.get("false_denials", 0)
+        metrics["false_denials_exceeded"] = self.counts.get("false_denials_exceeded", 0)
+        metrics["false_denials_store_unavailable"] = self.counts.get(
+            "false_denials_store_unavailable", 0)
+        if "namespace" in self.scopes:
+            namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
+            metrics.update({f"namespace_{name}": value for name, value in namespace.items()
+                            if name.startswith(NAMESPACE_METRICS)})
+        return metrics
