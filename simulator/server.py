@@ -92,6 +92,8 @@ class Server:
             sha = sha1(source)
             self.script_cache[sha] = source
             return Outcome.ok(sha)
+        if verb == "SCAN":
+            return Outcome.ok(["0", self._scan(command.args)])
         if verb == "EVALSHA":
             body = self.script_cache.get(command.args[0])
             if body is None:
@@ -112,6 +114,14 @@ class Server:
         if self.eviction is not None and verb not in READ_ONLY:
             self._evict(now_us)
         return outcome
+
+    def _scan(self, args: tuple[str, ...]) -> list[str]:
+        """The whole iteration in one reply (cursor 0), sorted: a server may
+        answer a SCAN that way, and it keeps the number of messages and the
+        key order the same on every backend, whatever else a real server
+        holds."""
+        options = dict(zip(args[1::2], args[2::2], strict=False))
+        return self.backend.keys(options.get("MATCH", "*"))
 
     def expire_due(self, now_us: int) -> None:
         """Drop keys whose virtual deadline has come."""

@@ -3,6 +3,8 @@
 Kinds registered for the lab (see ``stores.registry``):
 
 * ``axond_budget.redis_v1`` — the shared Redis store, subject cap (layout v1);
+* ``axond_budget.redis_v2`` — the same store with a namespace cap as well
+  (layout v2), booting a fresh keyspace as migrated;
 * ``axond_budget.in_memory`` — per-replica ledgers, no datastore;
 * ``axond_budget.none`` — admits everything, holds nothing.
 """
@@ -14,17 +16,31 @@ from typing import Any
 from stores.axond_budget import contract
 from stores.axond_budget.contract import (
     BudgetKey,
+    NamespaceCapSettings,
     NoBudget,
     NoSettings,
     RecordedLedger,
     SharedSettings,
+    SubjectCapSettings,
 )
 from stores.axond_budget.in_memory import InMemoryBudget, InMemorySettings
-from stores.axond_budget.redis_budget import RedisBudget, decode_ledger_value, ledger_keys_v1
+from stores.axond_budget.migration import stamp_fresh_keyspace
+from stores.axond_budget.redis_budget import RedisBudget, decode_ledger_value, ledger_keys
 from stores.registry import StoreKind
 
 
 async def _build_redis(data: Any, runtime: Any, settings: SharedSettings) -> RedisBudget:
+    return await RedisBudget.connect(data, runtime, settings)
+
+
+async def _build_redis_v2(data: Any, runtime: Any, settings: NamespaceCapSettings) -> RedisBudget:
+    # A v2 store rightly refuses an unmarked keyspace (it may hold v1 spend not
+    # yet carried), so a simulation starting on an empty prefix could never
+    # serve. An operator would run the migration first, which on an empty
+    # keyspace only stamps the marker; the lab does that here, and only when
+    # nothing at all is under the prefix, so any other state is still judged
+    # by the store's own boot fences.
+    await stamp_fresh_keyspace(data, settings.key_prefix)
     return await RedisBudget.connect(data, runtime, settings)
 
 
@@ -49,11 +65,24 @@ KINDS = (
         name="axond_budget.redis_v1",
         summary="Redis, one Lua script per reserve/settle, subject cap (v1 layout)",
         protocol="budget",
-        settings_model=SharedSettings,
+        settings_model=SubjectCapSettings,
         backends=("redis",),
         build=_build_redis,
         contract=contract,
-        ledger_keys=ledger_keys_v1,
+        ledger_keys=ledger_keys,
+        decode=decode_ledger_value,
+        read_ledger=None,
+        package=__name__,
+    ),
+    StoreKind(
+        name="axond_budget.redis_v2",
+        summary="Redis, one Lua script per reserve/settle, subject and namespace caps (v2 layout)",
+        protocol="budget",
+        settings_model=NamespaceCapSettings,
+        backends=("redis",),
+        build=_build_redis_v2,
+        contract=contract,
+        ledger_keys=ledger_keys,
         decode=decode_ledger_value,
         read_ledger=None,
         package=__name__,

@@ -25,7 +25,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from stores.quantities import DurationMs
 
@@ -170,6 +170,38 @@ class SharedSettings(BaseModel):
     @property
     def enforces_namespace_cap(self) -> bool:
         return self.namespace_cap_microdollars is not None
+
+
+class NamespaceCapSettings(SharedSettings):
+    """Settings of a store that always runs the v2 layout: the namespace cap is required."""
+
+    namespace_cap_microdollars: int | None = Field(
+        None, ge=0, description="Spend cap of a whole namespace, in micro-dollars (required)."
+    )
+
+    @field_validator("namespace_cap_microdollars")
+    @classmethod
+    def _namespace_cap_is_set(cls, cap: int | None) -> int | None:
+        if cap is None:
+            raise ValueError(
+                "the v2 layout enforces a namespace cap: set `namespace_cap_microdollars` "
+                "(or pick the v1 store for a subject cap alone)"
+            )
+        return cap
+
+
+class SubjectCapSettings(SharedSettings):
+    """Settings of a store that runs the v1 layout: a subject cap alone."""
+
+    @field_validator("namespace_cap_microdollars")
+    @classmethod
+    def _no_namespace_cap(cls, cap: int | None) -> int | None:
+        if cap is not None:
+            raise ValueError(
+                "the v1 layout enforces only the subject cap; a namespace cap needs the "
+                "v2 layout (store = 'axond_budget.redis_v2')"
+            )
+        return cap
 
 
 class NoSettings(BaseModel):

@@ -15,12 +15,16 @@
 -- key carries a new sequence number, so fresh spend is never taken for a
 -- replay. All three keys carry the v2 namespace tag: one cluster slot.
 
-local amount = tonumber(ARGV[2])
-if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) == 0 then
+local token = ARGV[1]
+local claimed = tonumber(ARGV[2])
+
+-- Recording the token is the test: it succeeds only the first time.
+local first_time = redis.call('HSETNX', KEYS[3], token, claimed)
+if first_time == 0 then
   return 0
 end
-if amount > 0 then
-  redis.call('INCRBY', KEYS[1], amount)
-  redis.call('INCRBY', KEYS[2], amount)
+if claimed > 0 then
+  redis.call('INCRBY', KEYS[1], claimed)
+  redis.call('INCRBY', KEYS[2], claimed)
 end
-return amount
+return claimed

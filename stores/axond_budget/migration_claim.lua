@@ -23,7 +23,7 @@ if not balance then
   return false
 end
 local sequence = redis.call('INCR', KEYS[3])
-local claim = sequence .. ':' .. balance
+local fresh = sequence .. ':' .. balance
 redis.call('DEL', KEYS[1])
-redis.call('SET', KEYS[2], claim)
-return claim
+redis.call('SET', KEYS[2], fresh)
+return fresh

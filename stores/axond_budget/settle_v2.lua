@@ -9,11 +9,13 @@
 -- As in v1, settling an id that is no longer held (it expired, or this is a
 -- replay) still charges: the spend happened whether or not the hold survived.
 
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
-local actual = tonumber(ARGV[2])
-if actual > 0 then
-  redis.call('INCRBY', KEYS[1], actual)
-  redis.call('INCRBY', KEYS[3], actual)
+local reservation_id = ARGV[1]
+local charged = tonumber(ARGV[2])
+
+redis.call('HDEL', KEYS[2], reservation_id)
+redis.call('HDEL', KEYS[4], reservation_id)
+if charged > 0 then
+  redis.call('INCRBY', KEYS[1], charged)
+  redis.call('INCRBY', KEYS[3], charged)
 end
 return 1
