@@ -69,7 +69,7 @@ class RequestTruth:
     aborted: bool = False
     over_at: int | None = None
     settle_executed: bool = False
-    hold: str = "none"  # none | held | expired | lost | evicted | settled
+    hold: str = "none"  # none | held | released | expired | lost | evicted
     hold_id: str = ""
     hold_amount: int = 0
     hold_deadline_us: int = 0
@@ -313,8 +313,10 @@ class ScopeOracle:
         if request is None or request.hold_id != rid:
             return
         if how == "command" and tag == request.number:
-            request.hold = "settled"
-            request.settle_executed = True
+            # Its own settlement released it. Whether the spend was charged is
+            # the counter's business: a store that releases and charges in
+            # two steps can do the first without the second.
+            request.hold = "released"
         elif how in ("data_loss", "evicted"):
             request.hold = "lost" if how == "data_loss" else "evicted"
             self.counts[f"holds_lost_to_{how}"] += 1
@@ -364,6 +366,8 @@ class ScopeOracle:
                 lost_settlement = request.work_done and request.over_at is not None
                 cause = "settlement_lost" if lost_settlement else "hold_expired_while_running"
                 shortfall = truth
+            elif request.hold == "released":
+                cause, shortfall = "settlement_lost", truth
             elif request.hold == "lost":
                 cause, shortfall = "server_data_loss", truth
             elif request.hold == "evicted":
