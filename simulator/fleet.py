@@ -40,6 +40,8 @@ class Replica:
     store: Any = None
     in_flight: set[int] = field(default_factory=set)
     """Requests this incarnation is serving: a crash ends them."""
+    stopping: bool = False
+    """Told to stop (an operator's graceful stop): takes no new requests."""
 
     def finished(self, number: int) -> None:
         self.in_flight.discard(number)
@@ -79,7 +81,7 @@ class Replica:
         while (arrival := source.next_arrival(self.kernel.now)) is not None:
             at_us, request = arrival
             await Sleep(at_us - self.kernel.now)
-            if self.kernel.now >= until_us:
+            if self.kernel.now >= until_us or self.stopping:
                 return
             self.in_flight.add(request.number)
             self.kernel.spawn(serve(self, self.store, request), self.owner,

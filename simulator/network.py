@@ -22,6 +22,7 @@ Rules kept here:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -131,6 +132,10 @@ class Link:
         self.network = network or ReplicaNetwork()
         self.faults = faults or FaultClock()
         self.sent = 0
+        self.executed = 0
+        # Called after each command of this link executes (the lab uses it to
+        # kill a migration at an exact point).
+        self.after_execute: Callable[[], None] | None = None
 
     def send(self, process: Process, command: Command) -> None:
         self.sent += 1
@@ -182,6 +187,7 @@ class Link:
             return
         outcome = server.execute(call.command, call.process.tag)
         call.executions += 1
+        self.executed += 1
         if call.executions > 1:
             self._record(call, "duplicate_execution", str(call.executions))
         self.trace.record(
@@ -191,6 +197,8 @@ class Link:
             else describe(outcome.value, server.backend.namespace),
             detail=call.command.label,
         )
+        if self.after_execute is not None:
+            self.after_execute()
         now = self.kernel.now
         if now < self.network.cut_replies_until:
             self._record(call, "reply_lost", "partition")

@@ -24,7 +24,8 @@ from simulator.faults import plan
 from simulator.kernel import Kernel, SimulationError
 from simulator.metrics import Sampler
 from simulator.network import LinkSettings
-from simulator.oracle.observer import SERVER, LedgerObserver, scope_and_part
+from simulator.operations import PreparedMigration
+from simulator.oracle.observer import LedgerObserver, ledger_layout, scope_and_part, source_for
 from simulator.oracle.scoped import BudgetOracle
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
@@ -33,6 +34,7 @@ from simulator.streams import Streams
 from simulator.trace import Trace
 from simulator.workload import KeySpace, RequestSource
 from simulator.world import World
+from stores import registry
 
 
 @dataclass
@@ -113,19 +115,31 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     kernel = Kernel(seed)
     streams = Streams(seed)
     trace = Trace()
+    # A namespace cap judged from the start, even if only a later migration
+    # brings a store that enforces it: the overshoot before it is real too.
+    every_settings = [settings] + [scenario.settings_after(step) for step in scenario.migrations]
+    namespace_cap = next((cap for cap in (getattr(each, "namespace_cap_microdollars", None)
+                                          for each in every_settings) if cap is not None), None)
     oracle = BudgetOracle(subject_cap=getattr(settings, "subject_cap_microdollars", None),
-                          namespace_cap=getattr(settings, "namespace_cap_microdollars", None),
-                          per_replica=kind.per_replica)
+                          namespace_cap=namespace_cap, per_replica=kind.per_replica,
+                          holds_expire=not kind.holds_count_past_deadline)
     keys = scenario.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
 
     redis_backend: RedisBackend | None = None
     server: Server | None = None
+    migrations: list[PreparedMigration] = []
+    layouts: list[tuple[Any, Any]] = []
     if spec.family == "redis":
         redis_backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
-        settings = settings.model_copy(
-            update={"key_prefix": redis_backend.namespace + settings.key_prefix})
-        observer = LedgerObserver(oracle, kind, settings, key_space.keys)
+        settings = _prefixed(settings, redis_backend)
+        migrations = [
+            PreparedMigration(index, step, registry.get(step.to),
+                              _prefixed(scenario.settings_after(step), redis_backend),
+                              tuple(step.namespaces or key_space.namespaces))
+            for index, step in enumerate(scenario.migrations)]
+        layouts = [(kind, settings)] + [(m.kind, m.settings) for m in migrations]
+        observer = LedgerObserver(oracle, layouts, key_space.keys)
         server_settings = scenario.server
         eviction = None
         if server_settings.maxmemory_keys:
@@ -140,7 +154,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
             world = _build_world(scenario, kernel, streams, trace, oracle, server, settings,
                                  key_space)
             world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
-                             streams))
+                             streams), migrations)
             sampler.start()
             step_us = max(1, end_us // 100)
             for until_us in range(step_us, end_us + step_us, step_us):
@@ -149,7 +163,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                     progress(min(until_us, end_us), end_us)
             if server is not None:
                 server.expire_due(end_us)
-                _check_mirror(server, oracle, kind, settings, key_space.keys)
+                _check_mirror(server, oracle, layouts, key_space.keys)
             summary = _summarize(scenario, seed, spec, kernel, trace, oracle, world)
         finally:
             kernel.close()
@@ -187,18 +201,24 @@ def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Tr
                  until_us=scenario.duration_us, boot_retry_us=fleet.boot_retry_us)
 
 
-def _check_mirror(server: Server, oracle: BudgetOracle, kind: Any, settings: Any,
+def _prefixed(settings: Any, backend: RedisBackend) -> Any:
+    """Settings whose key prefix lies under the run's own namespace on the backend."""
+    return settings.model_copy(update={"key_prefix": backend.namespace + settings.key_prefix})
+
+
+def _check_mirror(server: Server, oracle: BudgetOracle, layouts: list[tuple[Any, Any]],
                   keys: list[tuple[str, str]]) -> None:
     """The oracle's books must be exactly what the backend holds: a lab bug
     otherwise, and the run stops rather than report numbers it cannot vouch for."""
-    for key in keys:
-        for redis_key, role in kind.ledger_keys(settings, kind.contract.BudgetKey(*key)).items():
+    for kind, settings in layouts:
+        source = source_for(kind)
+        for redis_key, (key, role) in ledger_layout(kind, settings, keys).items():
             scope_name, part = scope_and_part(role)
             scope = oracle.scopes.get(scope_name)
             book = scope.books.get(scope.scope_of(key)) if scope else None
             actual = kind.decode(role, server.read_ledger_key(redis_key, role))
-            mirrored = (book.spent.get(SERVER, 0) if part == "spent"
-                        else book.holds.get(SERVER, {})) if book else kind.decode(role, None)
+            mirrored = (book.spent.get(source, 0) if part == "spent"
+                        else book.holds.get(source, {})) if book else kind.decode(role, None)
             if actual != mirrored:
                 raise SimulationError(
                     f"the oracle's record of {key} ({role}) is {mirrored!r} but the backend "
@@ -223,6 +243,8 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
     counts = _trace_counts(trace)
     for kind_name in COUNTED_EVENTS:
         summary[f"{kind_name}_count"] = counts.get(kind_name, 0)
+    for name in ("migrations_completed", "migration_reruns", "migration_carried_microdollars"):
+        summary[name] = world.counts.get(name, 0)
     summary["noscript_replies_count"] = sum(
         1 for outcome in trace.columns["outcome"] if outcome == "error:NOSCRIPT")
     summary["swallowed_io_by_dead_replicas"] = kernel.swallowed_io
@@ -236,7 +258,7 @@ COUNTED_EVENTS = (
     "call_timed_out", "call_refused", "late_reply", "reply_to_dead_replica",
     "duplicate_execution", "key_expired", "key_evicted", "fault_crash", "replica_restarted",
     "fault_pause", "fault_partition", "fault_server_restart", "fault_failover",
-    "fault_latency_spike", "fault_lose_request", "fault_lose_reply",
+    "fault_latency_spike", "fault_lose_request", "fault_lose_reply", "fault_migration_killed",
 )
 """Trace events whose counts go into the summary: how often each situation
 actually occurred, so a clean result can be told from one that exercised

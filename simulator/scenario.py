@@ -118,6 +118,34 @@ class Metrics(Model):
     per_key: bool = Field(False, description="Also one row per key, not only the aggregate.")
 
 
+class MigrationStep(Model):
+    """An operator's migration in the middle of a run: stop the fleet, run the
+    target kind's migration, start the fleet again on the target kind."""
+
+    at: DurationUs = Field(description="When the operator starts (virtual time).")
+    to: str = Field("axond_budget.redis_v2", description="The kind the fleet runs afterwards.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Settings of the target kind, over store_settings.")
+    namespaces: list[str] | None = Field(
+        None, description="The configured namespace ids; default: the workload's.")
+    stop_fleet: bool = Field(True, description="Stop the fleet first (drain, then exit).")
+    keep_running: list[int] = Field(
+        default_factory=list, description="Replicas the operator forgot to stop (stray "
+        "writers of the old layout).")
+    crash_after_commands: int | None = Field(
+        None, ge=1, description="Kill the migration after this many of its commands ran; "
+        "the operator runs it again.")
+    rerun_after: DurationUs = Field("1s", description="How soon a killed migration is re-run.")
+    restart_after: DurationUs = Field("1s", description="Fleet downtime after the migration.")
+
+    @field_validator("to")
+    @classmethod
+    def _migratable(cls, value: str) -> str:
+        if registry.get(value).migrate is None:
+            raise ValueError(f"the store {value!r} has no migration to run")
+        return value
+
+
 class Scenario(Model):
     """A run: a store, a fleet, a network and a workload, for a virtual duration."""
 
@@ -145,6 +173,8 @@ class Scenario(Model):
     network: Network = Field(Network(), description="The links.")
     workload: Workload = Field(Workload(), description="The traffic.")
     faults: Faults = Field(Faults(), description="What breaks, and when.")
+    migrations: list[MigrationStep] = Field(
+        default_factory=list, description="Operator migrations during the run.")
     server: ServerSettings = Field(ServerSettings(), description="The Redis server.")
     metrics: Metrics = Field(Metrics(), description="The metrics time series.")
     expect: dict[str, Annotated[str, AfterValidator(_comparison)]] = Field(
@@ -166,7 +196,19 @@ class Scenario(Model):
         except ValidationError as error:
             raise ScenarioError(format_errors(error, prefix=("store_settings",),
                                               model=settings_model)) from None
+        for index, step in enumerate(self.migrations):
+            target = registry.get(step.to).settings_model
+            try:
+                target.model_validate({**self.store_settings, **step.settings})
+            except ValidationError as error:
+                raise ScenarioError(format_errors(
+                    error, prefix=("migrations", index, "settings"), model=target)) from None
         return self
+
+    def settings_after(self, step: MigrationStep) -> BaseModel:
+        """The settings of the fleet a migration step starts."""
+        return registry.get(step.to).settings_model.model_validate(
+            {**self.store_settings, **step.settings})
 
     @property
     def kind(self) -> registry.StoreKind:

@@ -117,6 +117,7 @@ class KeySpace:
         self.keys = [
             (f"ns-{index % namespaces}", f"subject-{index:0{width}d}") for index in range(subjects)
         ]
+        self.namespaces = [f"ns-{index}" for index in range(min(namespaces, subjects))]
         self._namespace_of = {subject: namespace for namespace, subject in self.keys}
         weights = [1.0 / (rank + 1) ** zipf_exponent for rank in range(subjects)]
         self._cumulative = list(itertools.accumulate(weights))

@@ -14,12 +14,14 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from simulator.faults import PlannedFault, ServerSettings, kept_until
 from simulator.fleet import Replica, start_replica
 from simulator.kernel import Kernel
 from simulator.network import FaultClock, LinkSettings, ReplicaNetwork
+from simulator.operations import PreparedMigration, run_migration
 from simulator.oracle.scoped import BudgetOracle
 from simulator.runtime import ReplicaClock
 from simulator.server import Server
@@ -56,14 +58,50 @@ class World:
         self.current: list[Replica | None] = [None] * len(clocks)
         self.incarnations = [0] * len(clocks)
         self.spike_ends: list[int] = []
+        self.held_down: set[int] = set()
+        """Replicas an operator stopped: fault restarts leave them down."""
+        self.counts: Counter = Counter()
+        self.lab = kernel.new_owner("lab")
 
     # -- the fleet -------------------------------------------------------------
 
-    def start(self, faults: list[PlannedFault]) -> None:
+    def start(self, faults: list[PlannedFault],
+              migrations: list[PreparedMigration] = ()) -> None:
         for index in range(len(self.clocks)):
             self._boot(index)
         for fault in faults:
             self.kernel.at(fault.at_us, self.apply, fault)
+        for migration in migrations:
+            self.kernel.at(migration.step.at, self._begin_migration, migration)
+
+    def _begin_migration(self, migration: PreparedMigration) -> None:
+        self.kernel.spawn(run_migration(self, migration), self.lab, "operator")
+
+    def switch_kind(self, kind: StoreKind, settings: Any) -> None:
+        """Replicas booted from now on run ``kind`` with ``settings``."""
+        self.kind, self.settings = kind, settings
+
+    def retire(self, index: int) -> None:
+        """Take replica ``index`` down (an operator's stop, or a crash)."""
+        replica = self.current[index]
+        if replica is None:
+            return
+        self.kernel.crash(replica.owner)
+        now = self.kernel.now
+        for number in sorted(replica.in_flight):
+            self.oracle.aborted(number, now)
+        if replica.kind.per_replica:
+            self.oracle.source_lost((index, replica.incarnation), now)
+        self.current[index] = None
+
+    def restart_replica(self, index: int) -> None:
+        """Start a new incarnation of replica ``index``, on the fleet's kind."""
+        if self.current[index] is not None or index in self.held_down:
+            return
+        self.incarnations[index] += 1
+        self.trace.record(self.kernel.now, index, self.incarnations[index], -1,
+                          "replica_restarted")
+        self._boot(index)
 
     def _boot(self, index: int) -> None:
         incarnation = self.incarnations[index]
@@ -95,27 +133,12 @@ class World:
         getattr(self, f"_{fault.fault}")(fault)
 
     def _crash(self, fault: PlannedFault) -> None:
-        now = self.kernel.now
         for index in fault.replicas:
-            replica = self.current[index]
-            if replica is None:
+            if self.current[index] is None:
                 continue
-            self.kernel.crash(replica.owner)
-            for number in sorted(replica.in_flight):
-                self.oracle.aborted(number, now)
-            if self.kind.per_replica:
-                self.oracle.source_lost((index, replica.incarnation), now)
-            self.current[index] = None
+            self.retire(index)
             if fault.restart_after_us is not None:
-                self.kernel.after(fault.restart_after_us, self._restart_replica, index)
-
-    def _restart_replica(self, index: int) -> None:
-        if self.current[index] is not None:
-            return
-        self.incarnations[index] += 1
-        self.trace.record(self.kernel.now, index, self.incarnations[index], -1,
-                          "replica_restarted")
-        self._boot(index)
+                self.kernel.after(fault.restart_after_us, self.restart_replica, index)
 
     def _pause(self, fault: PlannedFault) -> None:
         for index in fault.replicas:

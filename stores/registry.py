@@ -46,6 +46,16 @@ class StoreKind:
     """In-process kinds: ``read_ledger(store, key)`` reads one replica's ledger."""
     package: str
     """Where its Lua scripts live (for naming them in traces)."""
+    migrate: Callable[[Any, Any, Any], Awaitable[Any]] | None = None
+    """``migrate(data_port, settings, namespaces)``: the migration an operator
+    runs, with the fleet stopped, before starting a fleet of this kind on a
+    keyspace another kind wrote (its report has ``carried_microdollars``)."""
+    holds_count_past_deadline: bool = False
+    """The store keeps counting a hold against the cap after its deadline,
+    until something deletes it (its settlement, or the expiry of the key that
+    holds it), instead of stopping at the deadline: a variant that never
+    reclaims expired holds. The oracle needs it to know when such a hold stops
+    counting."""
 
     @property
     def per_replica(self) -> bool:

@@ -48,6 +48,10 @@ SAMPLED = ("true_spend_microdollars", "recorded_spend_microdollars", "holds_live
 """The per-key columns of the metrics series (the aggregate row sums them)."""
 
 
+NEVER = 2**62
+"""A leak end for holds the store counts until they are removed."""
+
+
 def deadline_us(deadline_ms: int) -> int:
     """A hold's deadline (epoch ms on a replica clock) as virtual time."""
     return (deadline_ms - EPOCH_MS) * 1_000
@@ -107,9 +111,10 @@ class KeyBook:
     open_leaks: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     leaks: list[Leak] = field(default_factory=list)
 
-    def store_view(self, source: Any, now_ms: int) -> int:
+    def store_view(self, source: Any, now_ms: int, holds_expire: bool = True) -> int:
         """What one source of record counts at ``now_ms``: spend plus live holds."""
-        live = sum(a for a, d in self.holds.get(source, {}).values() if d > now_ms)
+        live = sum(a for a, d in self.holds.get(source, {}).values()
+                   if d > now_ms or not holds_expire)
         return self.spent.get(source, 0) + live
 
     def leaked_live(self, now_us: int) -> int:
@@ -122,9 +127,12 @@ class ScopeOracle:
     ``(namespace, subject)`` to the key of its book in this scope."""
 
     def __init__(self, cap_of: Any, per_replica: bool = False,
-                 scope_of: Any = None) -> None:
+                 scope_of: Any = None, holds_expire: bool = True) -> None:
         self.cap_of = cap_of
         self.per_replica = per_replica
+        # Whether the store stops counting a hold at its deadline (the fixed
+        # stores) or only once it is removed (a store that never reclaims).
+        self.holds_expire = holds_expire
         self.scope_of = scope_of or (lambda key: key)
         self.books: dict[Key, KeyBook] = {}
         self.requests: dict[int, RequestTruth] = {}
@@ -249,7 +257,7 @@ class ScopeOracle:
         request = self.requests.get(tag)
         if request is not None and request.key == key and how == "command":
             now_ms = EPOCH_MS + now_us // 1_000
-            request.store_before = book.store_view(source, now_ms)
+            request.store_before = book.store_view(source, now_ms, self.holds_expire)
             request.leaked_before = book.leaked_live(now_us)
             request.truth_before = book.truth_view + book.settling_slack
         if holds is not None:
@@ -264,7 +272,7 @@ class ScopeOracle:
             book.spent[source] = spent
             if delta > 0 and request is not None and request.key == key and how == "command":
                 self._charged(book, request, delta)
-            elif delta < 0:
+            elif delta < 0 and how != "migration":
                 # Recorded spend went down: the store lost it (restart,
                 # failover, eviction, a replica's memory) or credited it back.
                 cause = {"data_loss": "server_data_loss", "evicted": "eviction"}.get(how)
@@ -342,7 +350,8 @@ class ScopeOracle:
                 weights = {cause: amount for cause, amount in book.buckets.items() if amount > 0}
                 if self.per_replica and source is not None:
                     now_ms = EPOCH_MS + now_us // 1_000
-                    unseen = book.truth_view - book.store_view(source, now_ms)
+                    unseen = book.truth_view - book.store_view(source, now_ms,
+                                                               self.holds_expire)
                     weights["per_replica_ledger"] = max(0, unseen - sum(weights.values()))
                 request.wrongful = apportion(excess, weights)
             self.counts["wrongful_admissions"] += 1
@@ -385,6 +394,8 @@ class ScopeOracle:
 
     def _open_leak(self, book: KeyBook, rid: str, amount: int, now_us: int,
                    end_us: int) -> None:
+        if not self.holds_expire:
+            end_us = NEVER  # counted until something removes it
         if end_us > now_us and rid not in book.open_leaks:
             book.open_leaks[rid] = (now_us, amount, end_us)
             self.counts["holds_leaked"] += 1
@@ -411,7 +422,9 @@ class ScopeOracle:
                 "true_spend_microdollars": book.true_spend,
                 "recorded_spend_microdollars": sum(book.spent.values()),
                 "holds_live_microdollars": sum(
-                    a for holds in book.holds.values() for a, d in holds.values() if d > now_ms),
+                    book.store_view(source, now_ms, self.holds_expire) - spent
+                    for source, spent in ((source, book.spent.get(source, 0))
+                                          for source in book.holds)),
                 "leaked_holds_live_microdollars": book.leaked_live(now_us),
                 "truth_view_microdollars": book.truth_view,
             })
@@ -475,8 +488,8 @@ class ScopeOracle:
             "conservation_undercount_microdollars_total": -sum(d for d in drifts if d < 0),
             "conservation_overcount_microdollars_total": sum(d for d in drifts if d > 0),
             "holds_outstanding_microdollars_at_end": sum(
-                amount for book in self.books.values() for holds in book.holds.values()
-                for amount, deadline in holds.values() if deadline > end_ms),
+                book.store_view(source, end_ms, self.holds_expire) - book.spent.get(source, 0)
+                for book in self.books.values() for source in book.holds),
         }
 
     def _overshoot_metrics(self) -> dict[str, Any]:

@@ -20,6 +20,11 @@ SERVER = "server"
 """The source of record of a shared store."""
 
 
+def source_for(kind: StoreKind) -> str:
+    """The source of record of a shared store's layout."""
+    return f"{SERVER}:{kind.name}"
+
+
 def scope_and_part(role: str) -> tuple[str, str]:
     """The cap scope and the part of a ledger a role names:
     ``"namespace_holds"`` is the namespace scope's holds, ``"spent"`` the subject's."""
@@ -28,55 +33,65 @@ def scope_and_part(role: str) -> tuple[str, str]:
     return "subject", role
 
 
-class LedgerObserver:
-    """Decodes ledger keys' post-states for the budget oracle."""
+MIGRATION = -2
+"""The tag of an operator's migration: its commands belong to no request."""
 
-    def __init__(self, oracle: BudgetOracle, kind: StoreKind, settings: Any,
+
+def ledger_layout(kind: StoreKind, settings: Any, keys: list[Key]) -> dict[str, tuple[Key, str]]:
+    """Every Redis key a store kind keeps ledgers in: ``{redis_key: (key, role)}``."""
+    assert kind.ledger_keys is not None
+    layout = {}
+    for key in keys:
+        for redis_key, role in kind.ledger_keys(settings, kind.contract.BudgetKey(*key)).items():
+            layout[redis_key] = (key, role)
+    return layout
+
+
+class LedgerObserver:
+    """Decodes ledger keys' post-states for the budget oracle.
+
+    It knows every layout the run uses (a migration moves ledgers from one to
+    another), each as its own source of record, so the store's recorded spend
+    is the sum over layouts and a carry shows up as a move between sources.
+    """
+
+    def __init__(self, oracle: BudgetOracle, layouts: list[tuple[StoreKind, Any]],
                  keys: list[Key]) -> None:
-        assert kind.ledger_keys is not None and kind.decode is not None
         self.oracle = oracle
-        self.decode = kind.decode
+        self.decode = layouts[0][0].decode
         self.role_of: dict[str, tuple[Key, str]] = {}
-        for key in keys:
-            budget_key = kind.contract.BudgetKey(*key)
-            for redis_key, role in kind.ledger_keys(settings, budget_key).items():
-                self.role_of[redis_key] = (key, role)
+        self.source_of: dict[str, str] = {}
+        for kind, settings in layouts:
+            for redis_key, found in ledger_layout(kind, settings, keys).items():
+                self.role_of[redis_key] = found
+                self.source_of[redis_key] = source_for(kind)
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         """A command ran; ``observed`` holds ``[key, type(, value)]`` entries."""
-        updates: dict[Key, dict[str, Any]] = {}
-        for entry in observed:
-            found = self.role_of.get(entry[0])
-            if found is not None:
-                key, role = found
-                updates.setdefault(key, {})[role] = self.decode(role, entry[2] if len(entry) > 2
-                                                                else None)
-        self._report(updates, now_us, tag, "command")
+        how = "migration" if tag == MIGRATION else "command"
+        self._report([(entry[0], entry[2] if len(entry) > 2 else None) for entry in observed],
+                     now_us, tag, how)
 
     def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
         """Keys vanished without a command: expired, lost, evicted."""
-        updates: dict[Key, dict[str, Any]] = {}
-        for redis_key in redis_keys:
-            found = self.role_of.get(redis_key)
-            if found is not None:
-                key, role = found
-                updates.setdefault(key, {})[role] = self.decode(role, None)
-        self._report(updates, now_us, -1, how)
+        self._report([(redis_key, None) for redis_key in redis_keys], now_us, -1, how)
 
     def resync(self, read: Any, now_us: int, how: str) -> None:
         """After a restore, read every ledger key afresh (``read(redis_key, role)``)."""
-        updates: dict[Key, dict[str, Any]] = {}
-        for redis_key, (key, role) in self.role_of.items():
-            updates.setdefault(key, {})[role] = self.decode(role, read(redis_key, role))
-        self._report(updates, now_us, -1, how)
+        self._report([(redis_key, read(redis_key, role))
+                      for redis_key, (_, role) in self.role_of.items()], now_us, -1, how)
 
-    def _report(self, updates: dict[Key, dict[str, Any]], now_us: int, tag: int,
+    def _report(self, contents: list[tuple[str, Any]], now_us: int, tag: int,
                 how: str) -> None:
-        for key, roles in updates.items():
-            by_scope: dict[str, dict[str, Any]] = {}
-            for role, value in roles.items():
-                scope, part = scope_and_part(role)
-                by_scope.setdefault(scope, {})[part] = value
-            for scope, parts in by_scope.items():
-                self.oracle.observe(key, SERVER, now_us, tag, how, spent=parts.get("spent"),
-                                    holds=parts.get("holds"), scope=scope)
+        parts: dict[tuple[Key, str, str], dict[str, Any]] = {}
+        for redis_key, raw in contents:
+            found = self.role_of.get(redis_key)
+            if found is None:
+                continue
+            key, role = found
+            scope, part = scope_and_part(role)
+            parts.setdefault((key, self.source_of[redis_key], scope), {})[part] = self.decode(
+                role, raw)
+        for (key, source, scope), decoded in parts.items():
+            self.oracle.observe(key, source, now_us, tag, how, spent=decoded.get("spent"),
+                                holds=decoded.get("holds"), scope=scope)

@@ -33,13 +33,14 @@ class BudgetOracle:
     """The oracle of a budget store: one ``ScopeOracle`` per cap scope."""
 
     def __init__(self, subject_cap: int | None, namespace_cap: int | None = None,
-                 per_replica: bool = False) -> None:
+                 per_replica: bool = False, holds_expire: bool = True) -> None:
         self.scopes: dict[str, ScopeOracle] = {
-            "subject": ScopeOracle(lambda key: subject_cap, per_replica)}
+            "subject": ScopeOracle(lambda key: subject_cap, per_replica,
+                                   holds_expire=holds_expire)}
         if namespace_cap is not None:
             self.scopes["namespace"] = ScopeOracle(
                 lambda key: namespace_cap, per_replica,
-                scope_of=lambda key: (key[0], NAMESPACE))
+                scope_of=lambda key: (key[0], NAMESPACE), holds_expire=holds_expire)
         self.counts: Counter = Counter()
 
     @property

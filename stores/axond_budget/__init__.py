@@ -6,7 +6,11 @@ Kinds registered for the lab (see ``stores.registry``):
 * ``axond_budget.redis_v2`` — the same store with a namespace cap as well
   (layout v2), booting a fresh keyspace as migrated;
 * ``axond_budget.in_memory`` — per-replica ledgers, no datastore;
-* ``axond_budget.none`` — admits everything, holds nothing.
+* ``axond_budget.none`` — admits everything, holds nothing;
+* ``axond_budget.variants.split_settlement`` — historical: settles in two
+  commands, release then charge (``variants.SplitSettlement``);
+* ``axond_budget.variants.no_reclaim`` — historical: never reclaims expired
+  holds (``variants.NoReclaim``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from stores.axond_budget.contract import (
     SubjectCapSettings,
 )
 from stores.axond_budget.in_memory import InMemoryBudget, InMemorySettings
-from stores.axond_budget.migration import stamp_fresh_keyspace
+from stores.axond_budget.migration import migrate_redis, stamp_fresh_keyspace
 from stores.axond_budget.redis_budget import RedisBudget, decode_ledger_value, ledger_keys
+from stores.axond_budget.variants import NoReclaim, SplitSettlement
 from stores.registry import StoreKind
 
 
@@ -42,6 +47,15 @@ async def _build_redis_v2(data: Any, runtime: Any, settings: NamespaceCapSetting
     # by the store's own boot fences.
     await stamp_fresh_keyspace(data, settings.key_prefix)
     return await RedisBudget.connect(data, runtime, settings)
+
+
+async def _build_split_settlement(data: Any, runtime: Any,
+                                  settings: SharedSettings) -> SplitSettlement:
+    return await SplitSettlement.connect(data, runtime, settings)
+
+
+async def _build_no_reclaim(data: Any, runtime: Any, settings: SharedSettings) -> NoReclaim:
+    return await NoReclaim.connect(data, runtime, settings)
 
 
 async def _build_in_memory(data: Any, runtime: Any, settings: InMemorySettings) -> InMemoryBudget:
@@ -86,6 +100,7 @@ KINDS = (
         decode=decode_ledger_value,
         read_ledger=None,
         package=__name__,
+        migrate=migrate_redis,
     ),
     StoreKind(
         name="axond_budget.in_memory",
@@ -112,5 +127,34 @@ KINDS = (
         decode=None,
         read_ledger=_no_ledger,
         package=__name__,
+    ),
+    StoreKind(
+        name="axond_budget.variants.split_settlement",
+        summary="historical: settles in two commands, release then charge (v1 layout); "
+                "a lost reply between them releases without charging",
+        protocol="budget",
+        settings_model=SubjectCapSettings,
+        backends=("redis",),
+        build=_build_split_settlement,
+        contract=contract,
+        ledger_keys=ledger_keys,
+        decode=decode_ledger_value,
+        read_ledger=None,
+        package=__name__,
+    ),
+    StoreKind(
+        name="axond_budget.variants.no_reclaim",
+        summary="historical: reserve never reclaims expired holds (v1 layout); "
+                "a crashed replica's holds wedge the budget",
+        protocol="budget",
+        settings_model=SubjectCapSettings,
+        backends=("redis",),
+        build=_build_no_reclaim,
+        contract=contract,
+        ledger_keys=ledger_keys,
+        decode=decode_ledger_value,
+        read_ledger=None,
+        package=__name__,
+        holds_count_past_deadline=True,
     ),
 )

@@ -36,9 +36,9 @@ Rules kept here:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from redis.exceptions import RedisError
 
@@ -73,9 +73,30 @@ UNREACHABLE = (RedisError, OSError, TimeoutError)
 logger = logging.getLogger(__name__)
 
 
+INCLUDE = "-- lab:include "
+"""The first line of a script file that has a fragment prepended when loaded."""
+
+
 def lua(name: str) -> str:
     """The source of a script shipped beside this module."""
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def script(name: str, fragments: Mapping[str, str] | None = None) -> str:
+    """The source of a script to run: ``name``, and when its first line is
+    ``-- lab:include FRAGMENT``, that fragment's file prepended (or the file
+    ``fragments`` substitutes for it), so the reserve scripts of both layouts
+    share one ``live_holds`` and a variant swaps it out without a copy of
+    either script."""
+    source = lua(name)
+    first_line = source.partition("\n")[0]
+    if not first_line.startswith(INCLUDE):
+        return source
+    wanted = first_line.removeprefix(INCLUDE).strip()
+    fragment = lua((fragments or {}).get(wanted, wanted))
+    if not fragment.endswith("\n"):
+        fragment += "\n"
+    return fragment + source
 
 
 # -- key layout -------------------------------------------------------------
@@ -203,14 +224,18 @@ class RedisBudget:
     """The Redis budget store, in the layout its settings select."""
 
     name = "redis"
+    fragments: ClassVar[Mapping[str, str]] = {}
+    """Script fragments to load in place of the ones the scripts include, by
+    file name (a historical variant's way to change one piece of a script)."""
 
     def __init__(self, data: RedisPort, runtime: Runtime, settings: SharedSettings) -> None:
         self.data = data
         self.runtime = runtime
         self.settings = settings
         self.layout = "v2" if settings.enforces_namespace_cap else "v1"
-        self._reserve = data.register_script(lua(f"reserve_{self.layout}.lua"))
-        self._settle = data.register_script(lua(f"settle_{self.layout}.lua"))
+        self._reserve = data.register_script(
+            script(f"reserve_{self.layout}.lua", self.fragments))
+        self._settle = data.register_script(script(f"settle_{self.layout}.lua", self.fragments))
         # The caps the reserve script takes, in its ARGV order.
         self._caps = [settings.subject_cap_microdollars]
         if settings.namespace_cap_microdollars is not None:

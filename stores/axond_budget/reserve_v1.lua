@@ -1,3 +1,4 @@
+-- lab:include live_holds.lua
 -- Admit one request against a subject's spend cap, and hold its estimate.
 --
 -- KEYS[1]  settled spend of the subject (an integer counter)
@@ -6,10 +7,11 @@
 --
 -- Returns 1 (admitted; the hold is written) or 0 (no room under the cap).
 --
--- Holds past their deadline are dropped before deciding, so a replica that
--- died while holding an estimate cannot wedge the budget for longer than the
--- reservation TTL. The caller passes its own clock as now_ms: the script never
--- asks the server for the time, which keeps it replayable.
+-- Holds past their deadline are dropped before deciding (`live_holds`, in the
+-- fragment the first line includes), so a replica that died while holding an
+-- estimate cannot wedge the budget for longer than the reservation TTL. The
+-- caller passes its own clock as now_ms: the script never asks the server for
+-- the time, which keeps it replayable.
 
 local now_ms = tonumber(ARGV[1])
 local ttl_ms = tonumber(ARGV[2])
@@ -17,19 +19,7 @@ local cap = tonumber(ARGV[3])
 local estimate = tonumber(ARGV[4])
 local reservation_id = ARGV[5]
 
-local live = 0
-local holds = redis.call('HGETALL', KEYS[2])
-for index = 1, #holds, 2 do
-  local hold = holds[index + 1]
-  local colon = string.find(hold, ':', 1, true)
-  local amount = tonumber(string.sub(hold, 1, colon - 1))
-  local deadline_ms = tonumber(string.sub(hold, colon + 1))
-  if deadline_ms <= now_ms then
-    redis.call('HDEL', KEYS[2], holds[index])
-  else
-    live = live + amount
-  end
-end
+local live = live_holds(KEYS[2], now_ms)
 
 local settled = tonumber(redis.call('GET', KEYS[1]) or '0')
 if settled + live + estimate > cap then

@@ -1,3 +1,4 @@
+-- lab:include live_holds.lua
 -- Admit one request against two caps at once -- its subject's and its
 -- namespace's -- and hold the estimate in both scopes under one reservation id.
 --
@@ -14,8 +15,9 @@
 -- Redis keeps whatever a script wrote before an error or an early return, so
 -- both caps are decided before the first hold is written: a denial by either
 -- scope leaves no half-hold in the other. Expired holds are dropped from both
--- hashes first, so a dead replica's estimate stops counting in both scopes at
--- its deadline. The clock is the caller's (now_ms), never the server's.
+-- hashes first (`live_holds`, in the fragment the first line includes), so a
+-- dead replica's estimate stops counting in both scopes at its deadline. The
+-- clock is the caller's (now_ms), never the server's.
 
 local now_ms = tonumber(ARGV[1])
 local ttl_ms = tonumber(ARGV[2])
@@ -24,26 +26,8 @@ local namespace_cap = tonumber(ARGV[4])
 local estimate = tonumber(ARGV[5])
 local reservation_id = ARGV[6]
 
--- Sum the holds of one scope that are still live, dropping the expired ones.
-local function live_holds(holds_key)
-  local live = 0
-  local entries = redis.call('HGETALL', holds_key)
-  for index = 1, #entries, 2 do
-    local hold = entries[index + 1]
-    local colon = string.find(hold, ':', 1, true)
-    local amount = tonumber(string.sub(hold, 1, colon - 1))
-    local deadline_ms = tonumber(string.sub(hold, colon + 1))
-    if deadline_ms <= now_ms then
-      redis.call('HDEL', holds_key, entries[index])
-    else
-      live = live + amount
-    end
-  end
-  return live
-end
-
-local subject_live = live_holds(KEYS[2])
-local namespace_live = live_holds(KEYS[4])
+local subject_live = live_holds(KEYS[2], now_ms)
+local namespace_live = live_holds(KEYS[4], now_ms)
 local subject_settled = tonumber(redis.call('GET', KEYS[1]) or '0')
 local namespace_settled = tonumber(redis.call('GET', KEYS[3]) or '0')
 

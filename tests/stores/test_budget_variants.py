@@ -1,0 +1,302 @@
+"""The historical variants of the Redis budget store, and what their bugs cost.
+
+Each variant is run twice: under plain asyncio against fakeredis and a real
+server (the bug itself, one call at a time, beside the fixed store), and as a
+whole simulation (its scenario in ``data/scenarios/``, on the variant and on
+the fixed store with the same seed: the damage on one, none on the other).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+
+import pytest
+from manual_runtime import ManualRuntime
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from test_redis_budget_v2 import Lab
+
+from simulator.redis_port import script_label
+from simulator.run import run_scenario, script_names
+from simulator.scenario import load_scenario
+from stores import registry
+from stores.axond_budget.contract import Admission, BudgetKey, Denial, ExceededScope
+from stores.axond_budget.redis_budget import RedisBudget, lua, script, v1_keys, v2_keys
+from stores.axond_budget.variants import NoReclaim, SplitSettlement
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
+FIXED = "axond_budget.redis_v1"
+KEY = BudgetKey("acme", "GW_INBOUND_ACME_KEY")
+
+
+@pytest.fixture
+def lab(backend_name, request, key_prefix) -> Lab:
+    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+    return Lab(backend_name, url, key_prefix)
+
+
+def run(scenario):
+    return asyncio.run(scenario())
+
+
+class Failing:
+    """A client whose ``verb`` fails: before the server runs it (the request
+    was lost) or after (the reply was lost). Everything else passes through."""
+
+    def __init__(self, client, verb: str, after_running: bool) -> None:
+        self._client = client
+        self._verb = verb
+        self._after_running = after_running
+
+    def __getattr__(self, name: str):
+        method = getattr(self._client, name)
+        if name != self._verb:
+            return method
+
+        async def fail(*args, **kwargs):
+            if self._after_running:
+                await method(*args, **kwargs)
+                raise RedisTimeoutError(f"the reply to {name} was lost")
+            raise RedisConnectionError(f"{name} never reached the server")
+
+        return fail
+
+
+async def store_of(cls: type[RedisBudget], lab: Lab, client=None, cap: int = 1_000,
+                   namespace_cap: int | None = None, ttl: str = "5m",
+                   runtime: ManualRuntime | None = None) -> RedisBudget:
+    if namespace_cap is not None:
+        await lab.migrate()
+    return await cls.connect(client or lab.client(), runtime or ManualRuntime(),
+                             lab.settings(cap, namespace_cap, ttl))
+
+
+# -- split settlement ------------------------------------------------------------
+
+
+def test_split_settlement_settles_like_the_fixed_store_when_nothing_fails(lab):
+    async def scenario():
+        store = await store_of(SplitSettlement, lab)
+        held = await store.reserve(KEY, 700)
+        assert await store.reserve(KEY, 700) == Admission.exceeded()
+        await store.settle(KEY, held.reservation, 100)
+        spent, holds = v1_keys(lab.prefix, KEY)
+        assert await lab.redis.get(spent) == "100"
+        assert await lab.redis.hgetall(holds) == {}
+        assert (await store.reserve(KEY, 900)).is_allowed
+        assert await store.reserve(KEY, 1) == Admission.exceeded()
+
+    run(scenario)
+
+
+def test_split_settlement_whose_charge_fails_releases_without_charging(lab):
+    async def scenario():
+        store = await store_of(SplitSettlement, lab,
+                               Failing(lab.client(), "incrby", after_running=False))
+        held = await store.reserve(KEY, 1_000)
+        await store.settle(KEY, held.reservation, 800)
+        spent, holds = v1_keys(lab.prefix, KEY)
+        assert await lab.redis.hgetall(holds) == {}
+        assert await lab.redis.get(spent) is None
+        # 800 was spent, but the store counts nothing: the whole cap again.
+        assert (await store.reserve(KEY, 1_000)).is_allowed
+
+    run(scenario)
+
+
+def test_split_settlement_gives_up_when_the_release_reply_is_lost(lab):
+    async def scenario():
+        store = await store_of(SplitSettlement, lab,
+                               Failing(lab.client(), "hdel", after_running=True))
+        held = await store.reserve(KEY, 1_000)
+        await store.settle(KEY, held.reservation, 800)
+        spent, holds = v1_keys(lab.prefix, KEY)
+        # The release ran; not knowing it, the store never sent the charge.
+        assert await lab.redis.hgetall(holds) == {}
+        assert await lab.redis.get(spent) is None
+        assert (await store.reserve(KEY, 1_000)).is_allowed
+
+    run(scenario)
+
+
+def test_the_fixed_store_never_releases_without_charging(lab):
+    async def scenario():
+        # The same failing charge command is never sent: the settle is one script.
+        store = await store_of(RedisBudget, lab,
+                               Failing(lab.client(), "incrby", after_running=False))
+        held = await store.reserve(KEY, 1_000)
+        await store.settle(KEY, held.reservation, 800)
+        assert await lab.redis.get(v1_keys(lab.prefix, KEY)[0]) == "800"
+        assert await store.reserve(KEY, 201) == Admission.exceeded()
+
+    run(scenario)
+
+
+def test_split_settlement_in_the_v2_layout_releases_and_charges_both_scopes(lab):
+    async def scenario():
+        store = await store_of(SplitSettlement, lab, cap=1_000, namespace_cap=1_500)
+        held = await store.reserve(KEY, 600)
+        await store.settle(KEY, held.reservation, 400)
+        keys = v2_keys(lab.prefix, KEY)
+        assert await lab.redis.hgetall(keys.subject_holds) == {}
+        assert await lab.redis.hgetall(keys.namespace_holds) == {}
+        assert await lab.spent(KEY) == 400
+        assert await lab.namespace_spent("acme") == 400
+
+    run(scenario)
+
+
+def test_split_settlement_in_the_v2_layout_can_release_both_scopes_and_charge_neither(lab):
+    async def scenario():
+        store = await store_of(SplitSettlement, lab,
+                               Failing(lab.client(), "incrby", after_running=False),
+                               cap=1_000, namespace_cap=1_500)
+        held = await store.reserve(KEY, 600)
+        await store.settle(KEY, held.reservation, 400)
+        keys = v2_keys(lab.prefix, KEY)
+        assert await lab.redis.hgetall(keys.namespace_holds) == {}
+        assert await lab.spent(KEY) == 0
+        assert await lab.namespace_spent("acme") == 0
+
+    run(scenario)
+
+
+# -- no reclaim ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [RedisBudget, NoReclaim], ids=["fixed", "no_reclaim"])
+def test_an_expired_hold_blocks_the_cap_only_without_reclaim(lab, cls):
+    # Deadlines follow the test's clock; the hash's own TTL (twice the
+    # reservation TTL) runs on the server's, which stays well short of it.
+    async def scenario():
+        runtime = ManualRuntime()
+        store = await store_of(cls, lab, ttl="10s", runtime=runtime)
+        # A replica that died holding this estimate never settles it.
+        dead = await store.reserve(KEY, 900)
+        assert dead.is_allowed
+        runtime.advance_ms(15_000)
+        admission = await store.reserve(KEY, 900)
+        holds = await lab.redis.hgetall(v1_keys(lab.prefix, KEY)[1])
+        if cls is NoReclaim:
+            # Past its deadline, still held and still counted.
+            assert admission.denial is Denial.EXCEEDED
+            assert list(holds) == [dead.reservation.id]
+        else:
+            assert admission.is_allowed
+            assert dead.reservation.id not in holds
+
+    run(scenario)
+
+
+def test_no_reclaim_in_the_v2_layout_counts_expired_holds_in_both_scopes(lab):
+    async def scenario():
+        runtime = ManualRuntime()
+        store = await store_of(NoReclaim, lab, cap=1_000, namespace_cap=1_500, ttl="10s",
+                               runtime=runtime)
+        assert (await store.reserve(KEY, 900)).is_allowed
+        runtime.advance_ms(15_000)
+        assert await store.reserve(KEY, 200) == Admission.exceeded(ExceededScope.SUBJECT)
+        other = BudgetKey("acme", "other")
+        assert await store.reserve(other, 700) == Admission.exceeded(ExceededScope.NAMESPACE)
+        assert (await store.reserve(other, 600)).is_allowed
+
+    run(scenario)
+
+
+def test_no_reclaim_still_frees_a_hold_its_settlement_releases(lab):
+    async def scenario():
+        runtime = ManualRuntime()
+        store = await store_of(NoReclaim, lab, ttl="10s", runtime=runtime)
+        held = await store.reserve(KEY, 900)
+        runtime.advance_ms(15_000)
+        await store.settle(KEY, held.reservation, 100)
+        assert (await store.reserve(KEY, 900)).is_allowed
+
+    run(scenario)
+
+
+# -- the fragment the reserve scripts share ----------------------------------------
+
+
+def code_of(source: str) -> str:
+    """A script's text without its comments."""
+    return "\n".join(line.split("--", 1)[0] for line in source.splitlines())
+
+
+@pytest.mark.parametrize("name", ["reserve_v1.lua", "reserve_v2.lua"])
+def test_the_reserve_scripts_run_with_the_fragment_they_include(name):
+    fixed, variant = script(name), script(name, NoReclaim.fragments)
+    assert fixed == lua("live_holds.lua") + lua(name)
+    assert variant == lua("all_holds.lua") + lua(name)
+    assert "deadline_ms <= now_ms" in code_of(fixed) and "HDEL" in code_of(fixed)
+    # The variant looks at no deadline and deletes no hold.
+    assert "deadline_ms" not in code_of(variant) and "HDEL" not in code_of(variant)
+
+
+@pytest.mark.parametrize("name", ["settle_v1.lua", "settle_v2.lua"])
+def test_the_settle_scripts_include_nothing(name):
+    assert script(name, NoReclaim.fragments) == lua(name)
+
+
+@pytest.mark.parametrize("name", ["reserve_v1", "reserve_v2"])
+def test_a_composed_script_is_named_after_its_file_in_traces(name):
+    names = script_names("stores.axond_budget")
+    for fragments in ({}, NoReclaim.fragments):
+        source = script(f"{name}.lua", fragments)
+        sha = hashlib.sha1(source.encode()).hexdigest()
+        assert script_label(source, sha, names) == name
+
+
+# -- whole runs: the variant against the fixed store, same scenario and seed ------------
+
+
+def summaries(scenario: str, variant: str, seed: int = 1) -> tuple[dict, dict]:
+    path = SCENARIOS / scenario
+    assert load_scenario(path).store == variant
+    damaged = run_scenario(load_scenario(path), seed=seed).summary
+    fixed = run_scenario(load_scenario(path, overrides={"store": FIXED}), seed=seed).summary
+    return damaged, fixed
+
+
+def test_the_variants_are_registered_on_the_v1_settings():
+    fixed = registry.get(FIXED)
+    for name in ("axond_budget.variants.split_settlement", "axond_budget.variants.no_reclaim"):
+        kind = registry.get(name)
+        assert kind.settings_model is fixed.settings_model
+        assert kind.backends == ("redis",)
+        assert (kind.ledger_keys, kind.decode) == (fixed.ledger_keys, fixed.decode)
+    assert registry.get("axond_budget.variants.no_reclaim").holds_count_past_deadline
+    assert not registry.get("axond_budget.variants.split_settlement").holds_count_past_deadline
+    assert not fixed.holds_count_past_deadline
+
+
+def test_split_settlement_loses_charges_where_the_fixed_store_loses_nothing():
+    variant, fixed = summaries("variant-split-settlement.toml",
+                               "axond_budget.variants.split_settlement")
+    assert variant["reply_lost_count"] > 0 and fixed["reply_lost_count"] > 0
+    assert variant["conservation_drift_microdollars_total"] < 0
+    assert variant["conservation_overcount_microdollars_total"] == 0
+    assert variant["cap_overshoot_microdollars_total"] > 0
+    assert (variant["cap_overshoot_by_settlement_lost_microdollars"]
+            == variant["cap_overshoot_microdollars_total"])
+    assert variant["wrongful_admissions"] > 0
+
+    assert fixed["conservation_drift_microdollars_total"] == 0
+    assert fixed["cap_overshoot_microdollars_total"] == 0
+    assert fixed["cap_overshoot_by_settlement_lost_microdollars"] == 0
+    assert fixed["wrongful_admissions"] == 0
+
+
+def test_no_reclaim_wedges_the_caps_where_the_fixed_store_frees_them():
+    variant, fixed = summaries("variant-no-reclaim.toml", "axond_budget.variants.no_reclaim")
+    for summary in (variant, fixed):
+        assert summary["fault_crash_count"] == 100
+        assert summary["requests_aborted_by_crash"] > 0
+        assert summary["conservation_drift_microdollars_total"] == 0
+        assert summary["cap_overshoot_microdollars_total"] == 0
+    assert variant["false_denials_exceeded"] >= 100
+    assert variant["false_denials_exceeded"] > 5 * fixed["false_denials_exceeded"]
+    assert variant["requests_denied_exceeded"] > 5 * fixed["requests_denied_exceeded"]
+    assert variant["requests_admitted"] < fixed["requests_admitted"]
