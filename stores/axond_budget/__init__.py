@@ -10,11 +10,15 @@ Kinds registered for the lab (see ``stores.registry``):
 * ``axond_budget.variants.split_settlement`` — historical: settles in two
   commands, release then charge (``variants.SplitSettlement``);
 * ``axond_budget.variants.no_reclaim`` — historical: never reclaims expired
-  holds (``variants.NoReclaim``).
+  holds (``variants.NoReclaim``);
+* ``axond_budget.variants.recomputed_namespace_total`` and
+  ``axond_budget.variants.claim_without_slot`` — the v2 store reached by one
+  of the two historical migrations (``variants.migrate_*``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from stores.axond_budget import contract
@@ -30,7 +34,12 @@ from stores.axond_budget.contract import (
 from stores.axond_budget.in_memory import InMemoryBudget, InMemorySettings
 from stores.axond_budget.migration import migrate_redis, stamp_fresh_keyspace
 from stores.axond_budget.redis_budget import RedisBudget, decode_ledger_value, ledger_keys
-from stores.axond_budget.variants import NoReclaim, SplitSettlement
+from stores.axond_budget.variants import (
+    NoReclaim,
+    SplitSettlement,
+    migrate_recomputing_namespace_totals,
+    migrate_without_parked_claims,
+)
 from stores.registry import StoreKind
 
 
@@ -158,3 +167,18 @@ KINDS = (
         holds_count_past_deadline=True,
     ),
 )
+
+_REDIS_V2 = next(kind for kind in KINDS if kind.name == "axond_budget.redis_v2")
+# The two historical migrations differ from the fixed one only in the
+# migration they run; the fleet they start is the fixed v2 store.
+KINDS += (
+    replace(_REDIS_V2, name="axond_budget.variants.recomputed_namespace_total",
+            summary="historical: the v2 store, migrated by a migration that recomputes "
+                    "namespace totals from subject sums (erases concurrent settlements)",
+            migrate=migrate_recomputing_namespace_totals),
+    replace(_REDIS_V2, name="axond_budget.variants.claim_without_slot",
+            summary="historical: the v2 store, migrated by a migration that parks no claim "
+                    "(a death between taking and adding the spend loses it)",
+            migrate=migrate_without_parked_claims),
+)
+

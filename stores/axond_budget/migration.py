@@ -28,6 +28,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from stores.axond_budget.contract import BudgetError, BudgetKey, SharedSettings
@@ -92,6 +93,11 @@ class Claim:
         return f"{escape_identifier(subject)}#{self.sequence}"
 
 
+Carry = Callable[[RedisPort, str, BudgetKey], Awaitable[int]]
+"""How one subject's v1 spend is carried into v2 (``carry_forward``); the
+micro-dollars added. A historical variant swaps in its own."""
+
+
 def require_namespace_cap(settings: SharedSettings) -> None:
     """Refuse to migrate for a configuration that could not serve the result."""
     if not settings.enforces_namespace_cap:
@@ -105,10 +111,11 @@ def require_namespace_cap(settings: SharedSettings) -> None:
 
 
 async def migrate_redis(data: RedisPort, settings: SharedSettings,
-                        namespaces: list[str] | tuple[str, ...]) -> MigrationReport:
+                        namespaces: list[str] | tuple[str, ...],
+                        carry: Carry | None = None) -> MigrationReport:
     """The migration as a deployment runs it: for the configuration it migrates *to*."""
     require_namespace_cap(settings)
-    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces)
+    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry)
 
 
 # -- the two steps of a carry, and their keys ------------------------------
@@ -211,7 +218,8 @@ def unattributable(redis_key: str, reason: str) -> BudgetError:
 
 
 async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
-                           namespaces: list[str] | tuple[str, ...]) -> MigrationReport:
+                           namespaces: list[str] | tuple[str, ...],
+                           carry: Carry | None = None) -> MigrationReport:
     """Carry every v1 ledger under ``key_prefix`` into v2 and stamp the marker.
 
     Run with the fleet stopped. Idempotent, resumable after dying at any step,
@@ -219,15 +227,15 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
     to. On an empty keyspace it only stamps ``v2``.
     """
     try:
-        return await _migrate(data, key_prefix, namespaces)
+        return await _migrate(data, key_prefix, namespaces, carry or carry_forward)
     except UNREACHABLE as error:
         raise BudgetError(
             BACKEND, f"the server failed during the migration of `{key_prefix}`: {error}. "
             "Run it again: it resumes where it stopped and carries each claim once.") from error
 
 
-async def _migrate(data: RedisPort, key_prefix: str,
-                   namespaces: list[str] | tuple[str, ...]) -> MigrationReport:
+async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tuple[str, ...],
+                   carry: Carry) -> MigrationReport:
     spent_pattern, holds_pattern = v1_patterns(key_prefix)
     spent_keys = await collect(data, spent_pattern)
     holds_keys = await collect(data, holds_pattern)
@@ -252,7 +260,7 @@ async def _migrate(data: RedisPort, key_prefix: str,
 
     carried = 0
     for key in subjects:
-        carried += await carry_forward(data, key_prefix, key)
+        carried += await carry(data, key_prefix, key)
     for redis_key in holds_keys:
         await data.delete(redis_key)
     touched = {key.namespace for key in subjects}

@@ -9,9 +9,27 @@ scenario and seed to show what the fix is worth (``data/scenarios/variant-*``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
-from stores.axond_budget.contract import BudgetKey, Reservation
-from stores.axond_budget.redis_budget import UNREACHABLE, RedisBudget
+from stores.axond_budget.contract import BudgetKey, Reservation, SharedSettings
+from stores.axond_budget.migration import (
+    Claim,
+    MigrationReport,
+    apply_claim,
+    attribute_v1_key,
+    collect,
+    migrate_redis,
+    sequence_key,
+)
+from stores.axond_budget.redis_budget import (
+    UNREACHABLE,
+    RedisBudget,
+    glob_escape,
+    namespace_scope,
+    v1_patterns,
+    v1_scope,
+)
+from stores.ports import RedisPort
 
 logger = logging.getLogger(__name__)
 
@@ -71,3 +89,53 @@ class NoReclaim(RedisBudget):
     """
 
     fragments = {"live_holds.lua": "all_holds.lua"}
+
+
+async def migrate_recomputing_namespace_totals(
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str]) -> MigrationReport:
+    """The migration that finished by recomputing each namespace's total from
+    the sum of its subjects' counters: read them all, then ``SET`` the total.
+
+    The bug: the total is a sum read at one time and written at another. Run
+    with the fleet stopped it is harmless, but the documented recovery from a
+    stray v1 writer is to run the migration again while v2 replicas serve, and
+    a settlement that charges a subject and its namespace between the reads
+    and the write is erased from the namespace total (the subject keeps it):
+    the namespace cap then lets through spend it already counted once. The fix
+    adds each claim to both counters in one script and never recomputes.
+    """
+    touched = {attribute_v1_key(settings.key_prefix, key, ":spent", namespaces).namespace
+               for key in await collect(data, v1_patterns(settings.key_prefix)[0])}
+    report = await migrate_redis(data, settings, namespaces)
+    for namespace in sorted(touched):
+        scope = namespace_scope(settings.key_prefix, namespace)
+        total = 0
+        for subject_spent in await collect(data, f"{glob_escape(scope)}:subject:*:spent"):
+            total += int(await data.get(subject_spent) or 0)
+        await data.set(f"{scope}:namespace:spent", total)
+    return report
+
+
+async def carry_without_a_parked_claim(data: RedisPort, key_prefix: str, key: BudgetKey) -> int:
+    """The carry that took a v1 counter (``GET`` then ``DEL``) without parking
+    what it took anywhere, then added it to v2.
+
+    The bug: between taking the spend off the v1 counter and adding it to v2
+    the spend exists only in the migrating process. A migration that dies
+    there (a crash, a lost connection) loses it for good: a re-run finds an
+    empty v1 counter and no claim to finish. The fix parks each claim in a
+    slot beside the counter, in the same script that takes it.
+    """
+    spent_key = f"{v1_scope(key_prefix, key)}:spent"
+    carried = 0
+    while (taken := await data.get(spent_key)) is not None:
+        await data.delete(spent_key)
+        sequence = await data.incrby(sequence_key(key_prefix, key), 1)
+        carried += await apply_claim(data, key_prefix, key, Claim(int(sequence), int(taken)))
+    return carried
+
+
+async def migrate_without_parked_claims(
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str]) -> MigrationReport:
+    """The migration with ``carry_without_a_parked_claim`` in place of the fixed carry."""
+    return await migrate_redis(data, settings, namespaces, carry=carry_without_a_parked_claim)
