@@ -11,7 +11,8 @@ from simulator.scenario import Scenario
 from stores import registry
 
 SECTIONS = (
-    ("run", ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us")),
+    ("run", ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us",
+             "cap_enforced_per")),
     ("requests", ("requests_arrived", "requests_admitted", "requests_admitted_unenforced",
                   "requests_denied_exceeded", "requests_denied_store_unavailable",
                   "requests_completed", "requests_in_flight_peak",

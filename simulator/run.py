@@ -238,6 +238,9 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
         "seed": seed,
         "replicas": scenario.fleet.replicas,
         "virtual_duration_us": scenario.duration_us + scenario.drain_us,
+        # Where the cap is enforced: a per-replica store lets a fleet of N
+        # replicas spend up to N caps, by design.
+        "cap_enforced_per": "replica" if scenario.kind.per_replica else "fleet",
     }
     summary.update(oracle.summary(kernel.now, world.fault_clock.last_fault_us))
     counts = _trace_counts(trace)

@@ -181,3 +181,17 @@ def test_five_thousand_replicas_carry_tens_of_thousands_of_requests_in_flight():
                          ids=lambda path: path.name)
 def test_every_shipped_scenario_is_valid(scenario):
     assert load_scenario(scenario).name
+
+
+def test_an_in_memory_fleet_spends_nearly_one_cap_per_replica_and_says_so():
+    summary = run_scenario(load_scenario(REPO / "data/scenarios/in-memory-fleet.toml")).summary
+    replicas = summary["replicas"]
+    assert summary["cap_enforced_per"] == "replica"
+    # Worst case: every replica spends the whole cap, replicas - 1 caps over.
+    assert 0.9 * (replicas - 1) <= summary["cap_overshoot_max_ratio"] <= replicas - 1
+    assert (summary["cap_overshoot_by_per_replica_ledger_microdollars"]
+            == summary["cap_overshoot_microdollars_total"] > 0)
+    shared = run_scenario(load_scenario(REPO / "data/scenarios/in-memory-fleet.toml",
+                                        {"store": "axond_budget.redis_v1"})).summary
+    assert shared["cap_enforced_per"] == "fleet"
+    assert shared["cap_overshoot_microdollars_total"] == 0
