@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from budget_lab import Lab
 from redis_server import ThrowawayRedis, redis_binary, redis_required
 
 _SKIPPED_FOR_REDIS: list[str] = []
@@ -50,6 +51,13 @@ def backend_url(backend_name, request) -> str:
     if backend_name == "fakeredis":
         return "fakeredis"
     return request.getfixturevalue("redis_url")
+
+
+@pytest.fixture
+def lab(backend_name, request, key_prefix) -> Lab:
+    """A budget-store test's keyspace on the parametrised backend."""
+    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+    return Lab(backend_name, url, key_prefix)
 
 
 def pytest_runtest_logreport(report):

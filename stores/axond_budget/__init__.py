@@ -43,8 +43,11 @@ from stores.axond_budget.variants import (
 from stores.registry import StoreKind
 
 
-async def _build_redis(data: Any, runtime: Any, settings: SharedSettings) -> RedisBudget:
-    return await RedisBudget.connect(data, runtime, settings)
+def _connecting(store_class: type[RedisBudget]) -> Any:
+    """The ``build`` of a Redis kind: connect, passing the store's boot fences."""
+    async def build(data: Any, runtime: Any, settings: SharedSettings) -> RedisBudget:
+        return await store_class.connect(data, runtime, settings)
+    return build
 
 
 async def _build_redis_v2(data: Any, runtime: Any, settings: NamespaceCapSettings) -> RedisBudget:
@@ -58,13 +61,13 @@ async def _build_redis_v2(data: Any, runtime: Any, settings: NamespaceCapSetting
     return await RedisBudget.connect(data, runtime, settings)
 
 
-async def _build_split_settlement(data: Any, runtime: Any,
-                                  settings: SharedSettings) -> SplitSettlement:
-    return await SplitSettlement.connect(data, runtime, settings)
-
-
-async def _build_no_reclaim(data: Any, runtime: Any, settings: SharedSettings) -> NoReclaim:
-    return await NoReclaim.connect(data, runtime, settings)
+def _redis_kind(name: str, summary: str, settings_model: type, build: Any,
+                **extra: Any) -> StoreKind:
+    """A kind of the Redis store family: its ledgers are read from Redis keys."""
+    return StoreKind(name=name, summary=summary, protocol="budget",
+                     settings_model=settings_model, backends=("redis",), build=build,
+                     contract=contract, ledger_keys=ledger_keys, decode=decode_ledger_value,
+                     read_ledger=None, package=__name__, **extra)
 
 
 async def _build_in_memory(data: Any, runtime: Any, settings: InMemorySettings) -> InMemoryBudget:
@@ -84,33 +87,12 @@ def _no_ledger(store: NoBudget, key: BudgetKey) -> RecordedLedger:
 
 
 KINDS = (
-    StoreKind(
-        name="axond_budget.redis_v1",
-        summary="Redis, one Lua script per reserve/settle, subject cap (v1 layout)",
-        protocol="budget",
-        settings_model=SubjectCapSettings,
-        backends=("redis",),
-        build=_build_redis,
-        contract=contract,
-        ledger_keys=ledger_keys,
-        decode=decode_ledger_value,
-        read_ledger=None,
-        package=__name__,
-    ),
-    StoreKind(
-        name="axond_budget.redis_v2",
-        summary="Redis, one Lua script per reserve/settle, subject and namespace caps (v2 layout)",
-        protocol="budget",
-        settings_model=NamespaceCapSettings,
-        backends=("redis",),
-        build=_build_redis_v2,
-        contract=contract,
-        ledger_keys=ledger_keys,
-        decode=decode_ledger_value,
-        read_ledger=None,
-        package=__name__,
-        migrate=migrate_redis,
-    ),
+    _redis_kind("axond_budget.redis_v1",
+                "Redis, one Lua script per reserve/settle, subject cap (v1 layout)",
+                SubjectCapSettings, _connecting(RedisBudget)),
+    _redis_kind("axond_budget.redis_v2",
+                "Redis, one Lua script per reserve/settle, subject and namespace caps "
+                "(v2 layout)", NamespaceCapSettings, _build_redis_v2, migrate=migrate_redis),
     StoreKind(
         name="axond_budget.in_memory",
         summary="per-replica in-memory ledgers (the cap is per replica)",
@@ -137,35 +119,14 @@ KINDS = (
         read_ledger=_no_ledger,
         package=__name__,
     ),
-    StoreKind(
-        name="axond_budget.variants.split_settlement",
-        summary="historical: settles in two commands, release then charge (v1 layout); "
+    _redis_kind("axond_budget.variants.split_settlement",
+                "historical: settles in two commands, release then charge (v1 layout); "
                 "a lost reply between them releases without charging",
-        protocol="budget",
-        settings_model=SubjectCapSettings,
-        backends=("redis",),
-        build=_build_split_settlement,
-        contract=contract,
-        ledger_keys=ledger_keys,
-        decode=decode_ledger_value,
-        read_ledger=None,
-        package=__name__,
-    ),
-    StoreKind(
-        name="axond_budget.variants.no_reclaim",
-        summary="historical: reserve never reclaims expired holds (v1 layout); "
+                SubjectCapSettings, _connecting(SplitSettlement)),
+    _redis_kind("axond_budget.variants.no_reclaim",
+                "historical: reserve never reclaims expired holds (v1 layout); "
                 "a crashed replica's holds wedge the budget",
-        protocol="budget",
-        settings_model=SubjectCapSettings,
-        backends=("redis",),
-        build=_build_no_reclaim,
-        contract=contract,
-        ledger_keys=ledger_keys,
-        decode=decode_ledger_value,
-        read_ledger=None,
-        package=__name__,
-        holds_count_past_deadline=True,
-    ),
+                SubjectCapSettings, _connecting(NoReclaim), holds_count_past_deadline=True),
 )
 
 _REDIS_V2 = next(kind for kind in KINDS if kind.name == "axond_budget.redis_v2")

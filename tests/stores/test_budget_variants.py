@@ -8,15 +8,14 @@ the fixed store with the same seed: the damage on one, none on the other).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from pathlib import Path
 
 import pytest
+from budget_lab import Lab, run
 from manual_runtime import ManualRuntime
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from test_redis_budget_v2 import Lab
 
 from simulator.redis_port import script_label
 from simulator.run import run_scenario, script_names
@@ -29,16 +28,6 @@ from stores.axond_budget.variants import NoReclaim, SplitSettlement
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "axond_budget.redis_v1"
 KEY = BudgetKey("acme", "GW_INBOUND_ACME_KEY")
-
-
-@pytest.fixture
-def lab(backend_name, request, key_prefix) -> Lab:
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
-    return Lab(backend_name, url, key_prefix)
-
-
-def run(scenario):
-    return asyncio.run(scenario())
 
 
 class Failing:

@@ -7,15 +7,13 @@ running the claim and apply steps by hand (``claim_v1_spend``,
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 import redis.asyncio as aioredis
+from budget_lab import Lab, in_acme, run
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis_server import free_port
-from test_redis_budget_v2 import Lab, in_acme
 
 from stores.axond_budget.contract import Admission, BudgetError, BudgetKey, SharedSettings
 from stores.axond_budget.migration import (
@@ -38,16 +36,6 @@ from stores.axond_budget.redis_budget import (
 )
 
 FIRST, SECOND = in_acme("first"), in_acme("second")
-
-
-@pytest.fixture
-def lab(backend_name, request, key_prefix) -> Lab:
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
-    return Lab(backend_name, url, key_prefix)
-
-
-def run(scenario):
-    return asyncio.run(scenario())
 
 
 async def spend(store: RedisBudget, key: BudgetKey, amount: int) -> None:

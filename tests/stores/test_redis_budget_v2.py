@@ -2,8 +2,8 @@
 
 axond 0.3.39's own tests of the v2 layout and its boot fences, ported: the
 same ``RedisBudget`` class, under plain asyncio, with the clock driven by
-``ManualRuntime``. The migration's tests are in ``test_migration.py``, which
-borrows ``Lab`` from here.
+``ManualRuntime``. The migration's tests are in ``test_migration.py``; both
+use ``Lab`` from ``tests/budget_lab.py``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import asyncio
 import fnmatch
 from pathlib import Path
 
-import fakeredis
 import pytest
 import redis.asyncio as aioredis
+from budget_lab import in_acme, run
 from manual_runtime import ManualRuntime
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -29,7 +29,6 @@ from stores.axond_budget.contract import (
     ExceededScope,
     SharedSettings,
 )
-from stores.axond_budget.migration import MigrationReport, migrate_v1_to_v2
 from stores.axond_budget.redis_budget import (
     LAYOUT_V2,
     RedisBudget,
@@ -37,7 +36,6 @@ from stores.axond_budget.redis_budget import (
     escape_identifier,
     layout_key,
     ledger_keys,
-    namespace_scope,
     script,
     v1_keys,
     v1_patterns,
@@ -45,94 +43,15 @@ from stores.axond_budget.redis_budget import (
 )
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "stores" / "axond_budget"
-NAMESPACES = ("acme",)
-"""The namespace ids a test configures, for attributing v1 keys."""
 KEY = BudgetKey("acme", "GW_INBOUND_ACME_KEY")
 NAMESPACE_DENIAL = Admission.exceeded(ExceededScope.NAMESPACE)
 SUBJECT_DENIAL = Admission.exceeded(ExceededScope.SUBJECT)
-
-
-def in_acme(subject: str) -> BudgetKey:
-    return BudgetKey("acme", subject)
 
 
 def hash_tag(key: str) -> str:
     """What Redis hashes for a key's slot: from the first ``{`` to the next ``}``."""
     start = key.index("{") + 1
     return key[start:key.index("}", start)]
-
-
-class Lab:
-    """One test's keyspace on one backend: clients, stores and raw reads."""
-
-    def __init__(self, backend_name: str, url: str | None, key_prefix: str) -> None:
-        self.backend_name = backend_name
-        self.url = url
-        self.prefix = key_prefix
-        self.server = fakeredis.FakeServer()
-        self.raw = None
-
-    def client(self):
-        """A fresh client on this test's server (one per replica, as in production)."""
-        if self.backend_name == "fakeredis":
-            return fakeredis.aioredis.FakeRedis(server=self.server, decode_responses=True)
-        return aioredis.Redis.from_url(self.url, decode_responses=True,
-                                       retry=Retry(NoBackoff(), 0))
-
-    @property
-    def redis(self):
-        """The test's own client, for writing and reading keys behind the store's back."""
-        if self.raw is None:
-            self.raw = self.client()
-        return self.raw
-
-    def settings(self, subject_cap: int, namespace_cap: int | None = None,
-                 ttl: str = "5m") -> SharedSettings:
-        return SharedSettings(subject_cap_microdollars=subject_cap,
-                              namespace_cap_microdollars=namespace_cap,
-                              reservation_ttl=ttl, key_prefix=self.prefix)
-
-    async def v1(self, cap: int = 1_000, runtime: ManualRuntime | None = None) -> RedisBudget:
-        """A store without the namespace cap (the v1 layout)."""
-        return await RedisBudget.connect(self.client(), runtime or ManualRuntime(),
-                                         self.settings(cap))
-
-    async def v2(self, subject_cap: int = 1_000, namespace_cap: int = 1_000, ttl: str = "5m",
-                 runtime: ManualRuntime | None = None) -> RedisBudget:
-        """A store with the namespace cap (the v2 layout)."""
-        return await RedisBudget.connect(self.client(), runtime or ManualRuntime(),
-                                         self.settings(subject_cap, namespace_cap, ttl))
-
-    async def migrate(self, namespaces: tuple[str, ...] = NAMESPACES) -> MigrationReport:
-        return await migrate_v1_to_v2(self.client(), self.prefix, namespaces)
-
-    async def namespace_store(self, subject_cap: int = 1_000, namespace_cap: int = 1_000,
-                              ttl: str = "5m",
-                              runtime: ManualRuntime | None = None) -> RedisBudget:
-        """A v2 store on a migrated keyspace: a fresh prefix has nothing to
-        carry, so the migration only stamps the marker the store requires."""
-        await self.migrate()
-        return await self.v2(subject_cap, namespace_cap, ttl, runtime)
-
-    async def spent(self, key: BudgetKey) -> int:
-        return int(await self.redis.get(v2_keys(self.prefix, key).subject_spent) or 0)
-
-    async def namespace_spent(self, namespace: str) -> int:
-        return int(await self.redis.get(f"{namespace_scope(self.prefix, namespace)}"
-                                        ":namespace:spent") or 0)
-
-    def v1_spent_key(self, key: BudgetKey) -> str:
-        return v1_keys(self.prefix, key)[0]
-
-
-@pytest.fixture
-def lab(backend_name, request, key_prefix) -> Lab:
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
-    return Lab(backend_name, url, key_prefix)
-
-
-def run(scenario):
-    return asyncio.run(scenario())
 
 
 # -- the key layout ------------------------------------------------------------
