@@ -19,6 +19,7 @@ from tqdm import tqdm
 from simulator.backends import BackendError
 from simulator.expectations import failed_expectations
 from simulator.kernel import SimulationError
+from simulator.races import involved_events, load_report, replay
 from simulator.report import fields_reference, summary_table
 from simulator.run import run_scenario
 from simulator.scenario import ScenarioError, load_scenario
@@ -60,6 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allow a Redis server that is not on loopback")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    replay_cmd = commands.add_parser(
+        "replay", help="re-run a race report; REPRODUCED (exit 0) or NOT REPRODUCED (exit 1)")
+    replay_cmd.add_argument("report", type=Path, help="a race report, data/races/*.toml")
+    replay_cmd.add_argument("--against", choices=["fixed"],
+                            help="run the report's scenario, seed and schedule on the fixed "
+                            "store and show the invariant holds there")
+    replay_cmd.add_argument("--trace", action="store_true",
+                            help="print the events that matter, as a story")
+    replay_cmd.add_argument("--record", action="store_true",
+                            help="write the trace beside the report (NAME.trace.parquet) and "
+                            "print its fingerprint, to commit with the report")
+    replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB")
+
     commands.add_parser("fields", help="print every scenario field with its default")
     commands.add_parser("stores", help="list the store kinds a scenario can name")
     return parser
@@ -74,7 +88,45 @@ def main(argv: list[str] | None = None) -> int:
         for name, kind in sorted(registry.kinds().items()):
             print(f"{name:32} {kind.summary} [backends: {', '.join(kind.backends)}]")
         return 0
+    if args.command == "replay":
+        return _replay(args)
     return _run(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        report = load_report(args.report)
+        found = replay(report, against_fixed=args.against == "fixed", backend=args.backend)
+    except (ScenarioError, ValueError, BackendError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return USER_ERROR
+    except SimulationError as error:
+        print(f"simulation failed: {error}", file=sys.stderr)
+        return SIMULATION_FAILED
+    invariant = report.invariant
+    print(f"{report.title}")
+    if args.trace:
+        for line in involved_events(found.result, report):
+            print(f"  {line}")
+    if args.against:
+        verdict = ("BROKEN on the fixed store too" if found.reproduced
+                   else "HOLDS on the fixed store")
+        print(f"{verdict}: {invariant.metric} = {found.value!r} "
+              f"(broken when {invariant.operator} {invariant.threshold:g})")
+        return SIMULATION_FAILED if found.reproduced else 0
+    if args.record:
+        found.result.trace.write_parquet(report.recorded_trace)
+        print(f"recorded {report.recorded_trace}; fingerprint = "
+              f"\"{found.result.summary['trace_fingerprint']}\"")
+    elif found.divergence is not None:
+        print(f"trace differs from the recorded one: {found.divergence}")
+    elif report.fingerprint is not None:
+        print("trace fingerprint matches the report")
+    verdict = "REPRODUCED" if found.reproduced else "NOT REPRODUCED"
+    seen = "" if found.reproduced else " instead"
+    print(f"{verdict}: {invariant.metric} = {found.value!r}{seen} "
+          f"(broken when {invariant.operator} {invariant.threshold:g})")
+    return 0 if found.reproduced else SIMULATION_FAILED
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -81,7 +81,8 @@ class ScheduledFault(Model):
     fault: FaultName = Field(description="crash, pause, partition, server_restart, failover, "
                              "latency_spike, lose_request or lose_reply.")
     replica: int | None = Field(None, ge=0, description="The replica it hits.")
-    replicas: list[int] = Field(default_factory=list, description="For a partition.")
+    replicas: list[int] = Field(default_factory=list,
+                                description="Several replicas at once (instead of `replica`).")
     duration: DurationUs | None = Field(None, description="pause, partition, spike.")
     restart_after: DurationUs | None = Field(None, description="crash: restart delay.")
     direction: Direction = Field("both", description="partition direction.")
@@ -94,11 +95,9 @@ class ScheduledFault(Model):
 
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:
-        needs_replica = {"crash", "pause", "lose_request", "lose_reply"}
-        if self.fault in needs_replica and self.replica is None:
-            raise ValueError(f"a scheduled {self.fault} needs `replica`")
-        if self.fault == "partition" and not self.replicas and self.replica is None:
-            raise ValueError("a scheduled partition needs `replicas` (or `replica`)")
+        needs_replica = {"crash", "pause", "lose_request", "lose_reply", "partition"}
+        if self.fault in needs_replica and self.replica is None and not self.replicas:
+            raise ValueError(f"a scheduled {self.fault} needs `replica` (or `replicas`)")
         if self.fault in ("pause", "partition", "latency_spike") and self.duration is None:
             raise ValueError(f"a scheduled {self.fault} needs `duration`")
         return self

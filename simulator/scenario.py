@@ -287,8 +287,13 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
 
 
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """``set_dotted(d, "network.reply_loss", 0.1)`` sets ``d["network"]["reply_loss"]``."""
+    """``set_dotted(d, "network.reply_loss", 0.1)`` sets ``d["network"]["reply_loss"]``;
+    a number indexes a list (``"migrations.0.to"``)."""
     *parents, leaf = dotted.split(".")
+    node: Any = data
     for part in parents:
-        data = data.setdefault(part, {})
-    data[leaf] = value
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    if isinstance(node, list):
+        node[int(leaf)] = value
+    else:
+        node[leaf] = value

@@ -67,7 +67,7 @@ def test_run_exits_3_and_names_the_expectation_that_failed(tmp_path):
 
 
 @pytest.mark.parametrize(("fault", "message"), [
-    ({"at": "1s", "fault": "crash"}, "a scheduled crash needs `replica`"),
+    ({"at": "1s", "fault": "crash"}, "a scheduled crash needs `replica` \\(or `replicas`\\)"),
     ({"at": "1s", "fault": "pause", "replica": 0}, "a scheduled pause needs `duration`"),
     ({"at": "soon", "fault": "crash", "replica": 0}, "faults.schedule.0.at: expected a duration"),
     ({"at": "1s", "fault": "meteor"}, "faults.schedule.0.fault"),
