@@ -17,13 +17,16 @@ from typing import Any
 from tqdm import tqdm
 
 from simulator.backends import BackendError
-from simulator.expectations import failed_expectations
+from simulator.expectations import Expectation, failed_expectations
+from simulator.hunt import Hunt
 from simulator.kernel import SimulationError
 from simulator.races import involved_events, load_report, replay
 from simulator.report import fields_reference, summary_table
-from simulator.run import run_scenario
+from simulator.run import quiet_store_logs, run_scenario
 from simulator.scenario import ScenarioError, load_scenario
+from simulator.strategies import REPLICA_FAULTS
 from stores import registry
+from stores.quantities import parse_duration_us
 
 USER_ERROR, SIMULATION_FAILED, EXPECTATION_FAILED = 2, 1, 3
 
@@ -74,6 +77,24 @@ def build_parser() -> argparse.ArgumentParser:
                             "print its fingerprint, to commit with the report")
     replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB")
 
+    hunt_cmd = commands.add_parser(
+        "hunt", help="search fault schedules that break an invariant; write a race report")
+    hunt_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
+    hunt_cmd.add_argument("--invariant", required=True, metavar="EXPR",
+                          help="the breaking condition, e.g. "
+                          "'conservation_drift_microdollars_total < 0'")
+    hunt_cmd.add_argument("--examples", type=int, default=100,
+                          help="schedules to try before giving up (default 100)")
+    hunt_cmd.add_argument("--seed", type=int, default=0, help="the hunt's own seed")
+    hunt_cmd.add_argument("--budget", default="10m",
+                          help="wall-time budget, search and shrinking (default 10m)")
+    hunt_cmd.add_argument("--max-faults", type=int, default=4)
+    hunt_cmd.add_argument("--faults", default="lose_reply,lose_request,crash,pause",
+                          help="fault kinds to draw, comma-separated (default: all four)")
+    hunt_cmd.add_argument("--target", choices=["any", "replicas", "migration"], default="any",
+                          help="what lost requests and replies may hit")
+    hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
+
     commands.add_parser("fields", help="print every scenario field with its default")
     commands.add_parser("stores", help="list the store kinds a scenario can name")
     return parser
@@ -90,7 +111,45 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "replay":
         return _replay(args)
+    if args.command == "hunt":
+        return _hunt(args)
     return _run(args)
+
+
+def _fault_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
+    unknown = set(kinds) - set(REPLICA_FAULTS)
+    if unknown or not kinds:
+        raise ValueError(f"--faults: expected some of {', '.join(REPLICA_FAULTS)}, got {text!r}")
+    return kinds
+
+
+def _hunt(args: argparse.Namespace) -> int:
+    try:
+        metric, _, comparison = args.invariant.strip().partition(" ")
+        invariant = Expectation.parse(metric, comparison)
+        budget_s = parse_duration_us(args.budget) / 1e6
+        hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,
+                    time_budget_s=budget_s, max_faults=args.max_faults,
+                    kinds=_fault_kinds(args.faults), target=args.target,
+                    progress=lambda runs, line: print(f"hunt: run {runs}: {line}",
+                                                      file=sys.stderr))
+        with quiet_store_logs():
+            found = hunt.search()
+    except (ScenarioError, ValueError, BackendError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return USER_ERROR
+    if found is None:
+        print(f"no schedule broke {invariant} in {hunt.runs} run(s)")
+        return SIMULATION_FAILED
+    print(f"broke {invariant}: {invariant.metric} = {found.value!r}, with "
+          f"{len(found.schedule)} fault(s) after {found.runs} run(s):")
+    for fault in found.schedule:
+        print(f"  {fault}")
+    if args.out is not None:
+        hunt.write_report(found, args.out)
+        print(f"race report: {args.out} (replay it with: python -m simulator replay {args.out})")
+    return 0
 
 
 def _replay(args: argparse.Namespace) -> int:

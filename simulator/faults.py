@@ -92,10 +92,16 @@ class ScheduledFault(Model):
     call: str | None = Field(None, description="lose_*: only calls with this label "
                              "(a script name such as 'settle_v1', or a verb).")
     count: int = Field(1, ge=1, description="lose_*: how many calls.")
+    migration: bool = Field(False, description="lose_*: hit the operator's migration process "
+                            "instead of a replica.")
 
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:
         needs_replica = {"crash", "pause", "lose_request", "lose_reply", "partition"}
+        if self.migration:
+            if not self.fault.startswith("lose_"):
+                raise ValueError("only lose_request and lose_reply can hit the migration")
+            return self
         if self.fault in needs_replica and self.replica is None and not self.replicas:
             raise ValueError(f"a scheduled {self.fault} needs `replica` (or `replicas`)")
         if self.fault in ("pause", "partition", "latency_spike") and self.duration is None:
@@ -161,6 +167,7 @@ class PlannedFault:
     extra_us: int = 0
     call: str | None = None
     count: int = 1
+    migration: bool = False
 
 
 def _poisson_times(rate_per_second: float, until_us: int, rng: random.Random) -> list[int]:
@@ -221,5 +228,6 @@ def plan(faults: Faults, replicas: int, until_us: int, streams) -> list[PlannedF
         planned.append(PlannedFault(item.at, item.fault, targets, duration_us=duration,
                                     restart_after_us=item.restart_after,
                                     direction=item.direction, lag_us=item.lag,
-                                    extra_us=item.extra, call=item.call, count=item.count))
+                                    extra_us=item.extra, call=item.call, count=item.count,
+                                    migration=item.migration))
     return sorted(planned, key=lambda fault: fault.at_us)

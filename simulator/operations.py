@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from simulator.network import Link, ReplicaNetwork
+from simulator.network import Link
 from simulator.oracle.observer import MIGRATION
 from simulator.redis_port import SimRedis
 from simulator.scenario import MigrationStep
@@ -101,7 +101,7 @@ def _start_attempt(world: World, migration: PreparedMigration, number: int) -> A
     owner = kernel.new_owner(f"migration-{migration.index}.{number}")
     link = Link(kernel, world.server, world.trace, owner, MIGRATOR, number,
                 world.streams.get("migration", migration.index, number), world.links,
-                ReplicaNetwork(), world.fault_clock)
+                world.migration_network, world.fault_clock)
     attempt = Attempt()
     limit = migration.step.crash_after_commands
     if limit is not None and number == 0:

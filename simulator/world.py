@@ -55,6 +55,8 @@ class World:
         self.boot_retry_us = boot_retry_us
         self.fault_clock = FaultClock()
         self.networks = [ReplicaNetwork() for _ in clocks]
+        self.migration_network = ReplicaNetwork()
+        """Where the operator's migration sits on the network (all its attempts)."""
         self.current: list[Replica | None] = [None] * len(clocks)
         self.incarnations = [0] * len(clocks)
         self.spike_ends: list[int] = []
@@ -156,12 +158,17 @@ class World:
                 network.cut_replies_until = max(network.cut_replies_until, until)
 
     def _lose_request(self, fault: PlannedFault) -> None:
-        for index in fault.replicas:
-            self.networks[index].forced.append(["request", fault.call, fault.count])
+        for network in self._hit(fault):
+            network.forced.append(["request", fault.call, fault.count])
 
     def _lose_reply(self, fault: PlannedFault) -> None:
-        for index in fault.replicas:
-            self.networks[index].forced.append(["reply", fault.call, fault.count])
+        for network in self._hit(fault):
+            network.forced.append(["reply", fault.call, fault.count])
+
+    def _hit(self, fault: PlannedFault) -> list[ReplicaNetwork]:
+        if fault.migration:
+            return [self.migration_network]
+        return [self.networks[index] for index in fault.replicas]
 
     def _server_restart(self, fault: PlannedFault) -> None:
         self._server_down(kept_until(self.server_settings, self.kernel.now),
