@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import uuid
+
+# fakeredis picks its Lua at import; Redis runs Lua 5.1, so must it (number
+# formatting differs in 5.3+).
+os.environ.setdefault("FAKEREDIS_LUA_VERSION", "5.1")
 
 import pytest
 from budget_lab import Lab

@@ -10,10 +10,15 @@ touches only keys under its own per-run prefix.
 from __future__ import annotations
 
 import ipaddress
+import os
 import secrets
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlparse
+
+# fakeredis picks its Lua at import; Redis runs Lua 5.1, so must it (number
+# formatting differs in 5.3+).
+os.environ.setdefault("FAKEREDIS_LUA_VERSION", "5.1")
 
 import redis
 from redis.backoff import NoBackoff

@@ -106,6 +106,15 @@ class RecordedLedger:
         return sum(amount for amount, deadline_ms in self.holds.values() if deadline_ms > now_ms)
 
 
+def require_amount(name: str, microdollars: int) -> int:
+    """Money is a non-negative integer: a negative estimate would lower every
+    other request's count, a negative actual would credit the budget."""
+    if isinstance(microdollars, bool) or not isinstance(microdollars, int) or microdollars < 0:
+        raise ValueError(f"{name} must be a whole number of micro-dollars >= 0, "
+                         f"got {microdollars!r}")
+    return microdollars
+
+
 class UnavailablePolicy(enum.Enum):
     """What a shared store does when it cannot be reached."""
 

@@ -46,6 +46,7 @@ from stores.axond_budget.contract import (
     RecordedLedger,
     Reservation,
     UnavailablePolicy,
+    require_amount,
 )
 from stores.ports import Runtime
 from stores.quantities import DurationMs
@@ -156,6 +157,7 @@ class InMemoryBudget:
     # -- the request path ----------------------------------------------------
 
     async def reserve(self, key: BudgetKey, estimated_microdollars: int) -> Admission:
+        require_amount("the estimate", estimated_microdollars)
         settings = self._settings
         if key not in self._ledgers and not self._room_for_new_ledger(key.namespace):
             # Only at the bound is pruning worth its scan.
@@ -184,6 +186,7 @@ class InMemoryBudget:
     async def settle(
         self, key: BudgetKey, reservation: Reservation, actual_microdollars: int
     ) -> None:
+        require_amount("the actual spend", actual_microdollars)
         if not reservation.is_held:
             # Fail-open admissions held nothing, so there is nothing to charge.
             return

@@ -31,6 +31,10 @@ Rules kept here:
   by its TTL (the documented lost-reply posture).
 * A failed settle is not retried: the hold expires on its own deadline.
 * Keyspace scans use ``SCAN``, never ``KEYS``, and run at boot only.
+
+Caps are fixed by the settings, as in axond 0.3.8's contract: 0.3.39's caps
+published per namespace with generations (and their refusals when no cap
+governs a namespace) are not ported; a scenario fixes its caps.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from stores.axond_budget.contract import (
     ExceededScope,
     Reservation,
     SharedSettings,
+    require_amount,
 )
 from stores.ports import RedisPort, Runtime
 
@@ -267,6 +272,7 @@ class RedisBudget:
         return v1_keys(self.settings.key_prefix, key)
 
     async def reserve(self, key: BudgetKey, estimated_microdollars: int) -> Admission:
+        require_amount("the estimate", estimated_microdollars)
         reservation = Reservation(self.runtime.new_id(), estimated_microdollars)
         try:
             admitted = await self._reserve(
@@ -292,6 +298,7 @@ class RedisBudget:
     async def settle(
         self, key: BudgetKey, reservation: Reservation, actual_microdollars: int
     ) -> None:
+        require_amount("the actual spend", actual_microdollars)
         if not reservation.is_held:
             return
         try:

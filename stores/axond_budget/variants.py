@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from stores.axond_budget.contract import BudgetKey, Reservation, SharedSettings
+from stores.axond_budget.contract import BudgetKey, Reservation, SharedSettings, require_amount
 from stores.axond_budget.migration import (
     Claim,
     MigrationReport,
@@ -52,6 +52,7 @@ class SplitSettlement(RedisBudget):
     async def settle(
         self, key: BudgetKey, reservation: Reservation, actual_microdollars: int
     ) -> None:
+        require_amount("the actual spend", actual_microdollars)
         if not reservation.is_held:
             return
         keys = self._keys(key)

@@ -397,3 +397,13 @@ def test_settings_take_human_durations_and_derive_the_namespace_floor(caplog):
         too_few = InMemoryBudget(runtime, InMemorySettings(max_subjects=1, namespace_count=2))
     assert too_few.floor == 0
     assert "floors are off" in caplog.text
+
+
+def test_a_negative_amount_is_refused_by_the_in_memory_store_too():
+    budget = InMemoryBudget(ManualRuntime(), InMemorySettings(subject_cap_microdollars=1_000))
+
+    async def scenario():
+        with pytest.raises(ValueError, match="micro-dollars >= 0"):
+            await budget.reserve(BudgetKey("a", "s"), -1)
+
+    asyncio.run(scenario())

@@ -15,7 +15,13 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis_server import free_port
 
-from stores.axond_budget.contract import Admission, BudgetError, BudgetKey, SharedSettings
+from stores.axond_budget.contract import (
+    Admission,
+    BudgetError,
+    BudgetKey,
+    ExceededScope,
+    SharedSettings,
+)
 from stores.axond_budget.migration import (
     Claim,
     applied_claims_key,
@@ -36,6 +42,8 @@ from stores.axond_budget.redis_budget import (
 )
 
 FIRST, SECOND = in_acme("first"), in_acme("second")
+NAMESPACE_DENIAL = Admission.exceeded(ExceededScope.NAMESPACE)
+SUBJECT_DENIAL = Admission.exceeded(ExceededScope.SUBJECT)
 
 
 async def spend(store: RedisBudget, key: BudgetKey, amount: int) -> None:
@@ -102,8 +110,8 @@ def test_the_migration_carries_v1_spend_into_both_scopes(lab):
 
         store = await lab.v2(1_000, 1_000)
         # 800 already spent in the namespace: 200 left, in both scopes.
-        assert (await store.reserve(in_acme("third"), 201)).denial is not None
-        assert (await store.reserve(FIRST, 601)).denial is not None
+        assert await store.reserve(in_acme("third"), 201) == NAMESPACE_DENIAL
+        assert await store.reserve(FIRST, 601) == SUBJECT_DENIAL
         assert await lab.namespace_spent("acme") == 800
 
     run(scenario)

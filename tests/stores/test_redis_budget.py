@@ -96,13 +96,15 @@ def test_releasing_frees_the_whole_estimate(connect):
 def test_an_expired_hold_stops_counting_against_the_cap(connect):
     async def scenario():
         runtime = ManualRuntime()
-        store = await connect(runtime, ttl="50ms")
+        # Long enough that the server's own (wall-clock) key TTL never fires
+        # mid-test: only the deadline logic, on the test's clock, is exercised.
+        store = await connect(runtime, ttl="10s")
         # A replica that died holding this estimate never settles it.
         assert (await store.reserve(KEY, 900)).is_allowed
         assert (await store.reserve(KEY, 900)).denial is Denial.EXCEEDED
-        runtime.advance_ms(49)
+        runtime.advance_ms(9_999)
         assert (await store.reserve(KEY, 900)).denial is Denial.EXCEEDED
-        runtime.advance_ms(31)
+        runtime.advance_ms(1)
         assert (await store.reserve(KEY, 900)).is_allowed
 
     asyncio.run(scenario())
@@ -111,9 +113,9 @@ def test_an_expired_hold_stops_counting_against_the_cap(connect):
 def test_a_settlement_of_an_expired_hold_still_charges(connect):
     async def scenario():
         runtime = ManualRuntime()
-        store = await connect(runtime, ttl="50ms")
+        store = await connect(runtime, ttl="10s")
         held = await store.reserve(KEY, 500)
-        runtime.advance_ms(60)
+        runtime.advance_ms(10_001)
         await store.settle(KEY, held.reservation, 800)
         # Nothing is held any more, but 800 was spent: 300 fits, 201 does not.
         assert (await store.reserve(KEY, 201)).denial is Denial.EXCEEDED
@@ -175,5 +177,17 @@ def test_an_unreachable_server_admits_unenforced_when_told_to():
         assert not admission.reservation.is_held
         # Settling a reservation that holds nothing sends nothing.
         await store.settle(KEY, admission.reservation, 100)
+
+    asyncio.run(scenario())
+
+
+def test_a_negative_amount_is_refused_before_it_reaches_the_server(connect):
+    async def scenario():
+        store = await connect(ManualRuntime())
+        with pytest.raises(ValueError, match="micro-dollars >= 0"):
+            await store.reserve(KEY, -5)
+        held = await store.reserve(KEY, 5)
+        with pytest.raises(ValueError, match="micro-dollars >= 0"):
+            await store.settle(KEY, held.reservation, -1)
 
     asyncio.run(scenario())
