@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +111,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:32} {kind.summary} [backends: {', '.join(kind.backends)}]")
         return 0
     if args.command == "replay":
-        return _replay(args)
+        return _exit_code_of(lambda: _replay(args))
     if args.command == "hunt":
-        return _hunt(args)
-    return _run(args)
+        return _exit_code_of(lambda: _hunt(args))
+    return _exit_code_of(lambda: _run(args))
+
+
+def _exit_code_of(action: Callable[[], int]) -> int:
+    """Run a command, turning the lab's errors into messages and exit codes."""
+    try:
+        return action()
+    except (ScenarioError, ValueError, BackendError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return USER_ERROR
+    except SimulationError as error:
+        print(f"simulation failed: {error}", file=sys.stderr)
+        return SIMULATION_FAILED
 
 
 def _fault_kinds(text: str) -> tuple[str, ...]:
@@ -125,20 +138,15 @@ def _fault_kinds(text: str) -> tuple[str, ...]:
 
 
 def _hunt(args: argparse.Namespace) -> int:
-    try:
-        metric, _, comparison = args.invariant.strip().partition(" ")
-        invariant = Expectation.parse(metric, comparison)
-        budget_s = parse_duration_us(args.budget) / 1e6
-        hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,
-                    time_budget_s=budget_s, max_faults=args.max_faults,
-                    kinds=_fault_kinds(args.faults), target=args.target,
-                    progress=lambda runs, line: print(f"hunt: run {runs}: {line}",
-                                                      file=sys.stderr))
-        with quiet_store_logs():
-            found = hunt.search()
-    except (ScenarioError, ValueError, BackendError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return USER_ERROR
+    metric, _, comparison = args.invariant.strip().partition(" ")
+    invariant = Expectation.parse(metric, comparison)
+    budget_s = parse_duration_us(args.budget) / 1e6
+    hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,
+                time_budget_s=budget_s, max_faults=args.max_faults,
+                kinds=_fault_kinds(args.faults), target=args.target,
+                progress=lambda runs, line: print(f"hunt: run {runs}: {line}", file=sys.stderr))
+    with quiet_store_logs():
+        found = hunt.search()
     if found is None:
         print(f"no schedule broke {invariant} in {hunt.runs} run(s)")
         return SIMULATION_FAILED
@@ -153,15 +161,8 @@ def _hunt(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    try:
-        report = load_report(args.report)
-        found = replay(report, against_fixed=args.against == "fixed", backend=args.backend)
-    except (ScenarioError, ValueError, BackendError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return USER_ERROR
-    except SimulationError as error:
-        print(f"simulation failed: {error}", file=sys.stderr)
-        return SIMULATION_FAILED
+    report = load_report(args.report)
+    found = replay(report, against_fixed=args.against == "fixed", backend=args.backend)
     invariant = report.invariant
     print(f"{report.title}")
     if args.trace:
@@ -189,25 +190,17 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        scenario = load_scenario(args.scenario, dict(args.overrides))
-        seed = scenario.seed if args.seed is None else args.seed
-        out = args.out or Path("data/results") / f"{scenario.name}-seed{seed}"
-        with tqdm(total=100, unit="%", desc=f"{scenario.name} (virtual time)",
-                  disable=True if args.quiet else None, leave=False,
-                  file=sys.stderr) as bar:
-            def progress(done_us: int, total_us: int) -> None:
-                bar.n = round(100 * done_us / total_us)
-                bar.refresh()
+    scenario = load_scenario(args.scenario, dict(args.overrides))
+    seed = scenario.seed if args.seed is None else args.seed
+    out = args.out or Path("data/results") / f"{scenario.name}-seed{seed}"
+    with tqdm(total=100, unit="%", desc=f"{scenario.name} (virtual time)",
+              disable=True if args.quiet else None, leave=False, file=sys.stderr) as bar:
+        def progress(done_us: int, total_us: int) -> None:
+            bar.n = round(100 * done_us / total_us)
+            bar.refresh()
 
-            result = run_scenario(scenario, seed=seed, backend=args.backend,
-                                  allow_remote_redis=args.allow_remote_redis, progress=progress)
-    except (ScenarioError, ValueError, BackendError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return USER_ERROR
-    except SimulationError as error:
-        print(f"simulation failed: {error}", file=sys.stderr)
-        return SIMULATION_FAILED
+        result = run_scenario(scenario, seed=seed, backend=args.backend,
+                              allow_remote_redis=args.allow_remote_redis, progress=progress)
     result.write(out)
     print(summary_table(result.summary, result.run_info))
     written = ", ".join(str(path) for path in sorted(out.iterdir()))

@@ -13,7 +13,6 @@ a complete example.
 from __future__ import annotations
 
 import copy
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import pyarrow.parquet as pq
 
 from simulator.expectations import Expectation
 from simulator.run import RunResult, run_scenario
-from simulator.scenario import ScenarioError, parse_scenario, set_dotted
+from simulator.scenario import ScenarioError, parse_scenario, read_toml, set_dotted
 from simulator.trace import SCHEMA
 
 
@@ -56,23 +55,14 @@ class RaceReport:
 def load_report(path: str | Path) -> RaceReport:
     """Read a race report; a bad one is a ``ScenarioError`` naming the field."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such race report") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ScenarioError(f"{path}: not valid TOML: {error}") from None
+    data = read_toml(path, "race report")
     missing = [name for name in ("title", "scenario", "variant", "invariant", "seed")
                if name not in data]
     if missing:
         raise ScenarioError(f"{path}: missing {', '.join(missing)}")
     scenario = data["scenario"]
     if isinstance(scenario, str):
-        scenario_path = (path.parent / scenario).resolve()
-        try:
-            scenario = tomllib.loads(scenario_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ScenarioError(f"{path}: scenario: no such file {scenario_path}") from None
+        scenario = read_toml((path.parent / scenario).resolve())
     invariant = data["invariant"]
     try:
         expectation = Expectation.parse(invariant["metric"], invariant["broken_when"])

@@ -272,15 +272,20 @@ def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
         raise ScenarioError(f"{source}: invalid scenario\n{detail}") from None
 
 
+def read_toml(path: Path, what: str = "scenario file") -> dict[str, Any]:
+    """A TOML file as a dict; a missing or malformed one is a ``ScenarioError``."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such {what}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ScenarioError(f"{path}: not valid TOML: {error}") from None
+
+
 def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
     """Read and validate a scenario file, with optional dotted-path overrides."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ScenarioError(f"{path}: not valid TOML: {error}") from None
+    data = read_toml(path)
     for dotted, value in (overrides or {}).items():
         set_dotted(data, dotted, value)
     return parse_scenario(data, source=str(path))
