@@ -24,8 +24,9 @@ from simulator.kernel import SimulationError
 from simulator.races import involved_events, load_report, replay
 from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
-from simulator.scenario import ScenarioError, load_scenario
+from simulator.scenario import ScenarioError, load_scenario, parse_scenario
 from simulator.strategies import REPLICA_FAULTS
+from simulator.timeline import draw_timeline
 from stores import registry
 from stores.quantities import parse_duration_us
 
@@ -76,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.add_argument("--record", action="store_true",
                             help="write the trace beside the report (NAME.trace.parquet) and "
                             "print its fingerprint, to commit with the report")
+    replay_cmd.add_argument("--plot", type=Path, metavar="FILE.png",
+                            help="draw the timeline: the involved replicas' requests, lost "
+                            "calls and faults; the store's record against the truth")
     replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB")
 
     hunt_cmd = commands.add_parser(
@@ -162,8 +166,14 @@ def _hunt(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     report = load_report(args.report)
-    found = replay(report, against_fixed=args.against == "fixed", backend=args.backend)
+    found = replay(report, against_fixed=args.against == "fixed", backend=args.backend,
+                   sample_every="20ms" if args.plot else None)
     invariant = report.invariant
+    if args.plot:
+        settings = parse_scenario(report.scenario_for(report.variant)).settings
+        draw_timeline(found.result, args.plot, report.schedule,
+                      cap=getattr(settings, "subject_cap_microdollars", None), title=report.title)
+        print(f"timeline: {args.plot}")
     print(f"{report.title}")
     if args.trace:
         for line in involved_events(found.result, report):

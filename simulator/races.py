@@ -87,9 +87,14 @@ class Replay:
     divergence: str | None
 
 
-def replay(report: RaceReport, against_fixed: bool = False, backend: str | None = None) -> Replay:
-    """Run the report (or its fixed store) and judge the invariant."""
-    changes = report.fixed if against_fixed else report.variant
+def replay(report: RaceReport, against_fixed: bool = False, backend: str | None = None,
+           sample_every: str | None = None) -> Replay:
+    """Run the report (or its fixed store) and judge the invariant. With
+    ``sample_every``, keep per-key samples for a timeline (sampling never
+    changes the trace)."""
+    changes = dict(report.fixed if against_fixed else report.variant)
+    if sample_every is not None:
+        changes.update({"metrics.sample_every": sample_every, "metrics.per_key": True})
     scenario = parse_scenario(report.scenario_for(changes), source=str(report.path))
     result = run_scenario(scenario, seed=report.seed, backend=backend)
     value = result.summary.get(report.invariant.metric)

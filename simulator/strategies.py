@@ -7,19 +7,25 @@ faults, earlier times, lower replica numbers, smaller counts.
 
 A property test an engineer might write against their own store variant::
 
+    import tomllib
+    from pathlib import Path
+
     from hypothesis import given, settings
     from simulator.run import run_scenario
-    from simulator.scenario import load_scenario
+    from simulator.scenario import parse_scenario
     from simulator.strategies import fault_schedules
 
-    BASE = load_scenario("data/scenarios/my-store.toml").model_dump(by_alias=True)
+    BASE = tomllib.loads(Path("data/scenarios/my-store.toml").read_text())
 
     @settings(max_examples=25, deadline=None, database=None)
-    @given(fault_schedules(replicas=5, until="3s", calls=["settle_v1"]))
+    @given(fault_schedules(replicas=5, until="3s", kinds=["lose_reply", "crash"],
+                           calls=["settle_v1", "HDEL"]))
     def test_no_fault_schedule_makes_my_store_lose_spend(schedule):
         scenario = {**BASE, "faults": {"schedule": schedule}}
         summary = run_scenario(parse_scenario(scenario), seed=1).summary
         assert summary["conservation_drift_microdollars_total"] >= 0
+
+``tests/simulator/test_hunt.py`` runs a property test of exactly this shape.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ def test_the_same_hunt_seed_finds_the_same_schedule():
 @settings(max_examples=50, database=None)
 @given(fault_schedules(replicas=4, until="2s", calls=["settle_v1", "HDEL"], migration=True))
 def test_drawn_schedules_are_valid_and_in_time_order(schedule):
+    """A property test of the shape the strategies' docstring shows."""
     from simulator.faults import ScheduledFault
 
     faults = [ScheduledFault.model_validate(item) for item in schedule]

@@ -71,3 +71,16 @@ def test_a_report_without_an_invariant_is_refused(tmp_path):
     bad.write_text('title = "x"\nscenario = "x.toml"\nseed = 1\n[variant]\n')
     with pytest.raises(ScenarioError, match="missing invariant"):
         load_report(bad)
+
+
+def test_replay_draws_the_timeline_of_the_race(tmp_path):
+    picture = tmp_path / "timeline.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "simulator", "replay",
+         str(REPO / "data/races/split-settlement-lost-release-reply.toml"), "--plot",
+         str(picture)], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert f"timeline: {picture}" in result.stdout
+    assert "trace fingerprint matches the report" in result.stdout  # sampling changed nothing
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert picture.stat().st_size > 20_000
