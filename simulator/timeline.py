@@ -52,11 +52,35 @@ def involved_replicas(rows: list[dict[str, Any]], schedule: list[dict[str, Any]]
     return sorted(chosen[:limit])
 
 
+def _drifting_keys(samples: list[dict[str, Any]], limit: int = 3) -> list[tuple[str, str]]:
+    """The keys whose record strays furthest from the truth at the last sample:
+    what to show when no fault names a replica (a broken migration, say)."""
+    last: dict[tuple[str, str], int] = {}
+    for row in samples:
+        if row.get("scope", "subject") == "subject" and row["subject"] != "*":
+            key = (row["namespace"], row["subject"])
+            last[key] = row["recorded_spend_microdollars"] - row["true_spend_microdollars"]
+    return sorted(last, key=lambda key: (-abs(last[key]), key))[:limit]
+
+
+def _replicas_of(rows: list[dict[str, Any]], keys: list[tuple[str, str]],
+                 limit: int = 8) -> list[int]:
+    chosen: list[int] = []
+    for row in rows:
+        if (row["namespace"], row["subject"]) in keys and row["replica"] not in chosen:
+            chosen.append(row["replica"])
+            if len(chosen) == limit:
+                break
+    return sorted(chosen)
+
+
 def draw_timeline(result: Any, path: Path, schedule: list[dict[str, Any]] = (),
                   cap: int | None = None, title: str = "") -> Path:
     """Draw ``result``'s timeline to ``path`` (PNG) and return it."""
     rows = _rows(result.trace)
-    replicas = involved_replicas(rows, list(schedule))
+    samples = result.sampler.rows if result.sampler else []
+    replicas = (involved_replicas(rows, list(schedule))
+                or _replicas_of(rows, _drifting_keys(samples)))
     lane = {replica: index for index, replica in enumerate(replicas)}
     requests: dict[int, dict[str, Any]] = defaultdict(dict)
     keys: set[tuple[str, str]] = set()
@@ -78,7 +102,7 @@ def draw_timeline(result: Any, path: Path, schedule: list[dict[str, Any]] = (),
     swimlanes.set_ylim(-0.7, max(0.7, len(replicas) - 0.3))
     swimlanes.set_title(title or "timeline", loc="left")
     swimlanes.legend(loc="upper right", fontsize=7, ncols=3)
-    _draw_spend(spend, result.sampler.rows if result.sampler else [], keys, cap)
+    _draw_spend(spend, samples, keys or set(_drifting_keys(samples)), cap)
     spend.set_xlabel("virtual time (s)")
     figure.tight_layout()
     path = Path(path)
