@@ -1,4 +1,4 @@
-"""The command line: ``python -m simulator run|fields|stores``.
+"""The command line: ``python -m simulator run|replay|hunt|sweep|fields|stores``.
 
 Exit status: 0 done, 1 the simulation itself failed (a bug in a store or in
 the lab: the message names the seed and the virtual time), 2 the input was
@@ -26,6 +26,7 @@ from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
 from simulator.scenario import ScenarioError, load_scenario, parse_scenario
 from simulator.strategies import REPLICA_FAULTS
+from simulator.sweeps import load_sweep, run_sweep
 from simulator.timeline import draw_timeline
 from stores import registry
 from stores.quantities import parse_duration_us
@@ -100,6 +101,21 @@ def build_parser() -> argparse.ArgumentParser:
                           help="what lost requests and replies may hit")
     hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
 
+    sweep_cmd = commands.add_parser(
+        "sweep", help="run a scenario over a grid or random design of parameters x seeds")
+    sweep_cmd.add_argument("sweep", type=Path, help="a sweep TOML file, data/sweeps/*.toml")
+    sweep_cmd.add_argument("--out", type=Path,
+                           help="results directory (default: data/results/sweeps/NAME); "
+                           "runs already there are skipped")
+    sweep_cmd.add_argument("--workers", type=int, help="local worker processes "
+                           "(default: one per core)")
+    sweep_cmd.add_argument("--scheduler", metavar="ADDRESS",
+                           help="run on a Dask cluster, e.g. tcp://10.0.0.5:8786, instead of "
+                           "local processes (its workers need the lab installed)")
+    sweep_cmd.add_argument("--allow-remote-redis", action="store_true",
+                           help="allow a Redis server that is not on loopback")
+    sweep_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+
     commands.add_parser("fields", help="print every scenario field with its default")
     commands.add_parser("stores", help="list the store kinds a scenario can name")
     return parser
@@ -118,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return _exit_code_of(lambda: _replay(args))
     if args.command == "hunt":
         return _exit_code_of(lambda: _hunt(args))
+    if args.command == "sweep":
+        return _exit_code_of(lambda: _sweep(args))
     return _exit_code_of(lambda: _run(args))
 
 
@@ -139,6 +157,24 @@ def _fault_kinds(text: str) -> tuple[str, ...]:
     if unknown or not kinds:
         raise ValueError(f"--faults: expected some of {', '.join(REPLICA_FAULTS)}, got {text!r}")
     return kinds
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers: at least 1, got {args.workers}")
+    sweep = load_sweep(args.sweep)
+    out = args.out or Path("data/results/sweeps") / sweep.name
+    print(f"sweep {sweep.name}: {len(sweep.points)} point(s) x {len(sweep.seeds)} seed(s), "
+          f"varying {', '.join(sweep.parameters)}", file=sys.stderr)
+    outcome = run_sweep(sweep, out, workers=args.workers, scheduler=args.scheduler,
+                        progress=not args.quiet, allow_remote_redis=args.allow_remote_redis)
+    print(f"{outcome.runs_total} run(s): {outcome.completed} run now, "
+          f"{outcome.already_done} already done, {len(outcome.failed)} failed")
+    for run_id, error in sorted(outcome.failed.items()):
+        print(f"run {run_id} failed: {error}", file=sys.stderr)
+    print(f"results: {out / 'results.parquet'} (one row per run; "
+          "simulator.sweeps.read_results reads it)")
+    return 0 if outcome.ok else SIMULATION_FAILED
 
 
 def _hunt(args: argparse.Namespace) -> int:

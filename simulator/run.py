@@ -127,6 +127,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
 
     redis_backend: RedisBackend | None = None
+    backend_work: dict[str, float] = {}
     server: Server | None = None
     migrations: list[PreparedMigration] = []
     layouts: list[tuple[Any, Any]] = []
@@ -146,6 +147,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
             eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
                                 streams.get("server", "eviction"))
         server = Server(kernel, redis_backend, trace, observer=observer, eviction=eviction)
+        server_script_seconds_before = redis_backend.server_script_seconds()
     end_us = scenario.duration_us + scenario.drain_us
     sampler = Sampler(kernel, oracle, scenario.metrics.sample_every_us, end_us,
                       scenario.metrics.per_key)
@@ -165,6 +167,14 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                 server.expire_due(end_us)
                 _check_mirror(server, oracle, layouts, key_space.keys)
             summary = _summarize(scenario, seed, spec, kernel, trace, oracle, world)
+            if redis_backend is not None:
+                summary["scripts_executed"] = redis_backend.executed
+                summary["store_commands_executed"] = redis_backend.store_commands
+                backend_work = {"backend_seconds": round(redis_backend.backend_seconds, 3)}
+                script_seconds = redis_backend.server_script_seconds()
+                if script_seconds is not None and server_script_seconds_before is not None:
+                    backend_work["server_script_seconds"] = round(
+                        script_seconds - server_script_seconds_before, 3)
         finally:
             kernel.close()
             if redis_backend is not None:
@@ -178,6 +188,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         "peak_rss_mib": round(_peak_rss_mib(), 1),
         "python": sys.version.split()[0],
         "backend": str(spec),
+        **backend_work,
     }
     return RunResult(summary, run_info, trace, sampler)
 

@@ -1,69 +1,14 @@
-"""A throwaway ``redis-server`` for the tests: free loopback port, no disk.
-
-Started once per test session when the binary is on PATH, stopped after. Tests
-that need it skip loudly when it is absent, and fail instead when
-``REQUIRE_REDIS=1`` (CI sets it).
-"""
+"""The tests' throwaway ``redis-server`` (the lab's own, ``simulator.backends.
+local_server``), and the rule for tests that need one: they skip loudly when
+it is absent, and fail instead when ``REQUIRE_REDIS=1`` (CI sets it)."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
-from pathlib import Path
 
+from simulator.backends.local_server import ThrowawayRedis, redis_binary
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class ThrowawayRedis:
-    """A ``redis-server`` the tests own, so they may do anything to it."""
-
-    def __init__(self, binary: str) -> None:
-        self.port = free_port()
-        self.directory = Path(tempfile.mkdtemp(prefix="lab-redis-"))
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        self._wait_until_ready()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self.process.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not answer within 10 s")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-
-def redis_binary() -> str | None:
-    return shutil.which("redis-server")
+__all__ = ["ThrowawayRedis", "redis_binary", "redis_required"]
 
 
 def redis_required() -> bool:

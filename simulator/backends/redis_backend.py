@@ -17,6 +17,7 @@ Rules kept here:
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,8 @@ class RedisBackend:
         self.owns_server = owns_server
         self.expiry = VirtualExpiry()
         self.executed = 0
+        self.store_commands = 0  # commands run by store scripts themselves (not the shim)
+        self.backend_seconds = 0.0  # wall time spent waiting on the backend for scripts
         self._scripts: dict[str, Any] = {}
 
     # -- execution --------------------------------------------------------
@@ -89,19 +92,23 @@ class RedisBackend:
         script = self._scripts.get(body)
         if script is None:
             script = self._scripts[body] = self.client.register_script(wrap(body))
+        started = time.perf_counter()
         try:
             packed = self._guarded(script, keys=list(keys),
                                    args=[*args, "1" if observe else "0"])
         except ResponseError as error:
             # The shim catches script errors itself; this is one it could not.
             return Outcome.failed(str(error))
+        finally:
+            self.backend_seconds += time.perf_counter() - started
         self.executed += 1
-        status, ttl_pairs, key_states, observed = packed[0], packed[1], packed[2], packed[3]
+        status, calls, ttl_pairs, key_states, observed = packed[:5]
+        self.store_commands += calls
         self.expiry.apply(now_us, ttl_pairs, key_states)
         observed = tuple(observed)
         if status == STATUS_ERROR:
-            return Outcome.failed(packed[4], observed)
-        return Outcome.ok(packed[4] if status == STATUS_VALUE else None, observed)
+            return Outcome.failed(packed[5], observed)
+        return Outcome.ok(packed[5] if status == STATUS_VALUE else None, observed)
 
     def run_command(self, args: tuple[str, ...], keys: tuple[str, ...],
                     now_us: int, observe: bool = False) -> Outcome:
@@ -145,6 +152,16 @@ class RedisBackend:
     def keys(self, pattern: str) -> list[str]:
         return sorted(self._guarded(lambda: list(self.client.scan_iter(match=pattern,
                                                                          count=1000))))
+
+    def server_script_seconds(self) -> float | None:
+        """Time a real server has spent running scripts (``INFO commandstats``),
+        since it started: it includes other clients' scripts on a shared server.
+        None on fakeredis, which keeps no such statistics."""
+        if self.name == "fakeredis":
+            return None
+        stats = self._guarded(self.client.info, "commandstats")
+        return sum(stats.get(f"cmdstat_{verb}", {}).get("usec", 0)
+                   for verb in ("eval", "evalsha")) / 1e6
 
     # -- lifecycle ---------------------------------------------------------
 

@@ -32,8 +32,9 @@ import heapq
 SENTINEL_TTL_MS = 3_000_000_000_000
 """About 95 years: long enough that no backend ever expires a key itself."""
 
-# Reply shape of a wrapped script: {status, ttl_pairs, key_states, observed,
-# reply}. The reply goes last because a nil inside a Lua array truncates it.
+# Reply shape of a wrapped script: {status, calls, ttl_pairs, key_states,
+# observed, reply}, where ``calls`` counts the commands the body itself ran.
+# The reply goes last because a nil inside a Lua array truncates it.
 # The lab appends one argument to ARGV, '1' to have the post-state of every key
 # in KEYS returned as ``observed`` ({key, type[, value]} each); the shim takes it
 # off again before the body runs, so the body sees the ARGV it was sent.
@@ -45,6 +46,7 @@ local lab_observe = table.remove(ARGV) == '1'
 local lab_server = redis
 local lab_ttls = {}
 local lab_touched = {}
+local lab_calls = 0
 local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
 
@@ -94,6 +96,7 @@ local function lab_set(args)
 end
 
 local function lab_call(...)
+  lab_calls = lab_calls + 1
   local args = {...}
   local verb = string.upper(args[1])
   if verb == 'PEXPIRE' or verb == 'EXPIRE' then
@@ -164,15 +167,15 @@ end
 if not lab_ok then
   local message = lab_reply
   if type(lab_reply) == 'table' and lab_reply.err then message = lab_reply.err end
-  return {2, lab_ttls, lab_states, lab_seen, tostring(message)}
+  return {2, lab_calls, lab_ttls, lab_states, lab_seen, tostring(message)}
 end
 if type(lab_reply) == 'table' and lab_reply.err then
-  return {2, lab_ttls, lab_states, lab_seen, lab_reply.err}
+  return {2, lab_calls, lab_ttls, lab_states, lab_seen, lab_reply.err}
 end
 if lab_reply == nil or lab_reply == false then
-  return {0, lab_ttls, lab_states, lab_seen}
+  return {0, lab_calls, lab_ttls, lab_states, lab_seen}
 end
-return {1, lab_ttls, lab_states, lab_seen, lab_reply}
+return {1, lab_calls, lab_ttls, lab_states, lab_seen, lab_reply}
 """
 
 

@@ -42,9 +42,16 @@ Key = tuple[str, str]
 Holds = dict[str, tuple[int, int]]
 
 
+DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "duplicate_execution",
+                "server_data_loss", "eviction", "unexplained")
+"""Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
+
+
 SAMPLED = ("true_spend_microdollars", "recorded_spend_microdollars", "holds_live_microdollars",
-           "leaked_holds_live_microdollars", "truth_view_microdollars",
-           *(f"shortfall_{cause}_microdollars" for cause in CAUSES))
+           "holds_live", "leaked_holds_live_microdollars", "truth_view_microdollars",
+           *(f"shortfall_{cause}_microdollars" for cause in CAUSES),
+           "conservation_drift_microdollars",
+           *(f"drift_{cause}_microdollars" for cause in DRIFT_CAUSES))
 """The per-key columns of the metrics series (the aggregate row sums them)."""
 
 
@@ -86,6 +93,8 @@ class RequestTruth:
     charged: int = 0
     charges: int = 0
     slack: int = 0  # estimate − actual while its settlement is on its way
+    unsettled: int = 0  # spend done but not recorded, counted in ``unsettled_cause``
+    unsettled_cause: str | None = None
 
     @property
     def truth(self) -> int:
@@ -110,6 +119,15 @@ class KeyBook:
     wrongful: Counter = field(default_factory=Counter)
     open_leaks: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     leaks: list[Leak] = field(default_factory=list)
+    drift: Counter = field(default_factory=Counter)  # recorded − true, by cause
+
+    def drift_by_cause(self) -> dict[str, int]:
+        """Recorded − true spend split over ``DRIFT_CAUSES``; what no cause
+        explains (a migration that dropped spend, say) is ``unexplained``."""
+        parts = {cause: self.drift.get(cause, 0) for cause in DRIFT_CAUSES[:-1]}
+        total = sum(self.spent.values()) - self.true_spend
+        parts["unexplained"] = total - sum(parts.values())
+        return parts
 
     def store_view(self, source: Any, now_ms: int, holds_expire: bool = True) -> int:
         """What one source of record counts at ``now_ms``: spend plus live holds."""
@@ -279,6 +297,7 @@ class ScopeOracle:
                 if cause is None:
                     cause = "eviction" if self.per_replica else "duplicate_execution"
                 book.buckets[cause] += -delta
+                book.drift[cause] += delta
                 self.counts[f"spend_lost_to_{cause}_microdollars"] += -delta
 
     def source_lost(self, source: Any, now_us: int) -> None:
@@ -295,6 +314,7 @@ class ScopeOracle:
         request.settle_executed = True
         if request.charges > 1:
             self.counts["duplicate_settlements_executed"] += 1
+            book.drift["duplicate_execution"] += delta
         self._recount(book, request)
 
     def _hold_created(self, book: KeyBook, rid: str, hold: tuple[int, int], now_us: int,
@@ -381,11 +401,25 @@ class ScopeOracle:
                 cause, shortfall = "server_data_loss", truth
             elif request.hold == "evicted":
                 cause, shortfall = "eviction", truth
+        self._recount_unsettled(book, request)
         if request.cause is not None:
             book.buckets[request.cause] -= request.shortfall
         if cause is not None:
             book.buckets[cause] += shortfall
         request.cause, request.shortfall = cause, shortfall
+
+    def _recount_unsettled(self, book: KeyBook, request: RequestTruth) -> None:
+        """Spend done but never recorded: its settlement is on its way, or it
+        will never land (the gateway gave up on it, or died holding it)."""
+        cause, amount = None, 0
+        if request.admitted and request.work_done and not request.settle_executed:
+            cause = "settlement_in_flight" if request.over_at is None else "settlement_lost"
+            amount = request.actual
+        if request.unsettled_cause is not None:
+            book.drift[request.unsettled_cause] += request.unsettled
+        if cause is not None:
+            book.drift[cause] -= amount
+        request.unsettled_cause, request.unsettled = cause, amount
 
     def _maybe_leak(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
         if request.hold == "held":
@@ -425,11 +459,18 @@ class ScopeOracle:
                     book.store_view(source, now_ms, self.holds_expire) - spent
                     for source, spent in ((source, book.spent.get(source, 0))
                                           for source in book.holds)),
+                "holds_live": sum(1 for holds in book.holds.values()
+                                  for _, deadline in holds.values()
+                                  if deadline > now_ms or not self.holds_expire),
                 "leaked_holds_live_microdollars": book.leaked_live(now_us),
                 "truth_view_microdollars": book.truth_view,
             })
             for cause in CAUSES:
                 row[f"shortfall_{cause}_microdollars"] = book.buckets.get(cause, 0)
+            row["conservation_drift_microdollars"] = (row["recorded_spend_microdollars"]
+                                                      - book.true_spend)
+            for cause, amount in book.drift_by_cause().items():
+                row[f"drift_{cause}_microdollars"] = amount
             total.update(row)
             if book.cap:
                 over = max(0, book.true_spend - book.cap) / book.cap
@@ -487,6 +528,9 @@ class ScopeOracle:
             "conservation_drift_microdollars_total": sum(drifts),
             "conservation_undercount_microdollars_total": -sum(d for d in drifts if d < 0),
             "conservation_overcount_microdollars_total": sum(d for d in drifts if d > 0),
+            **{f"conservation_drift_by_{cause}_microdollars": sum(
+                book.drift_by_cause()[cause] for book in self.books.values())
+               for cause in DRIFT_CAUSES},
             "holds_outstanding_microdollars_at_end": sum(
                 book.store_view(source, end_ms, self.holds_expire) - book.spent.get(source, 0)
                 for book in self.books.values() for source in book.holds),

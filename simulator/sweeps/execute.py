@@ -1,0 +1,134 @@
+"""Running a sweep's runs in parallel: local processes, or a Dask cluster.
+
+Rules kept here:
+
+* A worker runs one task and returns its summary, run info and metric rows;
+  only this driver writes results (``ResultsDir``), one run at a time, as each
+  finishes.
+* Every run opens its own backend (a fresh fakeredis, or its own key prefix
+  on a shared Redis), so runs never see each other's keys.
+* A worker that dies takes only its unfinished runs with it: the local pool
+  is rebuilt and those runs are submitted again (a Dask scheduler does the
+  same by itself). A run that fails on its own (a simulation error) is
+  reported and the others go on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from simulator.run import run_scenario
+from simulator.sweeps.design import Sweep, Task
+from simulator.sweeps.results import ResultsDir
+
+ATTEMPTS_PER_RUN = 3
+"""How often a run is tried when its worker dies under it (not when it fails)."""
+
+
+@dataclass
+class SweepOutcome:
+    """What a call to ``run_sweep`` did."""
+
+    out: Path
+    runs_total: int
+    already_done: int
+    completed: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def run_task(task: Task, allow_remote_redis: bool = False) -> tuple[dict, dict, list[dict]]:
+    """One run, in a worker. Returns plain data, cheap to ship back."""
+    result = run_scenario(task.scenario, seed=task.seed, backend=task.backend,
+                          allow_remote_redis=allow_remote_redis)
+    rows = result.sampler.rows if result.sampler is not None else []
+    return result.summary, result.run_info, rows
+
+
+def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
+              scheduler: str | None = None, progress: bool = True,
+              allow_remote_redis: bool = False) -> SweepOutcome:
+    """Run every run of ``sweep`` not yet done in ``out``, then write
+    ``out/results.parquet``. ``workers``: local processes (default: one per
+    core); ``scheduler``: a Dask scheduler address, instead of local processes."""
+    results = ResultsDir(out)
+    tasks = sweep.tasks()
+    results.claim(sweep)
+    pending = [task for task in tasks if not results.is_done(task)]
+    outcome = SweepOutcome(results.root, len(tasks), len(tasks) - len(pending))
+    with tqdm(total=len(tasks), initial=outcome.already_done, desc=sweep.name, unit="run",
+              disable=not progress, dynamic_ncols=True) as bar:
+        def finished(task: Task, future: Future) -> None:
+            error = future.exception()
+            if error is not None:
+                outcome.failed[task.run_id] = f"{type(error).__name__}: {error}"
+            else:
+                results.record(task, *future.result())
+                outcome.completed += 1
+            bar.update(1)
+            bar.set_postfix(failed=len(outcome.failed), refresh=False)
+
+        with _executor(workers, scheduler) as (executor, rebuild):
+            _drain(executor, rebuild, pending, finished, allow_remote_redis)
+    results.consolidate(sweep)
+    return outcome
+
+
+def _drain(executor: Executor, rebuild: Callable[[], Executor], pending: list[Task],
+           finished: Callable[[Task, Future], None], allow_remote_redis: bool) -> None:
+    attempts = dict.fromkeys((task.run_id for task in pending), 0)
+    while pending:
+        futures = {}
+        for task in pending:
+            attempts[task.run_id] += 1
+            futures[executor.submit(run_task, task, allow_remote_redis)] = task
+        pending = []
+        for future in as_completed(futures):
+            task = futures[future]
+            if isinstance(future.exception(), BrokenProcessPool) and (
+                    attempts[task.run_id] < ATTEMPTS_PER_RUN):
+                pending.append(task)  # its worker died: try it again
+            else:
+                finished(task, future)
+        if pending:
+            executor = rebuild()
+
+
+@contextmanager
+def _executor(workers: int | None, scheduler: str | None
+              ) -> Iterator[tuple[Executor, Callable[[], Executor]]]:
+    """A ``concurrent.futures`` executor and a way to rebuild it after a worker died."""
+    if scheduler is not None:
+        from distributed import Client
+
+        with Client(scheduler) as client:
+            executor = client.get_executor(pure=False)
+            yield executor, lambda: executor
+        return
+    count = workers or os.cpu_count() or 1
+    # forkserver: workers start from a clean process, not a fork of one that
+    # may hold threads (a progress bar's, Jupyter's) or open connections.
+    context = multiprocessing.get_context("forkserver")
+    pools = [ProcessPoolExecutor(count, mp_context=context)]
+
+    def rebuild() -> Executor:
+        pools[-1].shutdown(wait=False, cancel_futures=True)
+        pools.append(ProcessPoolExecutor(count, mp_context=context))
+        return pools[-1]
+
+    try:
+        yield pools[0], rebuild
+    finally:
+        pools[-1].shutdown(wait=True, cancel_futures=True)
