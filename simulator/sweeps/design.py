@@ -191,10 +191,23 @@ class Sweep:
         return hashlib.sha1(canonical.encode()).hexdigest()[:12]
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read and validate a sweep file; a bad one is a ``ScenarioError`` naming the field."""
+def load_sweep(path: str | Path, seeds: int | list[int] | None = None,
+               set_fields: dict[str, Any] | None = None,
+               vary: dict[str, Any] | None = None) -> Sweep:
+    """Read and validate a sweep file; a bad one is a ``ScenarioError`` naming the field.
+
+    ``seeds``, ``set_fields`` (dotted scenario paths, merged into ``[set]``)
+    and ``vary`` (replacing entries of ``[vary]``) adjust the file's sweep, as a
+    notebook's parameters do to run it small or large.
+    """
     path = Path(path)
     data = read_toml(path, what="sweep file")
+    if seeds is not None:
+        data["seeds"] = seeds
+    if set_fields:
+        data["set"] = {**_flatten(data.get("set", {}), "set"), **set_fields}
+    if vary:
+        data["vary"] = {**_flatten(data.get("vary", {}), "vary"), **vary}
     try:
         spec = SweepFile.model_validate(data)
     except ValidationError as error:
