@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -80,14 +81,18 @@ def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
             bar.update(1)
             bar.set_postfix(failed=len(outcome.failed), refresh=False)
 
+        def notice(message: str) -> None:
+            bar.write(message, file=sys.stderr)
+
         with _executor(workers, scheduler) as (executor, rebuild):
-            _drain(executor, rebuild, pending, finished, allow_remote_redis)
+            _drain(executor, rebuild, pending, finished, notice, allow_remote_redis)
     results.consolidate(sweep)
     return outcome
 
 
 def _drain(executor: Executor, rebuild: Callable[[], Executor], pending: list[Task],
-           finished: Callable[[Task, Future], None], allow_remote_redis: bool) -> None:
+           finished: Callable[[Task, Future], None], notice: Callable[[str], None],
+           allow_remote_redis: bool) -> None:
     attempts = dict.fromkeys((task.run_id for task in pending), 0)
     while pending:
         futures = {}
@@ -103,6 +108,8 @@ def _drain(executor: Executor, rebuild: Callable[[], Executor], pending: list[Ta
             else:
                 finished(task, future)
         if pending:
+            notice(f"a worker died: starting new workers for its {len(pending)} "
+                   "unfinished run(s)")
             executor = rebuild()
 
 
