@@ -32,8 +32,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from simulator.backends import Outcome
 from simulator.distributions import Distribution
 from simulator.kernel import Kernel, Owner, Process
+from simulator.pipeline import Pending, when_done
 from simulator.server import NOSCRIPT, Command, Server
-from simulator.trace import Trace
+from simulator.trace import UNKNOWN_YET, Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,13 +191,12 @@ class Link:
         self.executed += 1
         if call.executions > 1:
             self._record(call, "duplicate_execution", str(call.executions))
-        self.trace.record(
-            self.kernel.now, self.replica, self.incarnation, call.process.tag,
-            "call_executed",
-            outcome=f"error:{outcome.error.split()[0]}" if outcome.error
-            else describe(outcome.value, server.backend.namespace),
-            detail=call.command.label,
-        )
+        row = self.trace.record(self.kernel.now, self.replica, self.incarnation,
+                                call.process.tag, "call_executed", outcome=UNKNOWN_YET,
+                                detail=call.command.label)
+        when_done(outcome, lambda done: self.trace.set_outcome(
+            row, f"error:{done.error.split()[0]}" if done.error
+            else describe(done.value, server.backend.namespace)))
         if self.after_execute is not None:
             self.after_execute()
         now = self.kernel.now
@@ -212,7 +212,7 @@ class Link:
             self.kernel.after(latency + server.extra_latency_us, self._deliver, call, attempt,
                               outcome)
 
-    def _deliver(self, call: _Call, attempt: int, outcome: Outcome) -> None:
+    def _deliver(self, call: _Call, attempt: int, outcome: Outcome | Pending) -> None:
         if self._held_by_pause(self._deliver, call, attempt, outcome):
             return
         if call.resolved or attempt != call.live_attempt:
@@ -222,6 +222,10 @@ class Link:
         if not self.owner.alive:
             self._record(call, "reply_to_dead_replica")
             return
+        if isinstance(outcome, Pending):
+            if outcome.outcome is None:
+                self.server.flush()  # the caller reads the reply: run what is queued
+            outcome = outcome.outcome
         if outcome.error is not None:
             self.kernel.resume(call.process, call.token, None, error_for(outcome.error))
         else:

@@ -27,6 +27,7 @@ from simulator.network import LinkSettings
 from simulator.operations import PreparedMigration
 from simulator.oracle.observer import LedgerObserver, ledger_layout, scope_and_part, source_for
 from simulator.oracle.scoped import BudgetOracle
+from simulator.pipeline import DeferredOracle
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
 from simulator.server import Eviction, Server
@@ -104,9 +105,13 @@ def link_settings(scenario: Scenario) -> LinkSettings:
 
 
 def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | None = None,
-                 allow_remote_redis: bool = False, progress: Any = None) -> RunResult:
+                 allow_remote_redis: bool = False, progress: Any = None,
+                 pipelined: bool = True, record_scripts: list | None = None) -> RunResult:
     """Run ``scenario`` once. ``progress(done_us, total_us)`` is called as
-    virtual time advances, when given."""
+    virtual time advances, when given. ``pipelined``: send the server's work
+    to the backend in pipelines (``simulator.pipeline``); the results are the
+    same either way, only faster. ``record_scripts``: a list to append every
+    script the server runs to, as ``(body, keys, args)`` (for ``bench``)."""
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     spec = resolve_backend(scenario, backend)
@@ -133,6 +138,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     layouts: list[tuple[Any, Any]] = []
     if spec.family == "redis":
         redis_backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
+        redis_backend.recording = record_scripts
         settings = _prefixed(settings, redis_backend)
         migrations = [
             PreparedMigration(index, step, registry.get(step.to),
@@ -146,15 +152,19 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         if server_settings.maxmemory_keys:
             eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
                                 streams.get("server", "eviction"))
-        server = Server(kernel, redis_backend, trace, observer=observer, eviction=eviction)
+        server = Server(kernel, redis_backend, trace, observer=observer, eviction=eviction,
+                        pipelined=pipelined)
         server_script_seconds_before = redis_backend.server_script_seconds()
+    # While the server holds queued commands, the world reports its facts to
+    # the oracle behind them, in order (simulator.pipeline).
+    world_oracle = DeferredOracle(oracle, server) if server is not None else oracle
     end_us = scenario.duration_us + scenario.drain_us
-    sampler = Sampler(kernel, oracle, scenario.metrics.sample_every_us, end_us,
+    sampler = Sampler(kernel, world_oracle, scenario.metrics.sample_every_us, end_us,
                       scenario.metrics.per_key)
     with quiet_store_logs():
         try:
-            world = _build_world(scenario, kernel, streams, trace, oracle, server, settings,
-                                 key_space)
+            world = _build_world(scenario, kernel, streams, trace, world_oracle, server,
+                                 settings, key_space)
             world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
                              streams), migrations)
             sampler.start()
@@ -164,13 +174,19 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                 if progress is not None:
                     progress(min(until_us, end_us), end_us)
             if server is not None:
+                server.flush()
                 server.expire_due(end_us)
                 _check_mirror(server, oracle, layouts, key_space.keys)
             summary = _summarize(scenario, seed, spec, kernel, trace, oracle, world)
             if redis_backend is not None:
                 summary["scripts_executed"] = redis_backend.executed
                 summary["store_commands_executed"] = redis_backend.store_commands
-                backend_work = {"backend_seconds": round(redis_backend.backend_seconds, 3)}
+                backend_work = {
+                    "backend_seconds": round(redis_backend.backend_seconds, 3),
+                    "pipelines_sent": server.pipelines_sent,
+                    "commands_per_pipeline": round(
+                        server.pipelined_commands / max(1, server.pipelines_sent), 2),
+                }
                 script_seconds = redis_backend.server_script_seconds()
                 if script_seconds is not None and server_script_seconds_before is not None:
                     backend_work["server_script_seconds"] = round(

@@ -15,6 +15,11 @@ Rules kept here:
   to the oracle, and so do expiry, data loss and eviction.
 * Replies are values or error messages; the network turns error messages into
   the exceptions redis-py would raise.
+* Pipelined (``pipelined=True``), a script's execution is queued instead and
+  its outcome is a ``Pending``; the queue goes to the backend as one pipeline
+  when a result is needed (``simulator.pipeline`` says when, and why the run
+  is the same either way). With eviction on, every write is followed by an
+  eviction decision that needs the state, so the queue never grows.
 """
 
 from __future__ import annotations
@@ -25,11 +30,15 @@ from typing import Any
 
 from simulator.backends import Outcome, RedisBackend
 from simulator.backends.redis_backend import sha1
+from simulator.backends.virtual_expiry import GENERIC_COMMAND
 from simulator.kernel import Kernel
+from simulator.pipeline import EXPIRY_HORIZON_US, Pending
 from simulator.trace import SERVER, Trace
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 READ_ONLY = frozenset({"GET", "PING", "SCAN", "HGETALL", "EXISTS", "TYPE", "MGET", "HGET"})
+MAX_PIPELINE_DEPTH = 1_000
+"""Commands per pipeline at most: a bound on the memory a queue can hold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +79,7 @@ class Server:
     """A Redis server node in the simulation, executing on a backend."""
 
     def __init__(self, kernel: Kernel, backend: RedisBackend, trace: Trace,
-                 observer: Any = None, eviction: Any = None) -> None:
+                 observer: Any = None, eviction: Any = None, pipelined: bool = False) -> None:
         self.kernel = kernel
         self.backend = backend
         self.trace = trace
@@ -81,31 +90,86 @@ class Server:
         self.down = False
         self.extra_latency_us = 0
         self.keys_expired = 0
+        self.pipelined = pipelined and eviction is None
+        # The queue: scripts to run, their pending outcomes, and every effect
+        # that follows them in virtual time, in order.
+        self._queued: list[tuple[str, tuple[str, ...], tuple[str, ...], int, bool]] = []
+        self._pending: list[Pending] = []
+        self._effects: list[tuple[Any, tuple]] = []
+        self._queue_started_us = 0
+        self.pipelines_sent = 0
+        self.pipelined_commands = 0
 
-    def execute(self, command: Command, tag: int = -1) -> Outcome:
+    def execute(self, command: Command, tag: int = -1) -> Outcome | Pending:
         now_us = self.kernel.now
+        if self._queued and now_us >= self._queue_started_us + EXPIRY_HORIZON_US:
+            self.flush()
         self.expire_due(now_us)
         verb = command.verb
-        observe = self.observer is not None
         if verb == "SCRIPT LOAD":
             source = command.args[0]
             sha = sha1(source)
             self.script_cache[sha] = source
             return Outcome.ok(sha)
         if verb == "SCAN":
+            self.flush()
             return Outcome.ok(["0", self._scan(command.args)])
         if verb == "EVALSHA":
             body = self.script_cache.get(command.args[0])
             if body is None:
                 return Outcome.failed(NOSCRIPT)
             args = command.args[1:]
-            outcome = self.backend.run_script(body, command.keys, args, now_us, observe)
             self.history.append(Write(now_us, body, command.keys, args))
         else:
-            args = (verb, *command.args)
-            outcome = self.backend.run_command(args, command.keys, now_us, observe)
+            body, args = GENERIC_COMMAND, (verb, *command.args)
             if verb not in READ_ONLY:
                 self.history.append(Write(now_us, None, command.keys, args))
+        entry = (body, command.keys, args, now_us, self.observer is not None)
+        if not self.pipelined:
+            (outcome,) = self.backend.run_batch([entry])
+            self.pipelines_sent += 1  # a round trip of its own
+            self.pipelined_commands += 1
+            self._executed(outcome, now_us, tag, verb)
+            return outcome
+        if not self._queued:
+            self._queue_started_us = now_us
+        pending = Pending()
+        self._queued.append(entry)
+        self._pending.append(pending)
+        self._effects.append((self._executed_pending, (pending, now_us, tag, verb)))
+        if len(self._queued) >= MAX_PIPELINE_DEPTH:
+            self.flush()
+        return pending
+
+    def after_queued(self, effect: Any, args: tuple) -> None:
+        """Apply ``effect(*args)`` after everything queued so far (now, if nothing is)."""
+        if self._queued:
+            self._effects.append((effect, args))
+        else:
+            effect(*args)
+
+    def flush(self) -> None:
+        """Run the queued scripts as one pipeline, then their effects in order."""
+        if not self._queued:
+            return
+        queued, pending, effects = self._queued, self._pending, self._effects
+        self._queued, self._pending, self._effects = [], [], []
+        outcomes = self.backend.run_batch(queued)
+        self.pipelines_sent += 1
+        self.pipelined_commands += len(queued)
+        for waiting, outcome in zip(pending, outcomes, strict=True):
+            waiting.resolve(outcome)
+        for effect, args in effects:
+            effect(*args)
+
+    def _executed_pending(self, pending: Pending, now_us: int, tag: int, verb: str) -> None:
+        assert pending.outcome is not None
+        self._executed(pending.outcome, now_us, tag, verb)
+
+    def _executed(self, outcome: Outcome, now_us: int, tag: int, verb: str) -> None:
+        """What follows a command's execution: the oracle reads its post-state,
+        and a write may make the server evict."""
+        observe = self.observer is not None
         if outcome.observed:
             if self.eviction is not None:
                 self.eviction.touched(outcome.observed, now_us)
@@ -113,7 +177,6 @@ class Server:
                 self.observer.executed(outcome.observed, now_us, tag)
         if self.eviction is not None and verb not in READ_ONLY:
             self._evict(now_us)
-        return outcome
 
     def _scan(self, args: tuple[str, ...]) -> list[str]:
         """The whole iteration in one reply (cursor 0), sorted: a server may
@@ -125,6 +188,8 @@ class Server:
 
     def expire_due(self, now_us: int) -> None:
         """Drop keys whose virtual deadline has come."""
+        if self._queued and self.backend.expiry.any_due(now_us):
+            self.flush()  # a queued command may have moved or removed a deadline
         expired = self.backend.expire_due(now_us)
         for key in expired:
             self.keys_expired += 1
@@ -142,6 +207,7 @@ class Server:
         """The server loses everything written after ``keep_until_us`` (all of
         it for ``None``) and its script cache; the state it comes back with is
         rebuilt by replaying the writes it had persisted."""
+        self.flush()
         now_us = self.kernel.now
         kept = [] if keep_until_us is None else [
             write for write in self.history if write.time_us <= keep_until_us]
@@ -165,6 +231,7 @@ class Server:
 
     def read_ledger_key(self, redis_key: str, role: str) -> Any:
         """A key's content read by the lab itself (not a modelled message)."""
+        self.flush()
         kind = self.backend.read("TYPE", redis_key)
         if kind == "string":
             return self.backend.read("GET", redis_key)
@@ -202,7 +269,8 @@ class Eviction:
         for entry in observed:
             if entry[1] == "none":
                 self.last_access.pop(entry[0], None)
-            else:
+            elif entry[1] != "same" or entry[0] in self.last_access:
+                # A read key exists exactly when it did before the command.
                 self.last_access[entry[0]] = now_us
 
     def forget(self, keys: list[str]) -> None:

@@ -4,9 +4,11 @@ Rules kept here:
 
 * One row per event, appended in the order the kernel ran them; columns are
   kept as lists (cheap to append, written to Parquet in one go).
-* The fingerprint is a hash over every row as it is appended, so two runs have
-  the same fingerprint exactly when they produced the same events in the same
-  order with the same values. Nothing backend-specific (wall time, Redis key
+* The fingerprint is a hash over every row in order, so two runs have the
+  same fingerprint exactly when they produced the same events in the same
+  order with the same values. A row may be recorded before its outcome is
+  known (a command queued in a pipeline) and completed later; rows are hashed
+  once complete, in order. Nothing backend-specific (wall time, Redis key
   prefixes, connection details) may enter a row.
 
 Event kinds (``kind`` column):
@@ -56,28 +58,46 @@ SERVER = -1
 """The ``replica`` of events that happen on the server."""
 
 
+UNKNOWN_YET = None
+"""The outcome of a row whose command has not run yet (see ``set_outcome``)."""
+
+
 class Trace:
-    """Columns of events plus a running fingerprint."""
+    """Columns of events plus their fingerprint."""
 
     def __init__(self) -> None:
         self.columns: dict[str, list] = {field.name: [] for field in SCHEMA}
         self._hash = hashlib.blake2b(digest_size=16)
+        self._hashed = 0
         self._append = [self.columns[field.name].append for field in SCHEMA]
 
     def record(self, time_us: int, replica: int, incarnation: int, request: int, kind: str,
-               namespace: str = "", subject: str = "", amount: int = 0, outcome: str = "",
-               detail: str = "") -> None:
+               namespace: str = "", subject: str = "", amount: int = 0,
+               outcome: str | None = "", detail: str = "") -> int:
+        """Append a row; return its index. ``outcome=UNKNOWN_YET`` leaves the
+        outcome to be filled in by ``set_outcome``."""
         row = (time_us, replica, incarnation, request, kind, namespace, subject, amount,
                outcome, detail)
         for append, value in zip(self._append, row, strict=True):
             append(value)
-        self._hash.update(repr(row).encode())
+        return len(self.columns["time_us"]) - 1
+
+    def set_outcome(self, index: int, outcome: str) -> None:
+        self.columns["outcome"][index] = outcome
 
     def __len__(self) -> int:
         return len(self.columns["time_us"])
 
     @property
     def fingerprint(self) -> str:
+        columns = [self.columns[field.name] for field in SCHEMA]
+        for index in range(self._hashed, len(self)):
+            row = tuple(column[index] for column in columns)
+            if row[8] is UNKNOWN_YET:
+                raise RuntimeError(f"trace row {index} ({row[4]}) still awaits its outcome: "
+                                   "flush the server before reading the trace")
+            self._hash.update(repr(row).encode())
+        self._hashed = len(self)
         return self._hash.hexdigest()
 
     def to_table(self) -> pa.Table:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 
-from simulator.backends.local_server import ThrowawayRedis, redis_binary
+from simulator.backends.local_server import ThrowawayRedis, free_port, redis_binary
 
-__all__ = ["ThrowawayRedis", "redis_binary", "redis_required"]
+__all__ = ["ThrowawayRedis", "free_port", "redis_binary", "redis_required"]
 
 
 def redis_required() -> bool:

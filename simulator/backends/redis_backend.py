@@ -23,7 +23,7 @@ from typing import Any
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends.virtual_expiry import (
@@ -74,7 +74,11 @@ class RedisBackend:
         self.executed = 0
         self.store_commands = 0  # commands run by store scripts themselves (not the shim)
         self.backend_seconds = 0.0  # wall time spent waiting on the backend for scripts
-        self._scripts: dict[str, Any] = {}
+        self._shas: dict[str, str] = {}
+        # When a list: every script run is appended as (body, keys, args), keys
+        # without this run's namespace, so a benchmark can replay the same work
+        # straight to another backend.
+        self.recording: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None
 
     # -- execution --------------------------------------------------------
 
@@ -89,26 +93,64 @@ class RedisBackend:
                    now_us: int, observe: bool = False) -> Outcome:
         """Run ``body`` atomically at virtual time ``now_us``; with ``observe``,
         also return the post-state of its keys."""
-        script = self._scripts.get(body)
-        if script is None:
-            script = self._scripts[body] = self.client.register_script(wrap(body))
+        return self.run_batch([(body, keys, args, now_us, observe)])[0]
+
+    def run_batch(self, batch: list[tuple[str, tuple[str, ...], tuple[str, ...], int, bool]]
+                  ) -> list[Outcome]:
+        """Run scripts ``(body, keys, args, now_us, observe)`` in order, in one
+        round trip (a pipeline, not a transaction: each is atomic on its own,
+        as when sent one by one), and return their outcomes in order."""
+        commands = [("EVALSHA", self._sha_of(body), len(keys), *keys, *args,
+                     "1" if observe else "0")
+                    for body, keys, args, _, observe in batch]
+        if self.recording is not None:
+            namespace = self.namespace
+            self.recording.extend(
+                (body, tuple(key.removeprefix(namespace) for key in keys), args)
+                for body, keys, args, _, _ in batch)
         started = time.perf_counter()
         try:
-            packed = self._guarded(script, keys=list(keys),
-                                   args=[*args, "1" if observe else "0"])
-        except ResponseError as error:
-            # The shim catches script errors itself; this is one it could not.
-            return Outcome.failed(str(error))
+            if len(commands) == 1:
+                replies = [self._one(commands[0])]
+            else:
+                pipe = self.client.pipeline(transaction=False)
+                for command in commands:
+                    pipe.execute_command(*command)
+                replies = self._guarded(pipe.execute, raise_on_error=False)
         finally:
             self.backend_seconds += time.perf_counter() - started
-        self.executed += 1
-        status, calls, ttl_pairs, key_states, observed = packed[:5]
-        self.store_commands += calls
-        self.expiry.apply(now_us, ttl_pairs, key_states)
-        observed = tuple(observed)
-        if status == STATUS_ERROR:
-            return Outcome.failed(packed[5], observed)
-        return Outcome.ok(packed[5] if status == STATUS_VALUE else None, observed)
+        outcomes = []
+        for (_, _, _, now_us, _), packed in zip(batch, replies, strict=True):
+            if isinstance(packed, NoScriptError):
+                raise BackendError(f"the {self.name} backend lost the lab's scripts mid-run "
+                                   "(SCRIPT FLUSH?): the run cannot be trusted")
+            if isinstance(packed, Exception):
+                # The shim catches script errors itself; this is one it could not.
+                outcomes.append(Outcome.failed(str(packed)))
+                continue
+            self.executed += 1
+            status, calls, ttl_pairs, key_states, observed = packed[:5]
+            self.store_commands += calls
+            self.expiry.apply(now_us, ttl_pairs, key_states)
+            observed = tuple(observed)
+            if status == STATUS_ERROR:
+                outcomes.append(Outcome.failed(packed[5], observed))
+            else:
+                outcomes.append(Outcome.ok(packed[5] if status == STATUS_VALUE else None,
+                                           observed))
+        return outcomes
+
+    def _one(self, command: tuple[Any, ...]) -> Any:
+        try:
+            return self._guarded(self.client.execute_command, *command)
+        except ResponseError as error:
+            return error
+
+    def _sha_of(self, body: str) -> str:
+        sha = self._shas.get(body)
+        if sha is None:
+            sha = self._shas[body] = self._guarded(self.client.script_load, wrap(body))
+        return sha
 
     def run_command(self, args: tuple[str, ...], keys: tuple[str, ...],
                     now_us: int, observe: bool = False) -> Outcome:

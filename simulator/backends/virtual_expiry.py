@@ -10,12 +10,16 @@ deadline:
   far-away *sentinel* TTL, and the TTL the script asked for is returned to the
   lab beside the script's own reply.
 * When the lab asks (the oracle follows a store's state exactly), the shim
-  also returns the post-state of every key in ``KEYS``: strings and hashes in
-  full, other types by name.
-* After the body, the shim reports for every key it touched whether the key
-  is gone, has no TTL (a ``SET`` or a re-creation cleared it), or still carries
-  the sentinel. The lab keeps the deadlines (``VirtualExpiry``) and deletes a
-  key once virtual time reaches its deadline, before the next command runs.
+  also returns the post-state of every key in ``KEYS`` the body wrote to:
+  strings and hashes in full, other types by name; a key it only read is
+  reported as ``same`` (its state is what the lab last saw), which saves the
+  reads that would tell the lab nothing.
+* After the body, the shim reports for every key it wrote to or set a TTL on
+  whether the key is gone, has no TTL (a ``SET`` or a re-creation cleared it),
+  or still carries the sentinel. A command that only reads cannot change a
+  key's TTL, so read keys are not asked. The lab keeps the deadlines
+  (``VirtualExpiry``) and deletes a key once virtual time reaches its
+  deadline, before the next command runs.
 
 TTL reads inside a script (``TTL``, ``PTTL``, ``EXPIRETIME``...), absolute
 expiries (``PEXPIREAT``...) and ``TIME`` would see the sentinel or the wall
@@ -36,7 +40,8 @@ SENTINEL_TTL_MS = 3_000_000_000_000
 # observed, reply}, where ``calls`` counts the commands the body itself ran.
 # The reply goes last because a nil inside a Lua array truncates it.
 # The lab appends one argument to ARGV, '1' to have the post-state of every key
-# in KEYS returned as ``observed`` ({key, type[, value]} each); the shim takes it
+# in KEYS returned as ``observed`` ({key, type[, value]} each, or {key, 'same'}
+# for a key the body only read); the shim takes it
 # off again before the body runs, so the body sees the ARGV it was sent.
 STATUS_NIL, STATUS_VALUE, STATUS_ERROR = 0, 1, 2
 KEY_GONE, KEY_PERSISTENT, KEY_SENTINEL = -2, -1, 1
@@ -47,6 +52,16 @@ local lab_server = redis
 local lab_ttls = {}
 local lab_touched = {}
 local lab_calls = 0
+local lab_declared = {}
+for index = 1, #KEYS do
+  lab_declared[KEYS[index]] = true
+end
+local lab_written = {}
+local lab_reads = {GET = 1, MGET = 1, STRLEN = 1, GETRANGE = 1, HGET = 1, HMGET = 1,
+  HGETALL = 1, HEXISTS = 1, HLEN = 1, HKEYS = 1, HVALS = 1, HSTRLEN = 1, HSCAN = 1,
+  EXISTS = 1, TYPE = 1, SCAN = 1, SSCAN = 1, ZSCAN = 1, SMEMBERS = 1, SISMEMBER = 1,
+  SCARD = 1, LRANGE = 1, LLEN = 1, LINDEX = 1, ZRANGE = 1, ZRANGEBYSCORE = 1,
+  ZREVRANGE = 1, ZSCORE = 1, ZCARD = 1, ZCOUNT = 1, ZRANK = 1, KEYS = 1, PING = 1}
 local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
 
@@ -99,6 +114,12 @@ local function lab_call(...)
   lab_calls = lab_calls + 1
   local args = {...}
   local verb = string.upper(args[1])
+  if lab_reads[verb] == nil then
+    -- Any other verb may write: every declared key among its arguments counts.
+    for index = 2, #args do
+      if lab_declared[args[index]] then lab_written[args[index]] = true end
+    end
+  end
   if verb == 'PEXPIRE' or verb == 'EXPIRE' then
     if args[4] ~= nil then
       return lab_server.error_reply('ERR the lab does not model ' .. verb .. ' options')
@@ -142,7 +163,7 @@ end)
 
 local lab_states = {}
 for index = 1, #KEYS do
-  lab_touched[#lab_touched + 1] = KEYS[index]
+  if lab_written[KEYS[index]] then lab_touched[#lab_touched + 1] = KEYS[index] end
 end
 for index = 1, #lab_touched do
   local ttl = lab_server.call('PTTL', lab_touched[index])
@@ -154,8 +175,10 @@ local lab_seen = {}
 if lab_observe then
   for index = 1, #KEYS do
     local key = KEYS[index]
-    local kind = lab_server.call('TYPE', key)['ok']
-    if kind == 'string' then
+    local kind = lab_written[key] and lab_server.call('TYPE', key)['ok'] or 'same'
+    if kind == 'same' then
+      lab_seen[#lab_seen + 1] = {key, kind}
+    elseif kind == 'string' then
       lab_seen[#lab_seen + 1] = {key, kind, lab_server.call('GET', key)}
     elseif kind == 'hash' then
       lab_seen[#lab_seen + 1] = {key, kind, lab_server.call('HGETALL', key)}
@@ -209,6 +232,10 @@ class VirtualExpiry:
 
     def forget(self, key: str) -> None:
         self._deadline_us.pop(key, None)
+
+    def any_due(self, now_us: int) -> bool:
+        """Whether a deadline (perhaps since superseded) has been reached."""
+        return bool(self._heap) and self._heap[0][0] <= now_us
 
     def due(self, now_us: int) -> list[str]:
         """Keys whose deadline has been reached, removed from the table."""

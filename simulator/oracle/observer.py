@@ -47,6 +47,10 @@ def ledger_layout(kind: StoreKind, settings: Any, keys: list[Key]) -> dict[str, 
     return layout
 
 
+UNCHANGED = object()
+"""The content of a key a command only read."""
+
+
 class LedgerObserver:
     """Decodes ledger keys' post-states for the budget oracle.
 
@@ -67,9 +71,12 @@ class LedgerObserver:
                 self.source_of[redis_key] = source_for(kind)
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
-        """A command ran; ``observed`` holds ``[key, type(, value)]`` entries."""
+        """A command ran; ``observed`` holds ``[key, type(, value)]`` entries, or
+        ``[key, "same"]`` for a key it only read (still reported: the oracle
+        notes what the store counted when the command ran)."""
         how = "migration" if tag == MIGRATION else "command"
-        self._report([(entry[0], entry[2] if len(entry) > 2 else None) for entry in observed],
+        self._report([(entry[0], UNCHANGED if entry[1] == "same"
+                       else entry[2] if len(entry) > 2 else None) for entry in observed],
                      now_us, tag, how)
 
     def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
@@ -90,8 +97,9 @@ class LedgerObserver:
                 continue
             key, role = found
             scope, part = scope_and_part(role)
-            parts.setdefault((key, self.source_of[redis_key], scope), {})[part] = self.decode(
-                role, raw)
+            decoded = parts.setdefault((key, self.source_of[redis_key], scope), {})
+            if raw is not UNCHANGED:
+                decoded[part] = self.decode(role, raw)
         for (key, source, scope), decoded in parts.items():
             self.oracle.observe(key, source, now_us, tag, how, spent=decoded.get("spent"),
                                 holds=decoded.get("holds"), scope=scope)

@@ -39,6 +39,7 @@ governs a namespace) are not ported; a scenario fixes its caps.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping
 from importlib import resources
@@ -82,8 +83,10 @@ INCLUDE = "-- lab:include "
 """The first line of a script file that has a fragment prepended when loaded."""
 
 
+@functools.cache
 def lua(name: str) -> str:
-    """The source of a script shipped beside this module."""
+    """The source of a script shipped beside this module (read once: a fleet
+    boots thousands of stores)."""
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 

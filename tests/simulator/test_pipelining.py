@@ -1,0 +1,63 @@
+"""Pipelined execution changes nothing but speed: the same scenario and seed
+give the same trace, summary and metrics with and without it, on fakeredis
+and on real Redis, through faults that read, lose and evict the server's state."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.run import run_scenario
+from simulator.scenario import load_scenario
+
+# Busy enough that several commands share a pipeline; faults that force
+# flushes at awkward moments (restarts, key expiry, crashes, retries).
+BUSY_WITH_FAULTS = {
+    "duration": "4s",
+    "fleet.replicas": 200,
+    "workload.arrivals": "poisson(3000/s)",
+    "store_settings.reservation_ttl": "200ms",
+    "network.reply_loss": 0.02,
+    "network.request_loss": 0.01,
+    "network.retries": {"count": 2},
+    "faults.crash": {"rate": "120/h", "restart_after": "500ms"},
+    "faults.server_restart": {"rate": "30/min", "down_for": "100ms"},
+    "server.persistence": "aof-everysec",
+}
+
+
+def run_both_ways(overrides: dict, backend: str | None = None):
+    scenario = load_scenario("data/scenarios/demo.toml", overrides)
+    alone = run_scenario(scenario, backend=backend, pipelined=False)
+    pipelined = run_scenario(scenario, backend=backend, pipelined=True)
+    return alone, pipelined
+
+
+def assert_same_run(alone, pipelined) -> None:
+    assert pipelined.summary == alone.summary
+    assert pipelined.trace.columns == alone.trace.columns
+    assert pipelined.sampler.rows == alone.sampler.rows
+
+
+def test_pipelining_gives_the_same_run_as_one_command_at_a_time_on_fakeredis():
+    alone, pipelined = run_both_ways(BUSY_WITH_FAULTS)
+    assert_same_run(alone, pipelined)
+    summary = pipelined.summary
+    assert summary["fault_server_restart_count"] > 0 and summary["fault_crash_count"] > 0
+    assert summary["key_expired_count"] > 0 and summary["duplicate_execution_count"] > 0
+    assert alone.run_info["commands_per_pipeline"] == 1
+    assert pipelined.run_info["commands_per_pipeline"] > 2
+
+
+@pytest.mark.redis
+def test_pipelining_gives_the_same_run_as_one_command_at_a_time_on_real_redis(redis_url):
+    alone, pipelined = run_both_ways(BUSY_WITH_FAULTS | {"duration": "2s"}, backend=redis_url)
+    assert_same_run(alone, pipelined)
+    assert pipelined.run_info["pipelines_sent"] < alone.run_info["pipelines_sent"]
+
+
+def test_with_eviction_every_write_is_sent_alone_and_the_run_is_the_same():
+    alone, pipelined = run_both_ways({"duration": "2s", "server.maxmemory_keys": 40,
+                                      "server.eviction_policy": "allkeys-lru"})
+    assert_same_run(alone, pipelined)
+    assert pipelined.summary["key_evicted_count"] > 0
+    assert pipelined.run_info["commands_per_pipeline"] == 1
