@@ -26,6 +26,7 @@ contains it, is recognised as done. Nothing here runs a simulation.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -185,10 +186,25 @@ class Sweep:
 
     @property
     def fingerprint(self) -> str:
-        """What a result depends on besides its point: the base scenario."""
-        canonical = json.dumps({"base": self.base, "backend": self.backend}, sort_keys=True,
-                               default=str)
+        """What a result depends on besides its point: the base scenario, the
+        backend, and the lab's own code (a changed simulator or store may give
+        different results, so its old runs are not reused)."""
+        canonical = json.dumps({"base": self.base, "backend": self.backend,
+                                "code": code_fingerprint()}, sort_keys=True, default=str)
         return hashlib.sha1(canonical.encode()).hexdigest()[:12]
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of the simulator's and the stores' source (Python and Lua)."""
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha1()
+    for package in ("simulator", "stores"):
+        for path in sorted((root / package).rglob("*")):
+            if path.suffix in (".py", ".lua"):
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def load_sweep(path: str | Path, seeds: int | list[int] | None = None,

@@ -16,8 +16,8 @@ Rules kept here:
   no run can be recorded twice.
 * Only the process driving the sweep writes here: workers return their results
   instead, so a Dask cluster needs no shared filesystem.
-* A directory belongs to one base scenario: results of another are refused,
-  never mixed.
+* A directory belongs to one base scenario, backend and version of the lab's
+  code: results of another are refused, never mixed.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class ResultsDir:
             if recorded.get("fingerprint") != sweep.fingerprint:
                 raise ScenarioError(
                     f"{self.root} holds results of sweep {recorded.get('name')!r} run on a "
-                    "different base scenario (or backend); they cannot be mixed. Choose "
-                    "another --out, or remove that directory to start again.")
+                    "different base scenario, backend or version of the lab; they cannot be "
+                    "mixed. Choose another --out, or remove that directory to start again.")
         self.runs.mkdir(parents=True, exist_ok=True)
         self.metrics.mkdir(parents=True, exist_ok=True)
         points = {point.point_id: point.parameters for point in sweep.points}
