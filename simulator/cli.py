@@ -1,4 +1,4 @@
-"""The command line: ``python -m simulator run|replay|hunt|sweep|fields|stores``.
+"""The command line: ``python -m simulator run|replay|hunt|sweep|bench|fields|stores``.
 
 Exit status: 0 done, 1 the simulation itself failed (a bug in a store or in
 the lab: the message names the seed and the virtual time), 2 the input was
@@ -18,6 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from simulator.backends import BackendError
+from simulator.bench import run_bench
 from simulator.expectations import Expectation, failed_expectations
 from simulator.hunt import Hunt
 from simulator.kernel import SimulationError
@@ -116,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
                            help="allow a Redis server that is not on loopback")
     sweep_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    bench_cmd = commands.add_parser(
+        "bench", help="measure the lab's speed against Redis, fakeredis and SimPy, side by side")
+    bench_cmd.add_argument("--backend", default="auto",
+                           help="the real Redis to measure: auto (start a throwaway "
+                           "redis-server if installed), redis://HOST:PORT/DB, or fakeredis "
+                           "(skip real Redis)")
+    bench_cmd.add_argument("--quick", action="store_true",
+                           help="small workloads, under a minute: a smoke test")
+
     commands.add_parser("fields", help="print every scenario field with its default")
     commands.add_parser("stores", help="list the store kinds a scenario can name")
     return parser
@@ -136,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         return _exit_code_of(lambda: _hunt(args))
     if args.command == "sweep":
         return _exit_code_of(lambda: _sweep(args))
+    if args.command == "bench":
+        return _exit_code_of(lambda: _bench(args))
     return _exit_code_of(lambda: _run(args))
 
 
@@ -157,6 +169,12 @@ def _fault_kinds(text: str) -> tuple[str, ...]:
     if unknown or not kinds:
         raise ValueError(f"--faults: expected some of {', '.join(REPLICA_FAULTS)}, got {text!r}")
     return kinds
+
+
+def _bench(args: argparse.Namespace) -> int:
+    with quiet_store_logs():
+        run_bench(args.backend, args.quick, echo=lambda line: print(line, flush=True))
+    return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
