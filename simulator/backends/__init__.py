@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
 # fakeredis picks its Lua at import; Redis runs Lua 5.1, so must it (number
@@ -25,6 +26,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from simulator.backends.redis_backend import BackendError, Outcome, RedisBackend
+from simulator.backends.virtual_expiry import PRELOADED_SHIM, SHIM_LIBRARY
 
 __all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
 
@@ -64,13 +66,37 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def preload_shim(client: Any, server: Any) -> bool:
+    """Compile the virtual-expiry shim once into a fakeredis server's Lua
+    runtime, so each script sent need only call it (``wrap_preloaded``).
+
+    fakeredis keeps one Lua runtime per server and refuses scripts that leave
+    new globals behind; the shim's one global is registered as expected. This
+    relies on fakeredis internals (``_lua_runtime``, ``_lua_expected_globals``,
+    fakeredis 2.3x/2.4x); where they are missing, nothing is preloaded and
+    every script carries the whole shim, as on a real server: slower, same
+    results.
+    """
+    client.eval("return 1", 0)  # fakeredis builds its Lua runtime on first use
+    runtime = getattr(server, "_lua_runtime", None)
+    expected = getattr(server, "_lua_expected_globals", None)
+    if runtime is None or not isinstance(expected, set):
+        return False
+    before = set(runtime.globals().keys())
+    runtime.execute(f"{PRELOADED_SHIM} = (function()\n{SHIM_LIBRARY}end)()")
+    expected.update(set(runtime.globals().keys()) - before)
+    return True
+
+
 def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBackend:
     """A fresh fakeredis, or a connection to a real server under a new prefix."""
     if spec.kind == "fakeredis":
         import fakeredis
 
-        client = fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
-        return RedisBackend(client, "fakeredis", namespace="lab:", owns_server=True)
+        server = fakeredis.FakeServer()
+        client = fakeredis.FakeRedis(server=server, decode_responses=True)
+        return RedisBackend(client, "fakeredis", namespace="lab:", owns_server=True,
+                            shim_preloaded=preload_shim(client, server))
     assert spec.url is not None
     parsed = urlparse(spec.url)
     if parsed.scheme != "unix" and not allow_remote and not is_loopback(parsed.hostname or ""):

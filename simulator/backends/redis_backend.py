@@ -32,6 +32,7 @@ from simulator.backends.virtual_expiry import (
     STATUS_VALUE,
     VirtualExpiry,
     wrap,
+    wrap_preloaded,
 )
 
 
@@ -65,11 +66,12 @@ class RedisBackend:
     """A Redis (fake or real) with virtual-time key expiry."""
 
     def __init__(self, client: redis.Redis, name: str, namespace: str,
-                 owns_server: bool) -> None:
+                 owns_server: bool, shim_preloaded: bool = False) -> None:
         self.client = client
         self.name = name
         self.namespace = namespace
         self.owns_server = owns_server
+        self.wrap = wrap_preloaded if shim_preloaded else wrap
         self.expiry = VirtualExpiry()
         self.executed = 0
         self.store_commands = 0  # commands run by store scripts themselves (not the shim)
@@ -149,7 +151,7 @@ class RedisBackend:
     def _sha_of(self, body: str) -> str:
         sha = self._shas.get(body)
         if sha is None:
-            sha = self._shas[body] = self._guarded(self.client.script_load, wrap(body))
+            sha = self._shas[body] = self._guarded(self.client.script_load, self.wrap(body))
         return sha
 
     def run_command(self, args: tuple[str, ...], keys: tuple[str, ...],

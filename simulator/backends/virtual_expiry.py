@@ -57,11 +57,20 @@ for index = 1, #KEYS do
   lab_declared[KEYS[index]] = true
 end
 local lab_written = {}
+local lab_reshaped = {}
+local lab_kind = {}
 local lab_reads = {GET = 1, MGET = 1, STRLEN = 1, GETRANGE = 1, HGET = 1, HMGET = 1,
   HGETALL = 1, HEXISTS = 1, HLEN = 1, HKEYS = 1, HVALS = 1, HSTRLEN = 1, HSCAN = 1,
   EXISTS = 1, TYPE = 1, SCAN = 1, SSCAN = 1, ZSCAN = 1, SMEMBERS = 1, SISMEMBER = 1,
   SCARD = 1, LRANGE = 1, LLEN = 1, LINDEX = 1, ZRANGE = 1, ZRANGEBYSCORE = 1,
   ZREVRANGE = 1, ZSCORE = 1, ZCARD = 1, ZCOUNT = 1, ZRANK = 1, KEYS = 1, PING = 1}
+local lab_in_place = {HSET = 1, HSETNX = 1, HMSET = 1, HINCRBY = 1, HINCRBYFLOAT = 1,
+  INCR = 1, INCRBY = 1, DECR = 1, DECRBY = 1, INCRBYFLOAT = 1, APPEND = 1, SETRANGE = 1,
+  SADD = 1, ZADD = 1, ZINCRBY = 1, LPUSH = 1, RPUSH = 1}
+local lab_shape = {HSET = 'hash', HSETNX = 'hash', HMSET = 'hash', HINCRBY = 'hash',
+  HINCRBYFLOAT = 'hash', HDEL = 'hash', INCR = 'string', INCRBY = 'string',
+  DECR = 'string', DECRBY = 'string', INCRBYFLOAT = 'string', APPEND = 'string',
+  SETRANGE = 'string', SET = 'string', SETNX = 'string', GETSET = 'string'}
 local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
 
@@ -116,8 +125,17 @@ local function lab_call(...)
   local verb = string.upper(args[1])
   if lab_reads[verb] == nil then
     -- Any other verb may write: every declared key among its arguments counts.
+    -- One that may delete or overwrite a key may also have dropped its TTL;
+    -- the shape of the verbs used says which read gives the key's state.
     for index = 2, #args do
-      if lab_declared[args[index]] then lab_written[args[index]] = true end
+      local key = args[index]
+      if lab_declared[key] then
+        lab_written[key] = true
+        if lab_in_place[verb] == nil then lab_reshaped[key] = true end
+        local shape = lab_shape[verb] or 'other'
+        if lab_kind[key] == nil then lab_kind[key] = shape
+        elseif lab_kind[key] ~= shape then lab_kind[key] = 'other' end
+      end
     end
   end
   if verb == 'PEXPIRE' or verb == 'EXPIRE' then
@@ -154,16 +172,14 @@ local function lab_pcall(...)
   return lab_server.error_reply(tostring(reply))
 end
 
-local redis = setmetatable({call = lab_checked, pcall = lab_pcall}, {__index = lab_server})
-local lab_ok, lab_reply = pcall(function()
+local lab_proxy = setmetatable({call = lab_checked, pcall = lab_pcall}, {__index = lab_server})
+local lab_ok, lab_reply = pcall(lab_body, lab_proxy)
 """
 
 _SHIM_TAIL = r"""
-end)
-
 local lab_states = {}
 for index = 1, #KEYS do
-  if lab_written[KEYS[index]] then lab_touched[#lab_touched + 1] = KEYS[index] end
+  if lab_reshaped[KEYS[index]] then lab_touched[#lab_touched + 1] = KEYS[index] end
 end
 for index = 1, #lab_touched do
   local ttl = lab_server.call('PTTL', lab_touched[index])
@@ -175,9 +191,24 @@ local lab_seen = {}
 if lab_observe then
   for index = 1, #KEYS do
     local key = KEYS[index]
-    local kind = lab_written[key] and lab_server.call('TYPE', key)['ok'] or 'same'
-    if kind == 'same' then
-      lab_seen[#lab_seen + 1] = {key, kind}
+    local seen = nil
+    if not lab_written[key] then
+      seen = {key, 'same'}
+    elseif lab_kind[key] == 'hash' then
+      -- Written only by hash verbs: one read says all (no hash is ever empty).
+      local value = lab_server.pcall('HGETALL', key)
+      if type(value) == 'table' and value.err == nil then
+        seen = #value == 0 and {key, 'none'} or {key, 'hash', value}
+      end
+    elseif lab_kind[key] == 'string' then
+      local value = lab_server.pcall('GET', key)
+      if type(value) ~= 'table' then
+        seen = value and {key, 'string', value} or {key, 'none'}
+      end
+    end
+    local kind = seen == nil and lab_server.call('TYPE', key)['ok'] or 'seen'
+    if kind == 'seen' then
+      lab_seen[#lab_seen + 1] = seen
     elseif kind == 'string' then
       lab_seen[#lab_seen + 1] = {key, kind, lab_server.call('GET', key)}
     elseif kind == 'hash' then
@@ -202,10 +233,32 @@ return {1, lab_calls, lab_ttls, lab_states, lab_seen, lab_reply}
 """
 
 
+SHIM_LIBRARY = ("return function(lab_body)\n"
+                + _SHIM_HEAD.replace("SENTINEL", str(SENTINEL_TTL_MS)) + _SHIM_TAIL + "end\n")
+"""The shim as a Lua chunk returning one function: it runs ``lab_body`` (the
+store's script, as a function of the ``redis`` it may call) and returns the
+packed reply. The same code serves both ways of wrapping a script below."""
+
+PRELOADED_SHIM = "lab_virtual_expiry"
+"""The name under which a backend may hold the shim already compiled (``wrap_preloaded``)."""
+
+
+def _as_function(body: str) -> str:
+    return f"function(redis)\n{body}\nend"
+
+
 def wrap(body: str) -> str:
-    """The store's script ``body``, run inside the virtual-expiry shim."""
-    head = _SHIM_HEAD.replace("SENTINEL", str(SENTINEL_TTL_MS))
-    return f"{head}\n{body}\n{_SHIM_TAIL}"
+    """The store's script ``body``, run inside the virtual-expiry shim: one
+    self-contained script (a real server compiles it once, at SCRIPT LOAD)."""
+    return (f"local lab_shim = (function()\n{SHIM_LIBRARY}end)()\n"
+            f"return lab_shim({_as_function(body)})")
+
+
+def wrap_preloaded(body: str) -> str:
+    """The same, calling the shim a backend preloaded (``PRELOADED_SHIM``):
+    fakeredis compiles every script on every call, so a small script is a
+    fast one there."""
+    return f"return {PRELOADED_SHIM}({_as_function(body)})"
 
 
 GENERIC_COMMAND = "return redis.call(unpack(ARGV))"
