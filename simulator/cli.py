@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_cmd.add_argument("--scheduler", metavar="ADDRESS",
                            help="run on a Dask cluster, e.g. tcp://10.0.0.5:8786, instead of "
                            "local processes (its workers need the lab installed)")
+    sweep_cmd.add_argument("--seeds", type=int, help="seeds per point (1..N), instead of "
+                           "the file's")
+    sweep_cmd.add_argument("--set", dest="overrides", type=_override, action="append",
+                           default=[], metavar="PATH=VALUE",
+                           help="override a scenario field at every point, e.g. --set "
+                           "duration=2s (repeatable; added to the file's [set])")
     sweep_cmd.add_argument("--allow-remote-redis", action="store_true",
                            help="allow a Redis server that is not on loopback")
     sweep_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -180,7 +186,9 @@ def _bench(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers: at least 1, got {args.workers}")
-    sweep = load_sweep(args.sweep)
+    if args.seeds is not None and args.seeds < 1:
+        raise ValueError(f"--seeds: at least 1, got {args.seeds}")
+    sweep = load_sweep(args.sweep, seeds=args.seeds, set_fields=dict(args.overrides))
     out = args.out or Path("data/results/sweeps") / sweep.name
     print(f"sweep {sweep.name}: {len(sweep.points)} point(s) x {len(sweep.seeds)} seed(s), "
           f"varying {', '.join(sweep.parameters)}", file=sys.stderr)

@@ -48,3 +48,16 @@ def test_ci_runs_the_readmes_test_command_with_real_redis_required():
     assert "REQUIRE_REDIS=1" in ci
     assert "make test" in ci
     assert "redis-server" in ci
+
+
+def test_every_notebook_is_a_text_notebook_executed_by_a_test_of_its_own():
+    notebooks = sorted((REPO / "notebooks").glob("*.py"))
+    assert len(notebooks) >= 5
+    for notebook in notebooks:
+        text = notebook.read_text()
+        assert "format_name: percent" in text, f"{notebook.name} is not a percent notebook"
+        assert text.count('tags=["parameters"]') == 1, f"{notebook.name}: one parameters cell"
+        test = REPO / "tests" / "notebooks" / f"test_{notebook.stem}.py"
+        assert test.exists(), f"{notebook.name} has no test ({test.relative_to(REPO)})"
+        assert f'"{notebook.stem}"' in test.read_text(), f"{test.name} does not run it"
+    assert not list((REPO / "notebooks").glob("*.ipynb")), "outputs belong nowhere in git"

@@ -196,12 +196,14 @@ class Sweep:
 
 @functools.cache
 def code_fingerprint() -> str:
-    """A hash of the simulator's and the stores' source (Python and Lua)."""
+    """A hash of the simulator's and the stores' source (Python and Lua), but
+    for the analysis that reads results (a changed chart changes no run)."""
     root = Path(__file__).resolve().parents[2]
+    analysis = root / "simulator" / "analysis"
     digest = hashlib.sha1()
     for package in ("simulator", "stores"):
         for path in sorted((root / package).rglob("*")):
-            if path.suffix in (".py", ".lua"):
+            if path.suffix in (".py", ".lua") and analysis not in path.parents:
                 digest.update(str(path.relative_to(root)).encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:12]

@@ -128,6 +128,9 @@ def _executor(workers: int | None, scheduler: str | None
     # forkserver: workers start from a clean process, not a fork of one that
     # may hold threads (a progress bar's, Jupyter's) or open connections.
     context = multiprocessing.get_context("forkserver")
+    # Workers fork from a server that has imported the lab already, so a pool
+    # (re)starts in a fraction of a second rather than re-importing it each time.
+    context.set_forkserver_preload(["simulator.sweeps.execute"])
     pools = [ProcessPoolExecutor(count, mp_context=context)]
 
     def rebuild() -> Executor:
