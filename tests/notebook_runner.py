@@ -33,3 +33,15 @@ def outputs_of(notebook: nbformat.NotebookNode, kind: str) -> list[Any]:
     """Every output of type ``kind`` (``display_data``, ``stream``...) in the notebook."""
     return [output for cell in notebook.cells if cell.cell_type == "code"
             for output in cell.get("outputs", []) if output.get("output_type") == kind]
+
+
+def figures_of(notebook: nbformat.NotebookNode) -> list[Any]:
+    """The PNG figures the notebook displayed, after checking no cell errored."""
+    assert not outputs_of(notebook, "error"), outputs_of(notebook, "error")
+    return [output for output in outputs_of(notebook, "display_data")
+            if "image/png" in output.get("data", {})]
+
+
+def printed_by(notebook: nbformat.NotebookNode) -> str:
+    """Everything the notebook's cells printed."""
+    return "".join(output.get("text", "") for output in outputs_of(notebook, "stream"))

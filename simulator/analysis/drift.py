@@ -36,10 +36,17 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator.analysis import lab_path
-from simulator.analysis.overshoot import CAUSE_COLORS, results_dir_of
+from simulator.analysis.overshoot import CAUSE_COLORS
 from simulator.analysis.spread import seed_bands
 from simulator.oracle.budget import DRIFT_CAUSES
-from simulator.sweeps import Sweep, load_sweep, read_metrics, read_results, run_sweep
+from simulator.sweeps import (
+    Sweep,
+    load_sweep,
+    read_metrics,
+    read_results,
+    results_dir_for,
+    run_sweep,
+)
 from stores.quantities import parse_rate_per_second
 
 
@@ -145,12 +152,8 @@ def run_drift_sweeps(sweeps: Mapping[str, Sweep], results_dir: str | Path,
     run stops here, naming it."""
     runs = {}
     for name, sweep in sweeps.items():
-        out = results_dir_of(sweep, results_dir)
-        outcome = run_sweep(sweep, out, workers=workers, progress=progress)
-        if not outcome.ok:
-            failures = "; ".join(f"{run}: {error}" for run, error in outcome.failed.items())
-            raise RuntimeError(f"sweep {sweep.name}: {len(outcome.failed)} run(s) failed: "
-                               f"{failures}")
+        out = results_dir_for(sweep, results_dir)
+        run_sweep(sweep, out, workers=workers, progress=progress).raise_for_failures()
         results = with_drift_shares(read_results(out))
         runs[name] = DriftRuns(MECHANISMS[name], results,
                                drift_series(read_metrics(out), results, sweep.parameters))

@@ -41,7 +41,7 @@ from matplotlib.figure import Figure
 from simulator.analysis import lab_path
 from simulator.analysis.spread import seed_bands
 from simulator.oracle.attribution import CAUSES
-from simulator.sweeps import Sweep, load_sweep, read_results, run_sweep
+from simulator.sweeps import Sweep, load_sweep, read_results, results_dir_for, run_sweep
 
 SWEEP_FILES: dict[str, tuple[str, ...]] = {
     "axond_budget.redis_v1": ("overshoot-vs-faults-crashes-redis-v1.toml",
@@ -148,13 +148,6 @@ def overshoot_sweeps(stores: Iterable[str] = tuple(SWEEP_FILES),
     return sweeps
 
 
-def results_dir_of(sweep: Sweep, results_dir: str | Path) -> Path:
-    """Where a sweep's results go: named after the sweep and its base scenario's
-    fingerprint, so changing the base (a notebook's ``set_fields``) starts a new
-    directory instead of colliding with the old one, and re-running resumes."""
-    return Path(results_dir) / f"{sweep.name}-{sweep.fingerprint}"
-
-
 def run_overshoot_sweeps(sweeps: Mapping[str, Sweep], results_dir: str | Path,
                          workers: int | None = None, progress: bool = True) -> pd.DataFrame:
     """Run every sweep (what is not done yet), then return all their runs as
@@ -163,12 +156,8 @@ def run_overshoot_sweeps(sweeps: Mapping[str, Sweep], results_dir: str | Path,
     A run that failed stops here, naming it: a figure must not quietly miss it."""
     frames = []
     for sweep in sweeps.values():
-        out = results_dir_of(sweep, results_dir)
-        outcome = run_sweep(sweep, out, workers=workers, progress=progress)
-        if not outcome.ok:
-            failures = "; ".join(f"{run}: {error}" for run, error in outcome.failed.items())
-            raise RuntimeError(f"sweep {sweep.name}: {len(outcome.failed)} run(s) failed: "
-                               f"{failures}")
+        out = results_dir_for(sweep, results_dir)
+        run_sweep(sweep, out, workers=workers, progress=progress).raise_for_failures()
         frames.append(tidy(read_results(out), point_facts(sweep)))
     frame = pd.concat(frames, ignore_index=True)
     # Both axes of a store include the fault-free point: the same scenario and

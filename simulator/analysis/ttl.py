@@ -115,18 +115,6 @@ def subject_cap_of(scenario: Scenario) -> int:
     return int(cap)
 
 
-def results_dir_for(sweep: Sweep, root: str | Path) -> Path:
-    """Where this sweep's results live under ``root``: a folder per base scenario
-    (``NAME-FINGERPRINT``), so that changing a notebook parameter that alters the
-    base (the duration tail, the crash rate) starts a fresh folder instead of
-    being refused by one holding other results, and re-running the same
-    configuration reuses its finished runs."""
-    return Path(root) / f"{sweep.name}-{sweep.fingerprint}"
-
-
-# ------------------------------------------------------------------ cost shares
-
-
 def with_cost_shares(frame: pd.DataFrame, subject_cap_microdollars: int) -> pd.DataFrame:
     """The sweep's rows with the costs of each TTL on comparable scales added.
 

@@ -49,6 +49,13 @@ class SweepOutcome:
     def ok(self) -> bool:
         return not self.failed
 
+    def raise_for_failures(self) -> None:
+        """Stop, naming every failed run: a figure must not quietly miss one."""
+        if self.failed:
+            failures = "; ".join(f"{run}: {error}" for run, error in self.failed.items())
+            raise RuntimeError(f"{len(self.failed)} run(s) of the sweep in {self.out} "
+                               f"failed: {failures}")
+
 
 def run_task(task: Task, allow_remote_redis: bool = False) -> tuple[dict, dict, list[dict]]:
     """One run, in a worker. Returns plain data, cheap to ship back."""

@@ -86,6 +86,15 @@ class ResultsDir:
         return target
 
 
+def results_dir_for(sweep: Sweep, root: str | Path) -> Path:
+    """A results directory under ``root`` for this sweep as it stands:
+    ``NAME-FINGERPRINT``, so that a changed base scenario (a notebook's
+    parameters, a new version of the lab) starts a fresh directory instead of
+    being refused by one holding other results, and the same configuration
+    run again reuses its finished runs."""
+    return Path(root) / f"{sweep.name}-{sweep.fingerprint}"
+
+
 def row_of(task: Task, summary: dict[str, Any], run_info: dict[str, Any]) -> dict[str, Any]:
     """A run's row: which point and seed, the varied parameters (durations also in
     seconds, for plotting), every summary metric, and the run's wall time."""

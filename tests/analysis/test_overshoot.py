@@ -27,11 +27,11 @@ from simulator.analysis.overshoot import (
     per_replica,
     per_replica_figure,
     point_facts,
-    results_dir_of,
     run_overshoot_sweeps,
     tidy,
 )
 from simulator.oracle.attribution import CAUSES
+from simulator.sweeps import results_dir_for
 
 
 def run_row(store: str = "axond_budget.redis_v1", policy: str = "deny", crashes: float = 0.0,
@@ -212,8 +212,8 @@ def test_a_changed_base_gets_its_own_results_directory(tmp_path):
     name = "overshoot-vs-faults-crashes-redis-v1"
     plain = overshoot_sweeps(["axond_budget.redis_v1"])[name]
     short = overshoot_sweeps(["axond_budget.redis_v1"], set_fields={"duration": "3s"})[name]
-    assert results_dir_of(plain, tmp_path) != results_dir_of(short, tmp_path)
-    assert results_dir_of(plain, tmp_path).name.startswith(f"{name}-")
+    assert results_dir_for(plain, tmp_path) != results_dir_for(short, tmp_path)
+    assert results_dir_for(plain, tmp_path).name.startswith(f"{name}-")
 
 
 def test_an_unknown_store_is_refused():

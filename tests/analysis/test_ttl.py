@@ -20,7 +20,7 @@ from simulator.analysis import lab_path, ttl  # noqa: E402
 from simulator.distributions import parse_distribution  # noqa: E402
 from simulator.empirical import Empirical  # noqa: E402
 from simulator.scenario import ScenarioError, read_toml  # noqa: E402
-from simulator.sweeps import build_sweep  # noqa: E402
+from simulator.sweeps import build_sweep, results_dir_for  # noqa: E402
 
 CAP = 100_000
 TTLS = [1.0, 2.0, 4.0, 8.0, 16.0]
@@ -387,9 +387,9 @@ def test_a_sweep_varying_anything_but_the_ttl_is_refused():
 def test_results_of_a_different_base_scenario_go_to_a_different_folder(tmp_path: Path):
     base = read_toml(lab_path("data", "scenarios", "ttl-tuning.toml"))
     spec = {"name": "ttl", "vary": {"store_settings.reservation_ttl": ["1s", "2s"]}}
-    first = ttl.results_dir_for(build_sweep(spec, base), tmp_path)
-    again = ttl.results_dir_for(build_sweep(spec, base), tmp_path)
-    other = ttl.results_dir_for(build_sweep({**spec, "set": {"faults.crash.rate": "1/m"}}, base),
+    first = results_dir_for(build_sweep(spec, base), tmp_path)
+    again = results_dir_for(build_sweep(spec, base), tmp_path)
+    other = results_dir_for(build_sweep({**spec, "set": {"faults.crash.rate": "1/m"}}, base),
                                 tmp_path)
     assert first == again
     assert first != other

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from notebook_runner import execute_notebook, outputs_of
+from notebook_runner import execute_notebook, figures_of, printed_by
 
 NAME = "01_cap_overshoot_under_faults"
 FIGURES = 4  # headline, causes (fleet-wide stores), per-replica store, false denials
@@ -35,11 +35,9 @@ def small_parameters(tmp_path: Path) -> dict:
 
 def test_the_notebook_draws_every_figure_on_small_sweeps(tmp_path: Path):
     notebook = execute_notebook(NAME, small_parameters(tmp_path), tmp_path)
-    images = [output for output in outputs_of(notebook, "display_data")
-              if "image/png" in output.get("data", {})]
+    images = figures_of(notebook)
     assert len(images) == FIGURES
-    assert not outputs_of(notebook, "error")
-    printed = "".join(output.get("text", "") for output in outputs_of(notebook, "stream"))
+    printed = printed_by(notebook)
     # The conclusions are computed, one per store, policy and fault axis.
     for store in ("Redis v1", "Redis v2"):
         assert f"{store}, fail open (allow), reply-loss rate 0 → 0.1" in printed

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from notebook_runner import execute_notebook, outputs_of
+from notebook_runner import execute_notebook, figures_of, printed_by
 
 NAME = "03_conservation_drift"
 FIGURES = 4  # (a) lost settlements, (b) duplicates, (c) restarts over time, persistence summary
@@ -34,11 +34,9 @@ def small_parameters(tmp_path: Path) -> dict:
 
 def test_the_notebook_draws_every_figure_on_small_sweeps(tmp_path: Path):
     notebook = execute_notebook(NAME, small_parameters(tmp_path), tmp_path)
-    images = [output for output in outputs_of(notebook, "display_data")
-              if "image/png" in output.get("data", {})]
+    images = figures_of(notebook)
     assert len(images) == FIGURES
-    assert not outputs_of(notebook, "error")
-    printed = "".join(output.get("text", "") for output in outputs_of(notebook, "stream"))
+    printed = printed_by(notebook)
     # The checks are computed and printed, one line per check.
     assert "aof-always loses nothing" in printed
     assert printed.count("-> holds") + printed.count("-> DOES NOT HOLD") == 7

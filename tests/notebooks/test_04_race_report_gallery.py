@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from notebook_runner import execute_notebook, outputs_of
+from notebook_runner import execute_notebook, figures_of, outputs_of
 
 # The full gallery replays all four reports twice (eight runs, ~25 s of CPU on
 # an idle 2-core machine, before drawing): too slow for the suite, so the
@@ -14,8 +14,8 @@ def test_the_gallery_shows_one_figure_and_both_verdicts_per_report(tmp_path):
     parameters = {"reports": SMALL_REPORTS, "results_dir": str(tmp_path / "gallery"),
                   "workers": 1}
     notebook = execute_notebook("04_race_report_gallery", parameters, tmp_path)
+    figures = figures_of(notebook)
     shown = outputs_of(notebook, "display_data")
-    figures = [output for output in shown if "image/png" in output["data"]]
     assert len(figures) == len(SMALL_REPORTS)
     markdown = "\n".join(output["data"]["text/markdown"] for output in shown
                          if "text/markdown" in output["data"])

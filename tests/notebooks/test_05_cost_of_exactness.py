@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from notebook_runner import execute_notebook, outputs_of
+from notebook_runner import execute_notebook, figures_of, outputs_of, printed_by
 
 # Two stores x two durations x one seed, a second of arrivals on 5 replicas,
 # on fakeredis (the real-Redis path is tested in tests/analysis/test_exactness.py).
@@ -20,8 +20,8 @@ SMALL_PARAMETERS = {
 def test_the_notebook_draws_both_figures_and_its_tables(tmp_path):
     parameters = {**SMALL_PARAMETERS, "results_dir": str(tmp_path / "results")}
     notebook = execute_notebook("05_cost_of_exactness", parameters, tmp_path)
+    figures = figures_of(notebook)
     shown = outputs_of(notebook, "display_data")
-    figures = [output for output in shown if "image/png" in output["data"]]
     assert len(figures) == 2
     markdown = "\n".join(output["data"]["text/markdown"] for output in shown
                          if "text/markdown" in output["data"])
@@ -29,6 +29,6 @@ def test_the_notebook_draws_both_figures_and_its_tables(tmp_path):
     assert "per hold in flight" in markdown
     tables = [output for output in shown if "text/html" in output["data"]]
     assert len(tables) == 2  # the per-point table and the saturation table
-    printed = "".join(output["text"] for output in outputs_of(notebook, "stream"))
+    printed = printed_by(notebook)
     assert "every request of every run was admitted" in printed
     assert (tmp_path / "results" / "runs.parquet").exists()
