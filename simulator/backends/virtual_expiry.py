@@ -46,19 +46,8 @@ SENTINEL_TTL_MS = 3_000_000_000_000
 STATUS_NIL, STATUS_VALUE, STATUS_ERROR = 0, 1, 2
 KEY_GONE, KEY_PERSISTENT, KEY_SENTINEL = -2, -1, 1
 
-_SHIM_HEAD = r"""
-local lab_observe = table.remove(ARGV) == '1'
-local lab_server = redis
-local lab_ttls = {}
-local lab_touched = {}
-local lab_calls = 0
-local lab_declared = {}
-for index = 1, #KEYS do
-  lab_declared[KEYS[index]] = true
-end
-local lab_written = {}
-local lab_reshaped = {}
-local lab_kind = {}
+# Tables the shim only reads: built once per compiled shim, not per call.
+_SHIM_CONSTANTS = r"""
 local lab_reads = {GET = 1, MGET = 1, STRLEN = 1, GETRANGE = 1, HGET = 1, HMGET = 1,
   HGETALL = 1, HEXISTS = 1, HLEN = 1, HKEYS = 1, HVALS = 1, HSTRLEN = 1, HSCAN = 1,
   EXISTS = 1, TYPE = 1, SCAN = 1, SSCAN = 1, ZSCAN = 1, SMEMBERS = 1, SISMEMBER = 1,
@@ -73,6 +62,21 @@ local lab_shape = {HSET = 'hash', HSETNX = 'hash', HMSET = 'hash', HINCRBY = 'ha
   SETRANGE = 'string', SET = 'string', SETNX = 'string', GETSET = 'string'}
 local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
+"""
+
+_SHIM_HEAD = r"""
+local lab_observe = table.remove(ARGV) == '1'
+local lab_server = redis
+local lab_ttls = {}
+local lab_touched = {}
+local lab_calls = 0
+local lab_declared = {}
+for index = 1, #KEYS do
+  lab_declared[KEYS[index]] = true
+end
+local lab_written = {}
+local lab_reshaped = {}
+local lab_kind = {}
 
 local function lab_note(key, ttl_ms)
   lab_ttls[#lab_ttls + 1] = key
@@ -233,7 +237,7 @@ return {1, lab_calls, lab_ttls, lab_states, lab_seen, lab_reply}
 """
 
 
-SHIM_LIBRARY = ("return function(lab_body)\n"
+SHIM_LIBRARY = (_SHIM_CONSTANTS + "return function(lab_body)\n"
                 + _SHIM_HEAD.replace("SENTINEL", str(SENTINEL_TTL_MS)) + _SHIM_TAIL + "end\n")
 """The shim as a Lua chunk returning one function: it runs ``lab_body`` (the
 store's script, as a function of the ``redis`` it may call) and returns the
