@@ -11,9 +11,11 @@ deadline:
   lab beside the script's own reply.
 * When the lab asks (the oracle follows a store's state exactly), the shim
   also returns the post-state of every key in ``KEYS`` the body wrote to:
-  strings and hashes in full, other types by name; a key it only read is
-  reported as ``same`` (its state is what the lab last saw), which saves the
-  reads that would tell the lab nothing.
+  strings in full; a hash written only by hash verbs as the fields those
+  verbs named (``fields``: name, value or false for gone — the lab keeps the
+  rest of the hash, so the work is the change, not the hash); other hashes in
+  full, other types by name; a key it only read is reported as ``same`` (its
+  state is what the lab last saw).
 * After the body, the shim reports for every key it wrote to or set a TTL on
   whether the key is gone, has no TTL (a ``SET`` or a re-creation cleared it),
   or still carries the sentinel. A command that only reads cannot change a
@@ -60,6 +62,8 @@ local lab_shape = {HSET = 'hash', HSETNX = 'hash', HMSET = 'hash', HINCRBY = 'ha
   HINCRBYFLOAT = 'hash', HDEL = 'hash', INCR = 'string', INCRBY = 'string',
   DECR = 'string', DECRBY = 'string', INCRBYFLOAT = 'string', APPEND = 'string',
   SETRANGE = 'string', SET = 'string', SETNX = 'string', GETSET = 'string'}
+local lab_field_args = {HSET = 2, HMSET = 2, HSETNX = 0, HINCRBY = 0, HINCRBYFLOAT = 0,
+  HDEL = 1}
 local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
 """
@@ -77,6 +81,7 @@ end
 local lab_written = {}
 local lab_reshaped = {}
 local lab_kind = {}
+local lab_fields = {}
 
 local function lab_note(key, ttl_ms)
   lab_ttls[#lab_ttls + 1] = key
@@ -136,9 +141,28 @@ local function lab_call(...)
       if lab_declared[key] then
         lab_written[key] = true
         if lab_in_place[verb] == nil then lab_reshaped[key] = true end
-        local shape = lab_shape[verb] or 'other'
-        if lab_kind[key] == nil then lab_kind[key] = shape
-        elseif lab_kind[key] ~= shape then lab_kind[key] = 'other' end
+        -- A TTL changes no content: it leaves the key's shape as it was.
+        if verb ~= 'PEXPIRE' and verb ~= 'EXPIRE' then
+          local shape = lab_shape[verb] or 'other'
+          if lab_kind[key] == nil then lab_kind[key] = shape
+          elseif lab_kind[key] ~= shape then lab_kind[key] = 'other' end
+        end
+      end
+    end
+    -- The fields a hash verb names: their values are all that can have changed.
+    local step = lab_field_args[verb]
+    if step ~= nil and lab_declared[args[2]] then
+      local fields = lab_fields[args[2]]
+      if fields == nil then
+        fields = {}
+        lab_fields[args[2]] = fields
+      end
+      local last = step == 0 and 3 or #args
+      for index = 3, last, step == 2 and 2 or 1 do
+        if fields[args[index]] == nil then
+          fields[args[index]] = true
+          fields[#fields + 1] = args[index]
+        end
       end
     end
   end
@@ -198,6 +222,26 @@ if lab_observe then
     local seen = nil
     if not lab_written[key] then
       seen = {key, 'same'}
+    elseif lab_kind[key] == 'hash' and lab_fields[key] ~= nil then
+      -- Written only by hash verbs: the fields they named, as they are now
+      -- (false: gone); the lab keeps the rest. No hash is ever empty, so a
+      -- hash that lost a field may be gone altogether.
+      local names = lab_fields[key]
+      local values = lab_server.pcall('HMGET', key, unpack(names))
+      if type(values) == 'table' and values.err == nil then
+        local changes = {}
+        local removed = false
+        for field = 1, #names do
+          changes[#changes + 1] = names[field]
+          changes[#changes + 1] = values[field]
+          removed = removed or not values[field]
+        end
+        if removed and lab_server.call('EXISTS', key) == 0 then
+          seen = {key, 'none'}
+        else
+          seen = {key, 'fields', changes}
+        end
+      end
     elseif lab_kind[key] == 'hash' then
       -- Written only by hash verbs: one read says all (no hash is ever empty).
       local value = lab_server.pcall('HGETALL', key)

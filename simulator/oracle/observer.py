@@ -69,24 +69,55 @@ class LedgerObserver:
             for redis_key, found in ledger_layout(kind, settings, keys).items():
                 self.role_of[redis_key] = found
                 self.source_of[redis_key] = source_for(kind)
+        # The content of every ledger hash, as the backend holds it: a command
+        # reports only the fields it changed (the shim's ``fields``). It is
+        # complete because every change to a ledger key reaches this observer
+        # (commands, expiry, eviction, restores) and every run starts empty;
+        # the end-of-run mirror check compares the result with the backend.
+        self.hashes: dict[str, dict[str, str]] = {}
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
-        """A command ran; ``observed`` holds ``[key, type(, value)]`` entries, or
-        ``[key, "same"]`` for a key it only read (still reported: the oracle
-        notes what the store counted when the command ran)."""
+        """A command ran; ``observed`` holds ``[key, type(, value)]`` entries,
+        ``[key, "fields", [name, value or None, ...]]`` for a hash it changed
+        field by field, or ``[key, "same"]`` for a key it only read (still
+        reported: the oracle notes what the store counted when the command ran)."""
         how = "migration" if tag == MIGRATION else "command"
-        self._report([(entry[0], UNCHANGED if entry[1] == "same"
-                       else entry[2] if len(entry) > 2 else None) for entry in observed],
-                     now_us, tag, how)
+        self._report([(entry[0], self._content(entry)) for entry in observed
+                      if entry[0] in self.role_of], now_us, tag, how)
+
+    def _content(self, entry: list) -> Any:
+        redis_key, kind = entry[0], entry[1]
+        if kind == "same":
+            return UNCHANGED
+        if kind == "fields":
+            mirror = self.hashes.setdefault(redis_key, {})
+            changes = entry[2]
+            for name, value in zip(changes[::2], changes[1::2], strict=True):
+                if value is None:
+                    mirror.pop(name, None)
+                else:
+                    mirror[name] = value
+            return mirror
+        content = entry[2] if len(entry) > 2 else None
+        if kind == "hash":
+            self.hashes[redis_key] = dict(zip(content[::2], content[1::2], strict=True))
+        else:
+            self.hashes.pop(redis_key, None)
+        return content
 
     def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
         """Keys vanished without a command: expired, lost, evicted."""
+        for redis_key in redis_keys:
+            self.hashes.pop(redis_key, None)
         self._report([(redis_key, None) for redis_key in redis_keys], now_us, -1, how)
 
     def resync(self, read: Any, now_us: int, how: str) -> None:
         """After a restore, read every ledger key afresh (``read(redis_key, role)``)."""
-        self._report([(redis_key, read(redis_key, role))
-                      for redis_key, (_, role) in self.role_of.items()], now_us, -1, how)
+        contents = [(redis_key, read(redis_key, role))
+                    for redis_key, (_, role) in self.role_of.items()]
+        self.hashes = {redis_key: dict(raw) for redis_key, raw in contents
+                       if isinstance(raw, dict) and raw}
+        self._report(contents, now_us, -1, how)
 
     def _report(self, contents: list[tuple[str, Any]], now_us: int, tag: int,
                 how: str) -> None:
