@@ -279,3 +279,21 @@ def _base_dict() -> dict:
     import tomllib
 
     return tomllib.loads(TINY_BASE) | {"duration": "500ms"}
+
+
+@pytest.mark.redis
+def test_workers_sharing_a_real_redis_each_run_under_their_own_prefix_and_clean_up(
+        tmp_path, redis_url):
+    import redis
+
+    sweep = build_sweep({"name": "shared", "seeds": 2, "backend": redis_url,
+                         "vary": {"network.reply_loss": [0.0, 0.1]}}, _base_dict())
+    outcome = run_sweep(sweep, tmp_path / "out", workers=2, progress=False)
+    assert (outcome.completed, outcome.failed) == (4, {})
+    frame = read_results(tmp_path / "out")
+    # The same runs as on fakeredis: a shared server changes nothing but speed.
+    alone = run_scenario(sweep.scenario_at(sweep.points[1]), seed=2).summary
+    row = frame[(frame["network.reply_loss"] == 0.1) & (frame["seed"] == 2)].iloc[0]
+    assert row["trace_fingerprint"] == alone["trace_fingerprint"]
+    client = redis.Redis.from_url(redis_url)
+    assert list(client.scan_iter(match="lab:*")) == []
