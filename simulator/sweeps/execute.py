@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from simulator.backends import BackendError
 from simulator.run import run_scenario
 from simulator.sweeps.design import Sweep, Task
 from simulator.sweeps.results import ResultsDir
@@ -127,7 +128,11 @@ def _executor(workers: int | None, scheduler: str | None
     if scheduler is not None:
         from distributed import Client
 
-        with Client(scheduler) as client:
+        try:
+            client = Client(scheduler, timeout="15s")
+        except (OSError, TimeoutError) as error:
+            raise BackendError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
+        with client:
             executor = client.get_executor(pure=False)
             yield executor, lambda: executor
         return
