@@ -54,11 +54,10 @@ workers = None  # local worker processes (None: one per core)
 # %%
 # ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
 # %matplotlib inline
-from pathlib import Path
 
 from IPython.display import display
 
-from simulator.analysis import lab_path
+from simulator.analysis import notebook_results_dir
 from simulator.analysis.overshoot import (
     CRASHES,
     POLICY,
@@ -74,8 +73,7 @@ from simulator.analysis.overshoot import (
     run_overshoot_sweeps,
 )
 
-results_dir = Path(results_dir) if results_dir is not None else lab_path(
-    "data", "results", "notebooks", "01_cap_overshoot_under_faults")
+results_dir = notebook_results_dir("01_cap_overshoot_under_faults", results_dir)
 sweeps = overshoot_sweeps(stores, seeds=seeds, set_fields=set_fields, vary=vary)
 for name, sweep in sweeps.items():
     print(f"{name}: {len(sweep.points)} points x {len(sweep.seeds)} seeds, varying "

@@ -64,14 +64,14 @@ workers = None  # local worker processes (None: one per core)
 # %matplotlib inline
 from IPython.display import Markdown, display
 
-from simulator.analysis import lab_path, ttl
+from simulator.analysis import notebook_results_dir, ttl
 from simulator.sweeps import read_metrics, read_results, results_dir_for, run_sweep
 
 sweep = ttl.load_ttl_sweep(sweep_file, seeds=seeds, ttl_range=ttl_range,
                            request_duration=request_duration, crash_rate=crash_rate,
                            set_fields=set_fields)
 scenario = ttl.ttl_sweep_scenario(sweep)
-root = results_dir or lab_path("data", "results", "notebooks", "02_tuning_the_reservation_ttl")
+root = notebook_results_dir("02_tuning_the_reservation_ttl", results_dir)
 out = results_dir_for(sweep, root)
 outcome = run_sweep(sweep, out, workers=workers)
 print(f"{outcome.runs_total} runs ({outcome.already_done} reused from {out})")

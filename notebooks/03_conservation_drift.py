@@ -60,11 +60,10 @@ workers = None  # local worker processes (None: one per core)
 # %%
 # ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
 # %matplotlib inline
-from pathlib import Path
 
 from IPython.display import display
 
-from simulator.analysis import lab_path
+from simulator.analysis import notebook_results_dir
 from simulator.analysis.drift import (
     RESTART_RATE,
     cause_checks,
@@ -76,8 +75,7 @@ from simulator.analysis.drift import (
     run_drift_sweeps,
 )
 
-results_dir = Path(results_dir) if results_dir is not None else lab_path(
-    "data", "results", "notebooks", "03_conservation_drift")
+results_dir = notebook_results_dir("03_conservation_drift", results_dir)
 sweeps = drift_sweeps(mechanisms, seeds=seeds, set_fields=set_fields, vary=vary)
 for name, sweep in sweeps.items():
     print(f"{name}: {len(sweep.points)} points x {len(sweep.seeds)} seeds, varying "

@@ -52,14 +52,12 @@ workers = None        # replays at once, in processes (None: one per core; 1: in
 
 # %%
 # ruff: noqa: E402  (a notebook imports after its papermill parameters cell)
-from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
-from simulator.analysis import lab_path
+from simulator.analysis import figure_png, notebook_results_dir
 from simulator.analysis.gallery import (
     entry_markdown,
-    figure_png,
     gallery_conclusion,
     report_paths,
     run_gallery,
@@ -67,8 +65,7 @@ from simulator.analysis.gallery import (
     summary_table,
 )
 
-out_dir = (Path(results_dir) if results_dir is not None
-           else lab_path("data", "results", "notebooks", "04_race_report_gallery"))
+out_dir = notebook_results_dir("04_race_report_gallery", results_dir)
 paths = report_paths(reports)
 print(f"{len(paths)} race report(s): {', '.join(path.stem for path in paths)}")
 print(f"timelines are written to {out_dir}")

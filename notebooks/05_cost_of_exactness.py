@@ -53,11 +53,10 @@ workers = None            # runs at once, in processes (None or 1: one at a time
 
 # %%
 # ruff: noqa: E402  (a notebook imports after its papermill parameters cell)
-from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
-from simulator.analysis import lab_path
+from simulator.analysis import figure_png, notebook_results_dir
 from simulator.analysis.exactness import (
     backend_description,
     choose_backend,
@@ -76,10 +75,8 @@ from simulator.analysis.exactness import (
     times_conclusion,
     write_results,
 )
-from simulator.analysis.gallery import figure_png
 
-out_dir = (Path(results_dir) if results_dir is not None
-           else lab_path("data", "results", "notebooks", "05_cost_of_exactness"))
+out_dir = notebook_results_dir("05_cost_of_exactness", results_dir)
 chosen = choose_backend(backend)
 tasks = plan_tasks(stores, durations, seeds, set_fields)
 display(Markdown(backend_description(chosen, backend)))

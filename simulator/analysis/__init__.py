@@ -6,7 +6,10 @@ no logic lives only in a notebook. ``lab_path`` finds the lab's own files
 (scenarios, sweeps, race reports) wherever the notebook runs from.
 """
 
+import io
 from pathlib import Path
+
+from matplotlib.figure import Figure
 
 LAB_ROOT = Path(__file__).resolve().parents[2]
 """The lab's checkout: the directory holding ``data/``, ``notebooks/`` and ``simulator/``."""
@@ -15,3 +18,21 @@ LAB_ROOT = Path(__file__).resolve().parents[2]
 def lab_path(*parts: str) -> Path:
     """A path inside the lab's checkout, e.g. ``lab_path("data", "races")``."""
     return LAB_ROOT.joinpath(*parts)
+
+
+def notebook_results_dir(notebook: str, results_dir: str | Path | None = None) -> Path:
+    """Where a notebook keeps its runs: ``results_dir`` when given, else
+    ``data/results/notebooks/NOTEBOOK`` in the lab's checkout."""
+    if results_dir is not None:
+        return Path(results_dir)
+    return lab_path("data", "results", "notebooks", notebook)
+
+
+def figure_png(figure: Figure, dpi: int = 100) -> bytes:
+    """The figure as PNG bytes: displayable with ``IPython.display.Image``
+    whatever matplotlib backend the kernel ended up with (the timeline
+    module selects Agg on import, which keeps Jupyter's inline hook from
+    registering)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()

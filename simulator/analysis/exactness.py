@@ -35,6 +35,7 @@ flight depend only on the scenario and the seed.
 
 from __future__ import annotations
 
+import copy
 import math
 import multiprocessing
 import time
@@ -142,7 +143,7 @@ def scenario_data(base: Mapping[str, Any], store: str, duration: str,
     """The base scenario with ``set_fields`` (dotted paths), ``store`` and the
     request duration. A namespace-capped store gets a namespace cap of
     subject cap x subjects, so neither cap is ever the one that decides."""
-    data: dict[str, Any] = _copy(base)
+    data: dict[str, Any] = copy.deepcopy(base)
     for dotted, value in (set_fields or {}).items():
         set_dotted(data, dotted, value)
     data["store"] = store
@@ -152,14 +153,6 @@ def scenario_data(base: Mapping[str, Any], store: str, duration: str,
         subjects = data.get("workload", {}).get("keys", {}).get("subjects", 100)
         subject_cap = settings.get("subject_cap_microdollars", 1_000_000)
         settings["namespace_cap_microdollars"] = subject_cap * subjects
-    return data
-
-
-def _copy(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {key: _copy(value) for key, value in data.items()}
-    if isinstance(data, list):
-        return [_copy(value) for value in data]
     return data
 
 

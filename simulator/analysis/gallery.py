@@ -22,7 +22,6 @@ Nothing here is random: a replay depends only on the report.
 
 from __future__ import annotations
 
-import io
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -292,16 +291,6 @@ def side_by_side(entry: GalleryEntry, width_in: float = 18.0) -> Figure:
                     "true spend)", fontsize=11)
     figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.86, wspace=0.03)
     return figure
-
-
-def figure_png(figure: Figure, dpi: int = 100) -> bytes:
-    """The figure as PNG bytes: displayable with ``IPython.display.Image``
-    whatever matplotlib backend the kernel ended up with (the timeline
-    module selects Agg on import, which keeps Jupyter's inline hook from
-    registering)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
 
 
 SUMMARY_COLUMNS = ("report", "variant", "invariant", "reproduced", "fingerprint ok",

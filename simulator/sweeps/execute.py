@@ -94,7 +94,7 @@ def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
 
         with _executor(workers, scheduler) as (executor, rebuild):
             _drain(executor, rebuild, pending, finished, notice, allow_remote_redis)
-    results.consolidate(sweep)
+    results.consolidate(tasks)
     return outcome
 
 

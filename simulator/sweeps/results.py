@@ -46,18 +46,16 @@ class ResultsDir:
     def claim(self, sweep: Sweep) -> None:
         """Make the directory this sweep's, or refuse one holding another sweep's results."""
         manifest = self.root / "sweep.json"
-        if manifest.exists():
-            recorded = json.loads(manifest.read_text())
-            if recorded.get("fingerprint") != sweep.fingerprint:
-                raise ScenarioError(
-                    f"{self.root} holds results of sweep {recorded.get('name')!r} run on a "
-                    "different base scenario, backend or version of the lab; they cannot be "
-                    "mixed. Choose another --out, or remove that directory to start again.")
+        recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
+        if recorded and recorded.get("fingerprint") != sweep.fingerprint:
+            raise ScenarioError(
+                f"{self.root} holds results of sweep {recorded.get('name')!r} run on a "
+                "different base scenario, backend or version of the lab; they cannot be "
+                "mixed. Choose another --out, or remove that directory to start again.")
         self.runs.mkdir(parents=True, exist_ok=True)
         self.metrics.mkdir(parents=True, exist_ok=True)
-        points = {point.point_id: point.parameters for point in sweep.points}
-        if manifest.exists():
-            points = {**json.loads(manifest.read_text()).get("points", {}), **points}
+        points = {**recorded.get("points", {}),
+                  **{point.point_id: point.parameters for point in sweep.points}}
         _write_atomically(manifest, (json.dumps({
             "name": sweep.name, "fingerprint": sweep.fingerprint,
             "parameters": list(sweep.parameters), "seeds": list(sweep.seeds),
@@ -76,10 +74,10 @@ class ResultsDir:
         _write_table(pa.Table.from_pylist([row_of(task, summary, run_info)]),
                      self.runs / f"{task.run_id}.parquet")
 
-    def consolidate(self, sweep: Sweep) -> Path:
-        """Write ``results.parquet``: the rows of every finished run of ``sweep``."""
+    def consolidate(self, tasks: list[Task]) -> Path:
+        """Write ``results.parquet``: the rows of every finished run of ``tasks``."""
         rows = [pq.read_table(path).to_pylist()[0]
-                for task in sweep.tasks()
+                for task in tasks
                 if (path := self.runs / f"{task.run_id}.parquet").exists()]
         target = self.root / RESULTS_FILE
         _write_table(pa.Table.from_pylist(rows), target)

@@ -9,13 +9,12 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from simulator.analysis import lab_path
+from simulator.analysis import figure_png, lab_path
 from simulator.analysis.gallery import (
     SUMMARY_COLUMNS,
     GalleryEntry,
     Side,
     entry_markdown,
-    figure_png,
     gallery_conclusion,
     replay_side,
     report_paths,
