@@ -239,11 +239,13 @@ def _check_mirror(server: Server, oracle: BudgetOracle, layouts: list[tuple[Any,
     otherwise, and the run stops rather than report numbers it cannot vouch for."""
     for kind, settings in layouts:
         source = source_for(kind)
-        for redis_key, (key, role) in ledger_layout(kind, settings, keys).items():
+        layout = ledger_layout(kind, settings, keys)
+        held = server.read_ledger_keys(list(layout))
+        for redis_key, (key, role) in layout.items():
             scope_name, part = scope_and_part(role)
             scope = oracle.scopes.get(scope_name)
             book = scope.books.get(scope.scope_of(key)) if scope else None
-            actual = kind.decode(role, server.read_ledger_key(redis_key, role))
+            actual = kind.decode(role, held[redis_key])
             mirrored = (book.spent.get(source, 0) if part == "spent"
                         else book.holds.get(source, {})) if book else kind.decode(role, None)
             if actual != mirrored:

@@ -227,17 +227,23 @@ class Server:
         if self.eviction is not None:
             self.eviction.reset(self.backend, now_us)
         if self.observer is not None:
-            self.observer.resync(self.read_ledger_key, now_us, "data_loss")
+            self.observer.resync(self.read_ledger_keys(self.observer.ledger_keys()), now_us,
+                                 "data_loss")
 
-    def read_ledger_key(self, redis_key: str, role: str) -> Any:
-        """A key's content read by the lab itself (not a modelled message)."""
+    READERS = {"string": "GET", "hash": "HGETALL"}
+    """How the lab reads a ledger key of each type; other types read as absent."""
+
+    def read_ledger_keys(self, redis_keys: list[str]) -> dict[str, Any]:
+        """Keys' contents read by the lab itself (not modelled messages), in two
+        pipelines: their types, then their contents."""
         self.flush()
-        kind = self.backend.read("TYPE", redis_key)
-        if kind == "string":
-            return self.backend.read("GET", redis_key)
-        if kind == "hash":
-            return self.backend.read("HGETALL", redis_key)
-        return None
+        kinds = self.backend.read_many([("TYPE", key) for key in redis_keys])
+        readable = [(key, self.READERS[kind]) for key, kind in zip(redis_keys, kinds, strict=True)
+                    if kind in self.READERS]
+        values = self.backend.read_many([(verb, key) for key, verb in readable])
+        contents = dict.fromkeys(redis_keys)
+        contents.update((key, value) for (key, _), value in zip(readable, values, strict=True))
+        return contents
 
     def _evict(self, now_us: int) -> None:
         victims = self.eviction.victims(self.backend.expiry)

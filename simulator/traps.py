@@ -15,7 +15,6 @@ directly.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,26 +30,41 @@ class Trap:
         return (yield self)
 
 
-@dataclass(frozen=True, slots=True)
 class Sleep(Trap):
     """Resume after ``delay_us`` of virtual time."""
 
-    delay_us: int
+    __slots__ = ("delay_us",)
+
+    def __init__(self, delay_us: int) -> None:
+        self.delay_us = delay_us
+
+    def __repr__(self) -> str:
+        return f"Sleep({self.delay_us!r})"
 
 
-@dataclass(frozen=True, slots=True)
 class Send(Trap):
     """Send ``command`` over ``link`` and resume with the reply, or with the
     error the caller's driver would raise (timeout, connection refused...)."""
 
-    link: Any
-    command: Any
+    __slots__ = ("link", "command")
+
+    def __init__(self, link: Any, command: Any) -> None:
+        self.link = link
+        self.command = command
+
+    def __repr__(self) -> str:
+        return f"Send({self.link!r}, {self.command!r})"
 
 
-@dataclass(frozen=True, slots=True)
 class Join(Trap):
     """Resume when ``process`` finishes, with its result or its exception; or
     with ``TimeoutError`` once ``timeout_us`` passes (the process runs on)."""
 
-    process: Process
-    timeout_us: int | None = None
+    __slots__ = ("process", "timeout_us")
+
+    def __init__(self, process: Process, timeout_us: int | None = None) -> None:
+        self.process = process
+        self.timeout_us = timeout_us
+
+    def __repr__(self) -> str:
+        return f"Join({self.process!r}, timeout_us={self.timeout_us!r})"

@@ -64,6 +64,8 @@ local lab_shape = {HSET = 'hash', HSETNX = 'hash', HMSET = 'hash', HINCRBY = 'ha
   SETRANGE = 'string', SET = 'string', SETNX = 'string', GETSET = 'string'}
 local lab_field_args = {HSET = 2, HMSET = 2, HSETNX = 0, HINCRBY = 0, HINCRBYFLOAT = 0,
   HDEL = 1}
+local lab_shrinking = {HDEL = 1, SREM = 1, ZREM = 1, LREM = 1, LPOP = 1, RPOP = 1, SPOP = 1}
+local lab_counting = {INCR = 1, INCRBY = 1, DECR = 1, DECRBY = 1, INCRBYFLOAT = 1}
 local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
 """
@@ -82,25 +84,64 @@ local lab_written = {}
 local lab_reshaped = {}
 local lab_kind = {}
 local lab_fields = {}
+-- What the shim itself knows of a key, so the tail need not ask the server:
+-- the TTL state it left a key in (until any later write to it), and the
+-- values the body's own hash verbs left in a hash's fields (a value it could
+-- not see, such as HINCRBY's, is lab_unknown; a key whose fields something
+-- else may have changed has lab_values[key] == false).
+local lab_known = {}
+local lab_unknown = {}
+local lab_values = {}
+-- A string counter's value as the body's last INCR-like verb answered it.
+local lab_strings = {}
+-- Keys a verb may have emptied (and so deleted) without touching their TTL.
+local lab_shrunk = {}
+-- Whether a key exists after the body, once the tail has asked.
+local lab_exists = {}
 
 local function lab_note(key, ttl_ms)
   lab_ttls[#lab_ttls + 1] = key
   lab_ttls[#lab_ttls + 1] = ttl_ms
   lab_touched[#lab_touched + 1] = key
+  lab_known[key] = ttl_ms > 0 and 1 or -2
 end
 
 local function lab_expire(key, ttl_ms)
-  if lab_server.call('EXISTS', key) == 0 then
-    return 0
-  end
+  -- Each call answers whether the key existed, so no EXISTS goes first.
   if ttl_ms <= 0 then
-    lab_server.call('DEL', key)
+    if lab_server.call('DEL', key) == 0 then return 0 end
+    lab_values[key] = false
+    -- Deleted: the key's content is no longer what its other verbs say.
+    if lab_declared[key] then lab_kind[key] = 'other' end
     lab_note(key, -1)
     return 1
   end
-  lab_server.call('PEXPIRE', key, SENTINEL)
+  if lab_server.call('PEXPIRE', key, SENTINEL) == 0 then return 0 end
   lab_note(key, ttl_ms)
   return 1
+end
+
+local function lab_remember(verb, args)
+  -- After a hash verb succeeded: the values it left in the fields it named.
+  local values = lab_values[args[2]]
+  if values == nil then
+    values = {}
+    lab_values[args[2]] = values
+  elseif values == false then
+    return
+  end
+  if verb == 'HDEL' then
+    for index = 3, #args do values[args[index]] = false end
+  elseif verb == 'HSET' or verb == 'HMSET' then
+    for index = 3, #args, 2 do
+      local value = args[index + 1]
+      -- Only a string is stored as given; a number is converted by the server.
+      if type(value) == 'string' then values[args[index]] = value
+      else values[args[index]] = lab_unknown end
+    end
+  else
+    values[args[3]] = lab_unknown
+  end
 end
 
 local function lab_set(args)
@@ -138,9 +179,14 @@ local function lab_call(...)
     -- the shape of the verbs used says which read gives the key's state.
     for index = 2, #args do
       local key = args[index]
+      lab_known[key] = nil
+      lab_strings[key] = nil
       if lab_declared[key] then
         lab_written[key] = true
-        if lab_in_place[verb] == nil then lab_reshaped[key] = true end
+        -- A shrinking verb may delete the key, but leaves its TTL alone; a
+        -- later write may re-create the key without one, so it reshapes.
+        if lab_shrinking[verb] then lab_shrunk[key] = true
+        elseif lab_in_place[verb] == nil or lab_shrunk[key] then lab_reshaped[key] = true end
         -- A TTL changes no content: it leaves the key's shape as it was.
         if verb ~= 'PEXPIRE' and verb ~= 'EXPIRE' then
           local shape = lab_shape[verb] or 'other'
@@ -151,6 +197,11 @@ local function lab_call(...)
     end
     -- The fields a hash verb names: their values are all that can have changed.
     local step = lab_field_args[verb]
+    if step == nil and verb ~= 'PEXPIRE' and verb ~= 'EXPIRE' then
+      for index = 2, #args do
+        if lab_declared[args[index]] then lab_values[args[index]] = false end
+      end
+    end
     if step ~= nil and lab_declared[args[2]] then
       local fields = lab_fields[args[2]]
       if fields == nil then
@@ -182,7 +233,16 @@ local function lab_call(...)
   elseif lab_refused[verb] == 1 then
     return lab_server.error_reply('ERR ' .. verb .. ' inside a script cannot follow virtual time')
   end
-  return lab_server.call(...)
+  local reply = lab_server.call(...)
+  if lab_field_args[verb] ~= nil and lab_declared[args[2]] then lab_remember(verb, args) end
+  if lab_counting[verb] then
+    -- An integer reply arrives as a Lua number: exact only below 2^53.
+    if type(reply) == 'string' then lab_strings[args[2]] = reply
+    elseif math.abs(reply) < 9007199254740992 then
+      lab_strings[args[2]] = string.format('%d', reply)
+    end
+  end
+  return reply
 end
 
 local function lab_checked(...)
@@ -206,12 +266,26 @@ local lab_ok, lab_reply = pcall(lab_body, lab_proxy)
 
 _SHIM_TAIL = r"""
 local lab_states = {}
+local function lab_still_there(key)
+  if lab_exists[key] == nil then lab_exists[key] = lab_server.call('EXISTS', key) == 1 end
+  return lab_exists[key]
+end
 for index = 1, #KEYS do
-  if lab_reshaped[KEYS[index]] then lab_touched[#lab_touched + 1] = KEYS[index] end
+  local key = KEYS[index]
+  if lab_reshaped[key] then
+    lab_touched[#lab_touched + 1] = key
+  elseif lab_shrunk[key] and lab_known[key] == nil and not lab_still_there(key) then
+    -- Emptied away; a key still there kept whatever TTL it had.
+    lab_states[#lab_states + 1] = key
+    lab_states[#lab_states + 1] = -2
+  end
 end
 for index = 1, #lab_touched do
-  local ttl = lab_server.call('PTTL', lab_touched[index])
-  if ttl > 0 then ttl = 1 end
+  local ttl = lab_known[lab_touched[index]]
+  if ttl == nil then
+    ttl = lab_server.call('PTTL', lab_touched[index])
+    if ttl > 0 then ttl = 1 end
+  end
   lab_states[#lab_states + 1] = lab_touched[index]
   lab_states[#lab_states + 1] = ttl
 end
@@ -227,7 +301,20 @@ if lab_observe then
       -- (false: gone); the lab keeps the rest. No hash is ever empty, so a
       -- hash that lost a field may be gone altogether.
       local names = lab_fields[key]
-      local values = lab_server.pcall('HMGET', key, unpack(names))
+      local values = nil
+      local known = lab_values[key]
+      if known then
+        values = {}
+        for field = 1, #names do
+          local value = known[names[field]]
+          if value == nil or value == lab_unknown then
+            values = nil
+            break
+          end
+          values[field] = value
+        end
+      end
+      if values == nil then values = lab_server.pcall('HMGET', key, unpack(names)) end
       if type(values) == 'table' and values.err == nil then
         local changes = {}
         local removed = false
@@ -236,7 +323,7 @@ if lab_observe then
           changes[#changes + 1] = values[field]
           removed = removed or not values[field]
         end
-        if removed and lab_server.call('EXISTS', key) == 0 then
+        if removed and not lab_still_there(key) then
           seen = {key, 'none'}
         else
           seen = {key, 'fields', changes}
@@ -248,6 +335,8 @@ if lab_observe then
       if type(value) == 'table' and value.err == nil then
         seen = #value == 0 and {key, 'none'} or {key, 'hash', value}
       end
+    elseif lab_kind[key] == 'string' and lab_strings[key] ~= nil then
+      seen = {key, 'string', lab_strings[key]}
     elseif lab_kind[key] == 'string' then
       local value = lab_server.pcall('GET', key)
       if type(value) ~= 'table' then

@@ -69,12 +69,14 @@ class LedgerObserver:
             for redis_key, found in ledger_layout(kind, settings, keys).items():
                 self.role_of[redis_key] = found
                 self.source_of[redis_key] = source_for(kind)
-        # The content of every ledger hash, as the backend holds it: a command
-        # reports only the fields it changed (the shim's ``fields``). It is
-        # complete because every change to a ledger key reaches this observer
-        # (commands, expiry, eviction, restores) and every run starts empty;
-        # the end-of-run mirror check compares the result with the backend.
-        self.hashes: dict[str, dict[str, str]] = {}
+        # Every ledger hash, as the backend holds it, already decoded: a
+        # command reports only the fields it changed (the shim's ``fields``),
+        # so only those are decoded, and a hold's cost does not grow with the
+        # number of holds beside it. The mirror is complete because every
+        # change to a ledger key reaches this observer (commands, expiry,
+        # eviction, restores) and every run starts empty; the end-of-run
+        # mirror check compares the books with the backend.
+        self.hashes: dict[str, dict[str, Any]] = {}
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         """A command ran; ``observed`` holds ``[key, type(, value)]`` entries,
@@ -86,51 +88,59 @@ class LedgerObserver:
                       if entry[0] in self.role_of], now_us, tag, how)
 
     def _content(self, entry: list) -> Any:
+        """One post-state entry, decoded as its role reads."""
         redis_key, kind = entry[0], entry[1]
         if kind == "same":
             return UNCHANGED
+        role = self.role_of[redis_key][1]
         if kind == "fields":
             mirror = self.hashes.setdefault(redis_key, {})
             changes = entry[2]
-            for name, value in zip(changes[::2], changes[1::2], strict=True):
+            names, values = changes[::2], changes[1::2]
+            written = {name: value for name, value in zip(names, values, strict=True)
+                       if value is not None}
+            for name, value in zip(names, values, strict=True):
                 if value is None:
                     mirror.pop(name, None)
-                else:
-                    mirror[name] = value
+            mirror.update(self.decode(role, written))
             return mirror
-        content = entry[2] if len(entry) > 2 else None
-        if kind == "hash":
-            self.hashes[redis_key] = dict(zip(content[::2], content[1::2], strict=True))
+        return self._decoded(redis_key, role, entry[2] if len(entry) > 2 else None)
+
+    def _decoded(self, redis_key: str, role: str, raw: Any) -> Any:
+        """A whole key's raw content, decoded; a hash also becomes its mirror."""
+        content = self.decode(role, raw)
+        if isinstance(content, dict) and content:
+            self.hashes[redis_key] = dict(content)
         else:
             self.hashes.pop(redis_key, None)
         return content
 
     def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
         """Keys vanished without a command: expired, lost, evicted."""
-        for redis_key in redis_keys:
-            self.hashes.pop(redis_key, None)
-        self._report([(redis_key, None) for redis_key in redis_keys], now_us, -1, how)
+        self._report([(redis_key, self._decoded(redis_key, self.role_of[redis_key][1], None))
+                      for redis_key in redis_keys if redis_key in self.role_of],
+                     now_us, -1, how)
 
-    def resync(self, read: Any, now_us: int, how: str) -> None:
-        """After a restore, read every ledger key afresh (``read(redis_key, role)``)."""
-        contents = [(redis_key, read(redis_key, role))
-                    for redis_key, (_, role) in self.role_of.items()]
-        self.hashes = {redis_key: dict(raw) for redis_key, raw in contents
-                       if isinstance(raw, dict) and raw}
-        self._report(contents, now_us, -1, how)
+    def ledger_keys(self) -> list[str]:
+        """Every Redis key this observer follows."""
+        return list(self.role_of)
+
+    def resync(self, read: dict[str, Any], now_us: int, how: str) -> None:
+        """After a restore: every ledger key's content as read afresh (``read``,
+        by Redis key)."""
+        self._report([(redis_key, self._decoded(redis_key, role, read[redis_key]))
+                      for redis_key, (_, role) in self.role_of.items()], now_us, -1, how)
 
     def _report(self, contents: list[tuple[str, Any]], now_us: int, tag: int,
                 how: str) -> None:
+        """Hand decoded contents to the oracle, one ledger (key, source, scope) at a time."""
         parts: dict[tuple[Key, str, str], dict[str, Any]] = {}
-        for redis_key, raw in contents:
-            found = self.role_of.get(redis_key)
-            if found is None:
-                continue
-            key, role = found
+        for redis_key, content in contents:
+            key, role = self.role_of[redis_key]
             scope, part = scope_and_part(role)
             decoded = parts.setdefault((key, self.source_of[redis_key], scope), {})
-            if raw is not UNCHANGED:
-                decoded[part] = self.decode(role, raw)
+            if content is not UNCHANGED:
+                decoded[part] = content
         for (key, source, scope), decoded in parts.items():
             self.oracle.observe(key, source, now_us, tag, how, spent=decoded.get("spent"),
                                 holds=decoded.get("holds"), scope=scope)
