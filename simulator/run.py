@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.backends import BackendSpec, RedisBackend, open_redis_backend
+from simulator.collector import long_lived_frozen
 from simulator.faults import plan
 from simulator.kernel import Kernel, SimulationError
 from simulator.metrics import Sampler
@@ -169,10 +170,11 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                              streams), migrations)
             sampler.start()
             step_us = max(1, end_us // 100)
-            for until_us in range(step_us, end_us + step_us, step_us):
-                kernel.run(min(until_us, end_us))
-                if progress is not None:
-                    progress(min(until_us, end_us), end_us)
+            with long_lived_frozen():
+                for until_us in range(step_us, end_us + step_us, step_us):
+                    kernel.run(min(until_us, end_us))
+                    if progress is not None:
+                        progress(min(until_us, end_us), end_us)
             if server is not None:
                 server.flush()
                 server.expire_due(end_us)
