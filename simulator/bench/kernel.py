@@ -96,7 +96,7 @@ class ModelSize:
 QUICK = ModelSize(replicas=1_000, virtual_us=2_000_000)
 FULL = ModelSize(replicas=10_000, virtual_us=2_000_000)
 QUICK_ROUNDS = 3
-FULL_ROUNDS = 3
+FULL_ROUNDS = 5
 
 
 class ModelCounts:
