@@ -3,11 +3,11 @@
 The shim answers much of what it reports from what the script's own verbs
 told it (a hash field's value from the ``HSET`` that wrote it, a counter from
 ``INCRBY``'s reply, a TTL from the ``PEXPIRE`` it rewrote), asking the server
-only what it cannot know. Random scripts over two keys check that every such
-shortcut agrees with the server: after each script, the lab's mirror of each
-key (rebuilt from the reports alone, as the oracle's observer does) equals the
-key's content, and the lab holds a virtual deadline exactly for the keys that
-carry the shim's sentinel TTL.
+only what it cannot know. Random scripts over two keys (hashes, strings, sets
+and lists) check that every such shortcut agrees with the server: after each
+script, the lab's mirror of each key (rebuilt from the reports alone, as the
+oracle's observer does) equals the key's content, and the lab holds a virtual
+deadline exactly for the keys that carry the shim's sentinel TTL.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ VERBS = {
     "del": lambda k, f, n: f"redis.call('DEL', KEYS[{k}])",
     "pexpire": lambda k, f, n: f"redis.call('PEXPIRE', KEYS[{k}], {1000 * n + 1})",
     "pexpire_now": lambda k, f, n: f"redis.call('PEXPIRE', KEYS[{k}], 0)",
+    "sadd": lambda k, f, n: f"redis.pcall('SADD', KEYS[{k}], '{f}')",
+    "srem": lambda k, f, n: f"redis.pcall('SREM', KEYS[{k}], '{f}')",
+    "lpush": lambda k, f, n: f"redis.pcall('LPUSH', KEYS[{k}], '{f}')",
+    "lpop": lambda k, f, n: f"redis.pcall('LPOP', KEYS[{k}])",
     "get": lambda k, f, n: f"redis.pcall('GET', KEYS[{k}])",
     "hgetall": lambda k, f, n: f"redis.pcall('HGETALL', KEYS[{k}])",
 }
