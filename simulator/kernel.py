@@ -18,6 +18,11 @@ Rules kept here:
 * A paused owner's wake-ups are held until the pause ends (stop-the-world).
 * Wake-ups carry the process's ``token``; stepping a process advances it, so a
   second wake-up for the same wait (a reply after a timeout) is ignored.
+* A wake-up is ``(process, token, value, error)``. It is either an event of
+  its own (``wake``, ``spawn``, ``cancel``, a sleep's end) or what an event's
+  callback returns (a link delivering a reply): the kernel steps the process
+  at once, as that event's last act. Either way the stepping code is the run
+  loop's, in one place.
 """
 
 from __future__ import annotations
@@ -75,21 +80,33 @@ class Process:
         return f"Process({self.name!r} of {self.owner.name!r})"
 
 
+WakeUp = tuple[Process, int, Any, BaseException | None]
+"""``(process, token, value, error)``: step ``process`` with ``value`` (or throw
+``error``) if it still waits in the wait ``token`` names."""
+
+
 def describe_time(now_us: int) -> str:
     return f"t={now_us / 1e6:.6f}s"
+
+
+def _WAKE_UP(*_: Any) -> None:  # noqa: N802 - a marker, named like a constant
+    """The callback of a wake-up event: never called, the run loop knows it
+    (its ``args`` are the wake-up itself)."""
+    raise AssertionError("a wake-up event is stepped by Kernel.run, never called")
 
 
 class Kernel:
     """Runs events in virtual-time order."""
 
-    # The run loop, ``at``, ``after`` and ``resume`` are the hot path of every
-    # run (one call per event): they push onto the heap directly rather than
-    # calling each other, reuse one bound ``resume``, count events without a
-    # per-event write, and step sleeps and sends without the handler table.
-    # None of that changes the order: every event still gets the next sequence
-    # number at the moment it is scheduled, so traces stay the same.
+    # The run loop, ``at`` and ``after`` are the hot path of every run (one
+    # call per event): they push onto the heap directly rather than calling
+    # each other, count events without a per-event write, and step processes
+    # inside the loop (no call per wake-up), handling sleeps and sends without
+    # the handler table. None of that changes the order: every event still
+    # gets the next sequence number at the moment it is scheduled, so traces
+    # stay the same.
     __slots__ = ("seed", "now", "swallowed_io", "_heap", "_sequence", "_discarded", "current",
-                 "_graveyard", "_owners", "_handlers", "_resume")
+                 "_graveyard", "_owners", "_handlers")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
@@ -107,8 +124,6 @@ class Kernel:
             Send: self._on_send,
             Join: self._on_join,
         }
-        # One bound method for every wake-up, instead of a new one per event.
-        self._resume = self.resume
 
     @property
     def events_run(self) -> int:
@@ -145,7 +160,47 @@ class Kernel:
         while heap and heap[0][0] <= until_us:
             time_us, _, callback, args = pop(heap)
             self.now = time_us
-            callback(*args)
+            wake_up = args if callback is _WAKE_UP else callback(*args)
+            if wake_up is None:
+                continue
+            process, token, value, error = wake_up
+            if process.token != token or process.finished:
+                continue
+            owner = process.owner
+            if not owner.alive:
+                continue
+            if owner.paused_until > time_us:
+                self.at(owner.paused_until, _WAKE_UP, process, token, value, error)
+                continue
+            process.token = token + 1
+            self.current = process
+            try:
+                if error is None:
+                    trap = process.coro.send(value)
+                else:
+                    trap = process.coro.throw(error)
+            except StopIteration as stop:
+                self._finish(process, stop.value, None)
+                continue
+            except BaseException as failure:  # noqa: BLE001 - handed to joiners or stops the run
+                self._finish(process, None, failure)
+                continue
+            finally:
+                self.current = None
+            # The two commonest traps are handled here, as ``_on_sleep`` and
+            # ``_on_send`` would: no table look-up, no extra call.
+            if trap.__class__ is Sleep:
+                delay_us = trap.delay_us
+                self._sequence = sequence = self._sequence + 1
+                heappush(heap, (time_us + delay_us if delay_us > 0 else time_us, sequence,
+                                _WAKE_UP, (process, process.token, None, None)))
+            elif trap.__class__ is Send:
+                trap.link.send(process, trap.command)
+            else:
+                handler = self._handlers.get(type(trap))
+                if handler is None:
+                    raise SimulationError(self._unknown_trap(process, trap))
+                handler(process, trap)
         if until_us > self.now:
             self.now = until_us
 
@@ -169,18 +224,18 @@ class Kernel:
             return Process(coro, owner, name, tag)
         process = Process(coro, owner, name, tag)
         owner.processes.add(process)
-        self.at(self.now, self._resume, process, process.token, None, None)
+        self.at(self.now, _WAKE_UP, process, process.token, None, None)
         return process
 
     def wake(self, process: Process, delay_us: int, value: Any = None,
              error: BaseException | None = None) -> None:
         """Resume ``process`` from its current wait after ``delay_us``."""
-        self.after(delay_us, self._resume, process, process.token, value, error)
+        self.after(delay_us, _WAKE_UP, process, process.token, value, error)
 
     def cancel(self, process: Process) -> None:
         """Throw ``CancelledError`` into ``process`` at its current await."""
         if not process.finished:
-            self.at(self.now, self._resume, process, process.token, None, CancelledError())
+            self.at(self.now, _WAKE_UP, process, process.token, None, CancelledError())
 
     def pause(self, owner: Owner, duration_us: int) -> None:
         """Stop the world for ``owner``: nothing it runs moves until the pause
@@ -214,56 +269,13 @@ class Kernel:
                 # The coroutine awaited inside its cleanup: that is I/O.
                 self.swallowed_io += 1
 
-    def resume(self, process: Process, token: int, value: Any = None,
-               error: BaseException | None = None) -> None:
-        """Step ``process`` now with ``value`` (or throw ``error``), provided
-        ``token`` is still the token of the wait it is suspended in."""
-        if process.token != token or process.finished:
-            return
-        owner = process.owner
-        if not owner.alive:
-            return
-        if owner.paused_until > self.now:
-            self.at(owner.paused_until, self._resume, process, token, value, error)
-            return
-        process.token = token + 1
-        self.current = process
-        try:
-            if error is None:
-                trap = process.coro.send(value)
-            else:
-                trap = process.coro.throw(error)
-        except StopIteration as stop:
-            self._finish(process, stop.value, None)
-            return
-        except BaseException as failure:  # noqa: BLE001 - handed to joiners or stops the run
-            self._finish(process, None, failure)
-            return
-        finally:
-            self.current = None
-        # The two commonest traps are handled here, as ``_on_sleep`` and
-        # ``_on_send`` would: no table look-up, no extra call.
-        if trap.__class__ is Sleep:
-            delay_us = trap.delay_us
-            self._sequence = sequence = self._sequence + 1
-            heappush(self._heap, (self.now + delay_us if delay_us > 0 else self.now, sequence,
-                                  self._resume, (process, process.token, None, None)))
-            return
-        if trap.__class__ is Send:
-            trap.link.send(process, trap.command)
-            return
-        handler = self._handlers.get(type(trap))
-        if handler is None:
-            raise SimulationError(self._unknown_trap(process, trap))
-        handler(process, trap)
-
     def _finish(self, process: Process, result: Any, error: BaseException | None) -> None:
         process.finished = True
         process.result = result
         process.error = error
         process.owner.processes.discard(process)
         for joiner, token in process.joiners:
-            self.at(self.now, self._resume, joiner, token, result, error)
+            self.at(self.now, _WAKE_UP, joiner, token, result, error)
         if error is not None and not process.joiners and not isinstance(error, CancelledError):
             hint = ""
             if isinstance(error, RuntimeError) and "event loop" in str(error):

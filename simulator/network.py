@@ -31,7 +31,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends import Outcome
 from simulator.distributions import Distribution
-from simulator.kernel import Kernel, Owner, Process
+from simulator.kernel import Kernel, Owner, Process, WakeUp
 from simulator.pipeline import Pending, when_done
 from simulator.server import NOSCRIPT, Command, Server
 from simulator.trace import UNKNOWN_YET, Trace
@@ -212,39 +212,39 @@ class Link:
             self.kernel.after(latency + server.extra_latency_us, self._deliver, call, attempt,
                               outcome)
 
-    def _deliver(self, call: _Call, attempt: int, outcome: Outcome | Pending) -> None:
+    def _deliver(self, call: _Call, attempt: int, outcome: Outcome | Pending) -> WakeUp | None:
+        """The reply reaches the caller: the wake-up with its value or error."""
         if self._held_by_pause(self._deliver, call, attempt, outcome):
-            return
+            return None
         if call.resolved or attempt != call.live_attempt:
             self._record(call, "late_reply")
-            return
+            return None
         call.resolved = True
         if not self.owner.alive:
             self._record(call, "reply_to_dead_replica")
-            return
+            return None
         if isinstance(outcome, Pending):
             if outcome.outcome is None:
                 self.server.flush()  # the caller reads the reply: run what is queued
             outcome = outcome.outcome
         if outcome.error is not None:
-            self.kernel.resume(call.process, call.token, None, error_for(outcome.error))
-        else:
-            self.kernel.resume(call.process, call.token, outcome.value)
+            return (call.process, call.token, None, error_for(outcome.error))
+        return (call.process, call.token, outcome.value, None)
 
-    def _time_out(self, call: _Call, attempt: int) -> None:
+    def _time_out(self, call: _Call, attempt: int) -> WakeUp | None:
+        """The caller's timeout: a retry, or the wake-up with the driver's error."""
         if call.resolved or attempt != call.live_attempt or not self.owner.alive:
-            return
+            return None
         if self._held_by_pause(self._time_out, call, attempt):
-            return
+            return None
         call.live_attempt = 0
         if call.attempt <= self.settings.retries:
             self._record(call, "call_retried", outcome=str(call.attempt))
             self.kernel.after(self._backoff(call.attempt), self._attempt, call)
-            return
+            return None
         call.resolved = True
         self._record(call, "call_timed_out")
-        self.kernel.resume(call.process, call.token, None,
-                           RedisTimeoutError("Timeout reading from socket"))
+        return (call.process, call.token, None, RedisTimeoutError("Timeout reading from socket"))
 
     def _backoff(self, failures: int) -> int:
         settings = self.settings

@@ -17,7 +17,7 @@ each looping forever over
 
 The lab's side uses the kernel the way ``simulator.network`` does: a ``Send``
 trap hands the call to a link, which schedules the arrival and the timeout
-with ``Kernel.after`` and resumes the caller with ``Kernel.resume``. SimPy's
+with ``Kernel.after`` and wakes the caller by returning its wake-up. SimPy's
 side is written the fastest equivalent way SimPy offers (timeouts with
 callbacks settling a reply event, rather than an ``AnyOf`` condition), so that
 the ratio is not flattered by a slow SimPy model: written the usual way, with
@@ -43,7 +43,8 @@ each side's time.
 **How time is measured.** CPU time of this process (``time.process_time``),
 from the first process started to the end of the run, so that other work on a
 shared machine does not count against whichever side it happened to overlap;
-each side runs several times, turn about, and keeps its fastest run. Both
+each side runs several times, turn about, and the ratio is the median of
+the rounds' own ratios (``measure_kernel`` says why). Both
 sides run the way ``run_scenario`` runs the lab: with the objects alive at
 the start out of the garbage collector's sight (``simulator.collector``), so
 neither pays for walking the other's imports.
@@ -54,6 +55,7 @@ from __future__ import annotations
 import gc
 import math
 import random
+import statistics
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -63,7 +65,7 @@ import simpy
 
 from simulator.bench.lines import BenchLine
 from simulator.collector import long_lived_frozen
-from simulator.kernel import Kernel, Process
+from simulator.kernel import Kernel, Process, WakeUp
 from simulator.traps import Send, Sleep
 
 THINK_MEAN_US = 100_000
@@ -183,19 +185,19 @@ class _LabLink:
         self.counts.executions += 1
         self.kernel.after(reply_latency_us, self._deliver, call)
 
-    def _deliver(self, call: _LabCall) -> None:
+    def _deliver(self, call: _LabCall) -> WakeUp | None:
         self.counts.happenings += 1
         if call.resolved:
-            return
+            return None
         call.resolved = True
-        self.kernel.resume(call.process, call.token, True)
+        return (call.process, call.token, True, None)
 
-    def _time_out(self, call: _LabCall) -> None:
+    def _time_out(self, call: _LabCall) -> WakeUp | None:
         self.counts.happenings += 1
         if call.resolved:
-            return
+            return None
         call.resolved = True
-        self.kernel.resume(call.process, call.token, None, TimeoutError())
+        return (call.process, call.token, None, TimeoutError())
 
 
 async def _lab_replica(link: _LabLink, draws: ReplicaDraws, counts: ModelCounts) -> None:
@@ -312,36 +314,46 @@ def run_simpy(size: ModelSize) -> tuple[ModelCounts, float]:
 # -- the measurement ------------------------------------------------------------
 
 
-def _best_of(rounds: int, sides: dict[str, Callable[[ModelSize], tuple[ModelCounts, float]]],
-             size: ModelSize) -> tuple[dict[str, ModelCounts], dict[str, float]]:
-    """Run each side ``rounds`` times, turn about, and keep each one's fastest
-    time: even in CPU time, the fastest run is the one other work on the
-    machine (caches, memory bandwidth) disturbed least."""
+def _paired_rounds(rounds: int,
+                   sides: dict[str, Callable[[ModelSize], tuple[ModelCounts, float]]],
+                   size: ModelSize) -> tuple[dict[str, ModelCounts], dict[str, list[float]]]:
+    """Run each side ``rounds`` times, turn about (the side that goes first
+    alternates), and return every CPU time, round by round."""
     counts: dict[str, ModelCounts] = {}
     times: dict[str, list[float]] = {name: [] for name in sides}
-    for _ in range(rounds):
-        for name, run in sides.items():
-            counts[name], cpu_seconds = run(size)
+    order = list(sides)
+    for round_number in range(rounds):
+        for name in order if round_number % 2 == 0 else reversed(order):
+            counts[name], cpu_seconds = sides[name](size)
             times[name].append(cpu_seconds)
-    return counts, {name: min(seconds) for name, seconds in times.items()}
+    return counts, times
 
 
 def measure_kernel(quick: bool) -> BenchLine:
-    """Events per CPU second of the lab's kernel and of SimPy on the same model."""
+    """Events per CPU second of the lab's kernel and of SimPy on the same model.
+
+    The ratio is the median over rounds of each round's own ratio: the two
+    runs of a round follow each other, so a slow spell of the machine (which,
+    here, can cost either side a fifth of its speed for seconds at a time)
+    mostly falls on both. The ratio of each side's fastest run is printed
+    beside it."""
     size = QUICK if quick else FULL
     rounds = QUICK_ROUNDS if quick else FULL_ROUNDS
-    counts, best = _best_of(rounds, {"lab": run_lab, "simpy": run_simpy}, size)
+    counts, times = _paired_rounds(rounds, {"lab": run_lab, "simpy": run_simpy}, size)
     lab, simpy_counts = counts["lab"].as_dict(), counts["simpy"].as_dict()
     if lab != simpy_counts:
         # Different work on the two sides would make the ratio meaningless.
         raise RuntimeError(f"the two kernel models diverged: lab {lab}, SimPy {simpy_counts}")
     events = lab["happenings"]
-    lab_rate = events / best["lab"]
-    simpy_rate = events / best["simpy"]
+    paired = statistics.median(simpy_seconds / lab_seconds for lab_seconds, simpy_seconds
+                               in zip(times["lab"], times["simpy"], strict=True))
+    fastest = min(times["simpy"]) / min(times["lab"])
     figures = (
         f"{size.replicas:,} replicas, {size.virtual_us / 1e6:g} virtual s, "
         f"{lab['requests']:,} requests, {events:,} events each; "
-        f"lab {lab_rate:,.0f} events/s, SimPy {simpy_rate:,.0f} events/s "
-        f"(CPU time, best of {rounds}, turn about)"
+        f"lab {events / statistics.median(times['lab']):,.0f} events/s, "
+        f"SimPy {events / statistics.median(times['simpy']):,.0f} events/s "
+        f"(CPU time, medians of {rounds} rounds, turn about; fastest runs' ratio "
+        f"{fastest:.2f})"
     )
-    return BenchLine("kernel", figures, "lab / SimPy", lab_rate / simpy_rate, ">= 1.5")
+    return BenchLine("kernel", figures, "lab / SimPy (median of rounds)", paired, ">= 1.5")
