@@ -39,6 +39,10 @@ NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 READ_ONLY = frozenset({"GET", "PING", "SCAN", "HGETALL", "EXISTS", "TYPE", "MGET", "HGET"})
 MAX_PIPELINE_DEPTH = 1_000
 """Commands per pipeline at most: a bound on the memory a queue can hold."""
+SEND_EVERY = 8
+"""Queued commands are sent to the backend in groups this size as the queue
+grows, so that a real server runs them while the lab simulates on (their
+replies are still read only at the flush)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,7 @@ class Server:
         self._pending: list[Pending] = []
         self._effects: list[tuple[Any, tuple]] = []
         self._queue_started_us = 0
+        self._sent = 0  # how many of the queued commands the backend already has
         self.pipelines_sent = 0
         self.pipelined_commands = 0
 
@@ -139,6 +144,9 @@ class Server:
         self._effects.append((self._executed_pending, (pending, now_us, tag, verb)))
         if len(self._queued) >= MAX_PIPELINE_DEPTH:
             self.flush()
+        elif len(self._queued) - self._sent >= SEND_EVERY:
+            self.backend.submit(self._queued[self._sent:])
+            self._sent = len(self._queued)
         return pending
 
     def after_queued(self, effect: Any, args: tuple) -> None:
@@ -154,7 +162,10 @@ class Server:
             return
         queued, pending, effects = self._queued, self._pending, self._effects
         self._queued, self._pending, self._effects = [], [], []
-        outcomes = self.backend.run_batch(queued)
+        if self._sent < len(queued):
+            self.backend.submit(queued[self._sent:])
+        self._sent = 0
+        outcomes = self.backend.collect()
         self.pipelines_sent += 1
         self.pipelined_commands += len(queued)
         for waiting, outcome in zip(pending, outcomes, strict=True):

@@ -81,6 +81,11 @@ class RedisBackend:
         # without this run's namespace, so a benchmark can replay the same work
         # straight to another backend.
         self.recording: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None
+        # Scripts go out on one connection of their own, in order, and their
+        # replies are read later (``submit``/``collect``); ``_in_flight`` holds
+        # the virtual time of each script sent and not yet read.
+        self._connection = client.connection_pool.get_connection()
+        self._in_flight: list[int] = []
 
     # -- execution --------------------------------------------------------
 
@@ -88,6 +93,7 @@ class RedisBackend:
         """Delete every key whose virtual deadline has been reached."""
         due = self.expiry.due(now_us)
         if due:
+            self._idle()
             self._guarded(self.client.delete, *due)
         return due
 
@@ -102,6 +108,16 @@ class RedisBackend:
         """Run scripts ``(body, keys, args, now_us, observe)`` in order, in one
         round trip (a pipeline, not a transaction: each is atomic on its own,
         as when sent one by one), and return their outcomes in order."""
+        self.submit(batch)
+        return self.collect()
+
+    def submit(self, batch: list[tuple[str, tuple[str, ...], tuple[str, ...], int, bool]]
+               ) -> None:
+        """Send scripts ``(body, keys, args, now_us, observe)`` now, in order,
+        without waiting for their replies: a real server runs them while the
+        lab goes on (on the other core), and ``collect`` reads the replies.
+        Nothing else may reach the backend until then (``_idle``): the order
+        of execution is the order of sending."""
         commands = [("EVALSHA", self._sha_of(body), len(keys), *keys, *args,
                      "1" if observe else "0")
                     for body, keys, args, _, observe in batch]
@@ -110,19 +126,25 @@ class RedisBackend:
             self.recording.extend(
                 (body, tuple(key.removeprefix(namespace) for key in keys), args)
                 for body, keys, args, _, _ in batch)
+        connection = self._connection
         started = time.perf_counter()
         try:
-            if len(commands) == 1:
-                replies = [self._one(commands[0])]
-            else:
-                pipe = self.client.pipeline(transaction=False)
-                for command in commands:
-                    pipe.execute_command(*command)
-                replies = self._guarded(pipe.execute, raise_on_error=False)
+            self._guarded(connection.send_packed_command, connection.pack_commands(commands),
+                          check_health=False)
+        finally:
+            self.backend_seconds += time.perf_counter() - started
+        self._in_flight.extend(now_us for _, _, _, now_us, _ in batch)
+
+    def collect(self) -> list[Outcome]:
+        """The outcomes of every script ``submit`` sent, in order."""
+        in_flight, self._in_flight = self._in_flight, []
+        started = time.perf_counter()
+        try:
+            replies = [self._guarded(self._reply) for _ in in_flight]
         finally:
             self.backend_seconds += time.perf_counter() - started
         outcomes = []
-        for (_, _, _, now_us, _), packed in zip(batch, replies, strict=True):
+        for now_us, packed in zip(in_flight, replies, strict=True):
             if isinstance(packed, NoScriptError):
                 raise BackendError(f"the {self.name} backend lost the lab's scripts mid-run "
                                    "(SCRIPT FLUSH?): the run cannot be trusted")
@@ -142,11 +164,18 @@ class RedisBackend:
                                            observed))
         return outcomes
 
-    def _one(self, command: tuple[Any, ...]) -> Any:
+    def _reply(self) -> Any:
         try:
-            return self._guarded(self.client.execute_command, *command)
+            return self._connection.read_response()
         except ResponseError as error:
             return error
+
+    def _idle(self) -> None:
+        """Anything but ``submit`` goes through another connection, so it must
+        wait until every script sent is done, or it could run before them."""
+        if self._in_flight:
+            raise BackendError(f"{len(self._in_flight)} scripts still in flight: the lab "
+                               "must collect them before anything else (a lab bug)")
 
     def _sha_of(self, body: str) -> str:
         sha = self._shas.get(body)
@@ -167,6 +196,7 @@ class RedisBackend:
 
     def delete(self, keys: list[str]) -> None:
         """Drop ``keys`` outright (eviction): no command, no deadline left."""
+        self._idle()
         self._guarded(self.client.delete, *keys)
         for key in keys:
             self.expiry.forget(key)
@@ -177,6 +207,7 @@ class RedisBackend:
         self.expiry = VirtualExpiry()
 
     def _delete_namespace(self) -> None:
+        self._idle()
         batch: list[str] = []
         for key in self._guarded(self.client.scan_iter, match=f"{self.namespace}*", count=1000):
             batch.append(key)
@@ -191,6 +222,7 @@ class RedisBackend:
     def read(self, *command: str) -> Any:
         """A read by the lab itself (the oracle): not a modelled message, and
         not counted as store work. Call ``expire_due`` first."""
+        self._idle()
         return self._guarded(self.client.execute_command, *command)
 
     def read_many(self, commands: list[tuple[str, ...]]) -> list[Any]:
@@ -199,6 +231,7 @@ class RedisBackend:
         restore) pays one round trip, not one per key."""
         if not commands:
             return []
+        self._idle()
 
         def send() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
@@ -209,6 +242,7 @@ class RedisBackend:
         return self._guarded(send)
 
     def keys(self, pattern: str) -> list[str]:
+        self._idle()
         return sorted(self._guarded(lambda: list(self.client.scan_iter(match=pattern,
                                                                          count=1000))))
 
@@ -226,6 +260,8 @@ class RedisBackend:
 
     def close(self) -> None:
         """Remove what the run wrote (only under its own prefix), then disconnect."""
+        self._in_flight.clear()  # a run that stopped midway: its replies no longer matter
+        self.client.connection_pool.release(self._connection)
         if not self.owns_server:
             self._delete_namespace()
         self.client.close()

@@ -61,3 +61,25 @@ def test_with_eviction_every_write_is_sent_alone_and_the_run_is_the_same():
     assert_same_run(alone, pipelined)
     assert pipelined.summary["key_evicted_count"] > 0
     assert pipelined.run_info["commands_per_pipeline"] == 1
+
+
+def test_scripts_sent_early_are_read_in_order_and_nothing_overtakes_them(backend_url):
+    """``submit`` sends without reading; until ``collect``, any other use of the
+    backend (which goes through another connection, and so could run before
+    the scripts sent) is refused as a lab bug."""
+    from simulator.backends import BackendError, BackendSpec, open_redis_backend
+
+    backend = open_redis_backend(BackendSpec.parse(backend_url))
+    try:
+        key = f"{backend.namespace}early"
+        incr = ("return redis.call('INCRBY', KEYS[1], ARGV[1])", (key,))
+        backend.submit([(*incr, ("2",), 0, True), (*incr, ("3",), 0, True)])
+        backend.submit([(*incr, ("5",), 0, True)])
+        with pytest.raises(BackendError, match="in flight"):
+            backend.read("GET", key)
+        outcomes = backend.collect()
+        assert [outcome.value for outcome in outcomes] == [2, 5, 10]
+        assert outcomes[-1].observed == ([key, "string", "10"],)
+        assert backend.read("GET", key) == "10"
+    finally:
+        backend.close()
