@@ -133,14 +133,15 @@ class Kernel:
 
     # -- scheduling -------------------------------------------------------
 
-    def at(self, time_us: int, callback: Callable[..., None], *args: Any) -> None:
-        """Run ``callback(*args)`` at virtual time ``time_us`` (not before now)."""
+    def at(self, time_us: int, callback: Callable[..., WakeUp | None], *args: Any) -> None:
+        """Run ``callback(*args)`` at virtual time ``time_us`` (not before now); if
+        it returns a wake-up, step that process then."""
         if time_us < self.now:
             raise self._in_the_past(time_us)
         self._sequence = sequence = self._sequence + 1
         heappush(self._heap, (time_us, sequence, callback, args))
 
-    def after(self, delay_us: int, callback: Callable[..., None], *args: Any) -> None:
+    def after(self, delay_us: int, callback: Callable[..., WakeUp | None], *args: Any) -> None:
         """Run ``callback(*args)`` ``delay_us`` from now (not negative)."""
         if delay_us < 0:
             raise self._in_the_past(self.now + delay_us)
@@ -163,8 +164,12 @@ class Kernel:
             wake_up = args if callback is _WAKE_UP else callback(*args)
             if wake_up is None:
                 continue
-            process, token, value, error = wake_up
-            if process.token != token or process.finished:
+            try:
+                process, token, value, error = wake_up
+                stale = process.token != token or process.finished
+            except (TypeError, ValueError, AttributeError):
+                raise SimulationError(self._not_a_wake_up(callback, wake_up)) from None
+            if stale:
                 continue
             owner = process.owner
             if not owner.alive:
@@ -285,6 +290,11 @@ class Kernel:
                 f"{process.name} on {process.owner.name} failed at {describe_time(self.now)} "
                 f"(seed {self.seed}): {type(error).__name__}: {error}{hint}"
             ) from error
+
+    def _not_a_wake_up(self, callback: Any, returned: Any) -> str:
+        return (f"the event callback {callback!r} returned {returned!r} at "
+                f"{describe_time(self.now)} (seed {self.seed}); an event's callback returns "
+                "None, or a wake-up (process, token, value, error) for the kernel to step")
 
     def _unknown_trap(self, process: Process, trap: Any) -> str:
         hint = "only simulator.traps objects may be awaited inside a simulation"

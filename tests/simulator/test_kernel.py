@@ -194,3 +194,10 @@ def test_a_paused_replica_runs_nothing_and_its_timers_fire_late():
     # Ticks due at 200 and 300 wait for the pause to end at 1,150; the one
     # after that is scheduled from the late wake-up.
     assert woke == [100, 1_150, 1_250]
+
+
+def test_an_event_callback_returning_something_else_than_a_wake_up_stops_the_run_clearly():
+    kernel = Kernel(seed=3)
+    kernel.after(10, lambda: "oops")
+    with pytest.raises(SimulationError, match="returned 'oops'.*wake-up"):
+        kernel.run(100)
