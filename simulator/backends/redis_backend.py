@@ -260,7 +260,11 @@ class RedisBackend:
 
     def close(self) -> None:
         """Remove what the run wrote (only under its own prefix), then disconnect."""
-        self._in_flight.clear()  # a run that stopped midway: its replies no longer matter
+        if self._in_flight:
+            # A run that stopped midway: its replies are unread, so the
+            # connection must not go back to the pool as it is.
+            self._connection.disconnect()
+            self._in_flight.clear()
         self.client.connection_pool.release(self._connection)
         if not self.owns_server:
             self._delete_namespace()

@@ -141,6 +141,15 @@ class ReplicaDraws:
         return round(self.rng.lognormvariate(_WORK_MU, WORK_SIGMA))
 
 
+def _cpu_seconds(simulate: Callable[[], None]) -> float:
+    """CPU seconds ``simulate`` takes, run the way ``run_scenario`` runs the lab
+    (the objects alive at the start frozen out of the garbage collector's sight)."""
+    with long_lived_frozen():
+        started = time.process_time()
+        simulate()
+        return time.process_time() - started
+
+
 def _draws(size: ModelSize) -> list[ReplicaDraws]:
     """Every replica's stream, made before the clock starts (seeding is not the
     engine's work), after a full collection (so that neither side pays for
@@ -225,8 +234,8 @@ def run_lab(size: ModelSize) -> tuple[ModelCounts, float]:
     counts = ModelCounts()
     kernel = Kernel(size.seed)
     fleet = _draws(size)
-    with long_lived_frozen():
-        started = time.process_time()
+
+    def simulate() -> None:
         for replica, draws in enumerate(fleet):
             link = _LabLink(kernel, draws, counts)
             kernel.spawn(_lab_replica(link, draws, counts),
@@ -234,7 +243,8 @@ def run_lab(size: ModelSize) -> tuple[ModelCounts, float]:
         # Integer microseconds on both sides: SimPy's run(until) stops before
         # events due at ``until``, the lab's run(until) after them.
         kernel.run(size.virtual_us - 1)
-        cpu_seconds = time.process_time() - started
+
+    cpu_seconds = _cpu_seconds(simulate)
     kernel.close()
     return counts, cpu_seconds
 
@@ -302,13 +312,13 @@ def run_simpy(size: ModelSize) -> tuple[ModelCounts, float]:
     counts = ModelCounts()
     env = simpy.Environment()
     fleet = _draws(size)
-    with long_lived_frozen():
-        started = time.process_time()
+
+    def simulate() -> None:
         for draws in fleet:
             env.process(_simpy_replica(env, draws, counts))
         env.run(until=size.virtual_us)
-        cpu_seconds = time.process_time() - started
-    return counts, cpu_seconds
+
+    return counts, _cpu_seconds(simulate)
 
 
 # -- the measurement ------------------------------------------------------------

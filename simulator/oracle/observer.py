@@ -96,12 +96,12 @@ class LedgerObserver:
         if kind == "fields":
             mirror = self.hashes.setdefault(redis_key, {})
             changes = entry[2]
-            names, values = changes[::2], changes[1::2]
-            written = {name: value for name, value in zip(names, values, strict=True)
-                       if value is not None}
-            for name, value in zip(names, values, strict=True):
+            written = {}
+            for name, value in zip(changes[::2], changes[1::2], strict=True):
                 if value is None:
                     mirror.pop(name, None)
+                else:
+                    written[name] = value
             mirror.update(self.decode(role, written))
             return mirror
         return self._decoded(redis_key, role, entry[2] if len(entry) > 2 else None)

@@ -83,3 +83,20 @@ def test_scripts_sent_early_are_read_in_order_and_nothing_overtakes_them(backend
         assert backend.read("GET", key) == "10"
     finally:
         backend.close()
+
+
+def test_a_backend_closed_with_scripts_in_flight_leaves_nothing_behind(redis_url):
+    """A run that stops midway (an error) closes its backend with replies
+    unread: the close still removes every key of the run, through a clean
+    connection."""
+    import redis
+
+    from simulator.backends import BackendSpec, open_redis_backend
+
+    backend = open_redis_backend(BackendSpec.parse(redis_url))
+    key = f"{backend.namespace}midway"
+    backend.submit([("return redis.call('INCRBY', KEYS[1], 1)", (key,), (), 0, True)] * 3)
+    backend.close()
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    assert client.keys(f"{backend.namespace}*") == []
+    client.close()
