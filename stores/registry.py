@@ -67,14 +67,33 @@ class StoreKind:
         return "fakeredis" if "redis" in self.backends else "memory"
 
 
-def kinds() -> dict[str, StoreKind]:
-    """Every registered kind, by name."""
+_REGISTERED: dict[str, StoreKind] = {}
+"""Kinds registered at run time by plugins (``register``), by name."""
+
+
+def register(kind: StoreKind) -> StoreKind:
+    """Make ``kind`` selectable by name, from outside the tree: a plugin module
+    calls this when imported. A name a shipped kind or another plugin already
+    uses is refused, so a plugin can never silently replace a store."""
+    shipped = _shipped()
+    if kind.name in shipped or kind.name in _REGISTERED:
+        raise ValueError(f"store kind {kind.name!r} is already registered")
+    _REGISTERED[kind.name] = kind
+    return kind
+
+
+def _shipped() -> dict[str, StoreKind]:
     found: dict[str, StoreKind] = {}
     for family in FAMILIES:
         module = importlib.import_module(f"stores.{family}")
         for kind in module.KINDS:
             found[kind.name] = kind
     return found
+
+
+def kinds() -> dict[str, StoreKind]:
+    """Every registered kind, by name: the shipped ones, then plugins'."""
+    return {**_shipped(), **_REGISTERED}
 
 
 def get(name: str) -> StoreKind:
