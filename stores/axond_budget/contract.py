@@ -165,8 +165,11 @@ class SharedSettings(BaseModel):
         ge=0,
         description="Spend cap of a whole namespace; set, it selects the v2 layout.",
     )
+    # gt=0: a hold that expires as it is made reserves nothing, so every
+    # admission would be unenforced; the store is meaningless, not just unwise.
     reservation_ttl_ms: DurationMs = Field(
         "5m",
+        gt=0,
         alias="reservation_ttl",
         description="How long a hold outlives a request that never settles, e.g. '5m'.",
     )

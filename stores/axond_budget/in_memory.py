@@ -64,14 +64,20 @@ class InMemorySettings(BaseModel):
     subject_cap_microdollars: int = Field(
         1_000_000, ge=0, description="Spend cap of one (namespace, subject), in micro-dollars."
     )
+    # An idle TTL of zero stays allowed: an empty ledger is then evictable as
+    # soon as it is idle, and only when room is needed; memory traded against
+    # forgotten spend, a choice rather than a broken store (the bounded-ledger
+    # tests run it that way).
     idle_ttl_ms: DurationMs = Field(
         "1h",
         alias="idle_ttl",
         description="How long a ledger holding nothing may sit untouched before it "
         "can be evicted to make room, e.g. '1h'.",
     )
+    # gt=0: a hold that expires as it is made reserves nothing.
     reservation_ttl_ms: DurationMs = Field(
         "5m",
+        gt=0,
         alias="reservation_ttl",
         description="How long a hold outlives a request that never settles, e.g. '5m'.",
     )

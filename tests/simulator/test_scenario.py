@@ -136,3 +136,30 @@ def test_the_fields_reference_in_the_docs_matches_the_code():
         "docs/scenario-fields.txt is stale: regenerate it with "
         "`python -m simulator fields > docs/scenario-fields.txt`"
     )
+
+
+@pytest.mark.parametrize(("store", "settings"), [
+    ("axond_budget.redis_v1", {}),
+    ("axond_budget.redis_v2", {"namespace_cap_microdollars": 1_000_000}),
+    ("axond_budget.in_memory", {}),
+])
+@pytest.mark.parametrize("ttl", ["0s", 0, "0ms"])
+def test_a_reservation_ttl_of_zero_is_refused_by_every_budget_store(store, settings, ttl):
+    message = errors_of({"store": store,
+                         "store_settings": {**settings, "reservation_ttl": ttl}})
+    assert "store_settings.reservation_ttl: Input should be greater than 0" in message
+
+
+def test_run_refuses_a_zero_or_negative_reservation_ttl_naming_the_field(tmp_path, capsys):
+    from simulator.cli import main
+
+    scenario = tmp_path / "ttl.toml"
+    scenario.write_text('name = "ttl"\nstore = "axond_budget.redis_v1"\n')
+    for ttl in ('"0s"', '"-1s"'):
+        code = main(["run", str(scenario), "--quiet", "--out", str(tmp_path / "out"),
+                     "--set", f"store_settings.reservation_ttl={ttl}"])
+        error = capsys.readouterr().err
+        assert code == 2
+        assert "store_settings.reservation_ttl:" in error
+        assert "Traceback" not in error
+    assert not (tmp_path / "out").exists()
