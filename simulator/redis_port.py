@@ -32,25 +32,11 @@ def encode(value: Any) -> str:
     raise TypeError(f"cannot send {type(value).__name__} to Redis")
 
 
-INCLUDE = "\n-- lab:include "
-"""How a script file that a fragment is prepended to begins (see
-``stores.axond_budget.redis_budget.script``)."""
-
-
-def script_label(source: str, sha: str, names: dict[str, str]) -> str:
-    """A script's name in traces and fault schedules: the file it was shipped
-    as. A script composed by prepending a fragment to a file whose first line
-    is ``-- lab:include FRAGMENT`` is named after that file, whichever
-    fragment was prepended, so a variant's ``reserve_v1`` is still
-    ``reserve_v1``."""
-    if sha in names:
-        return names[sha]
-    start = source.find(INCLUDE)
-    if start >= 0:
-        main = names.get(sha1(source[start + 1:]))
-        if main is not None:
-            return main
-    return f"script:{sha[:8]}"
+def script_label(sha: str, names: dict[str, str]) -> str:
+    """A script's name in traces and fault schedules: its kind's script name
+    (``simulator.run.script_names``), or ``script:<sha>`` for a script no kind
+    of the run declares."""
+    return names.get(sha) or f"script:{sha[:8]}"
 
 
 class SimScript:
@@ -60,7 +46,7 @@ class SimScript:
         self.port = port
         self.source = source
         self.sha = sha1(source)
-        self.label = script_label(source, self.sha, port.script_names)
+        self.label = script_label(self.sha, port.script_names)
 
     async def __call__(self, keys: Sequence[str] = (), args: Sequence[Any] = ()) -> Any:
         command = Command.evalsha(self.sha, tuple(map(encode, keys)),

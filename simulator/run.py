@@ -8,14 +8,12 @@ and versions go to ``run_info`` instead, since they depend on the machine.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import resource
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +66,13 @@ def quiet_store_logs() -> Any:
         logger.setLevel(level)
 
 
-def script_names(package: str) -> dict[str, str]:
-    """The Lua scripts shipped with a store family, by SHA1, named by file."""
-    names = {}
-    for entry in resources.files(package).iterdir():
-        if entry.name.endswith(".lua"):
-            names[hashlib.sha1(entry.read_bytes()).hexdigest()] = entry.name.removesuffix(".lua")
+def script_names(scenario: Scenario) -> dict[str, str]:
+    """Every script the scenario's kinds run -- the fleet's and each migration
+    target's -- named by its kind's script name, by the SHA1 it is sent as: a
+    plugin's replacement ``settle_v1`` is ``settle_v1`` in the trace too."""
+    names: dict[str, str] = {}
+    for kind in [scenario.kind, *(registry.get(step.to) for step in scenario.migrations)]:
+        names.update(kind.scripts.labels())
     return names
 
 
@@ -226,7 +225,7 @@ def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Tr
     return World(kernel=kernel, streams=streams, trace=trace, oracle=oracle,
                  kind=scenario.kind, settings=settings, server=server,
                  server_settings=scenario.server, links=link_settings(scenario),
-                 clocks=clocks, sources=sources, script_names=script_names(scenario.kind.package),
+                 clocks=clocks, sources=sources, script_names=script_names(scenario),
                  until_us=scenario.duration_us, boot_retry_us=fleet.boot_retry_us)
 
 

@@ -3,8 +3,20 @@
 The simulator reaches store implementations only through this module: a
 scenario names a kind (``"axond_budget.redis_v1"``), and the ``StoreKind``
 says how to build it, which settings it takes, which backends it runs on,
-which request protocol a gateway speaks to it, and how the lab reads what it
-recorded. A family registers its kinds in its package's ``KINDS``.
+which request protocol a gateway speaks to it, which Lua scripts it runs, and
+how the lab reads what it recorded. A family registers its kinds in its
+package's ``KINDS``; a plugin module, imported by ``load_plugins``, calls
+``register``.
+
+How a kind replaces a script: its ``scripts`` (a ``stores.scripts.ScriptSet``)
+maps every script name of its family -- runnable scripts, fragments they
+include, migration scripts -- to the text it runs, and its store loads
+scripts through that set only. A kind whose set replaces ``settle_v1`` with a
+file of its own (``ScriptSet.replacing(settle_v1=Path("my_settle.lua"))``)
+runs that file, and the lab labels its calls ``settle_v1`` in traces, in
+fault schedules (``call = "settle_v1"``) and in race reports. For the axond
+budget family, ``stores.axond_budget.redis_kind`` builds such a kind in one
+call, with ``build``, ``migrate`` and ``scripts`` agreeing.
 """
 
 from __future__ import annotations
@@ -16,6 +28,8 @@ from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel
+
+from stores.scripts import ScriptSet
 
 FAMILIES = ("axond_budget",)
 
@@ -44,8 +58,10 @@ class StoreKind:
     """Redis kinds: ``decode(role, raw)`` reads one such key's raw content."""
     read_ledger: Callable[[Any, Any], Any] | None
     """In-process kinds: ``read_ledger(store, key)`` reads one replica's ledger."""
-    package: str
-    """Where its Lua scripts live (for naming them in traces)."""
+    scripts: ScriptSet = ScriptSet()
+    """The Lua it runs, by script name: its family's files with the kind's own
+    replacements. Its ``build`` and ``migrate`` load scripts from this set, and
+    the lab names the calls it sees by it (``ScriptSet.labels``)."""
     migrate: Callable[[Any, Any, Any], Awaitable[Any]] | None = None
     """``migrate(data_port, settings, namespaces)``: the migration an operator
     runs, with the fleet stopped, before starting a fleet of this kind on a

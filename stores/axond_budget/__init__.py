@@ -14,12 +14,15 @@ Kinds registered for the lab (see ``stores.registry``):
 * ``axond_budget.variants.recomputed_namespace_total`` and
   ``axond_budget.variants.claim_without_slot`` — the v2 store reached by one
   of the two historical migrations (``variants.migrate_*``).
+
+A plugin registers a kind of its own with ``redis_kind`` (a ``RedisBudget``
+subclass, or the shipped class with some of ``SCRIPTS`` replaced).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from stores.axond_budget import contract
 from stores.axond_budget.contract import (
@@ -33,7 +36,12 @@ from stores.axond_budget.contract import (
 )
 from stores.axond_budget.in_memory import InMemoryBudget, InMemorySettings
 from stores.axond_budget.migration import migrate_redis, stamp_fresh_keyspace
-from stores.axond_budget.redis_budget import RedisBudget, decode_ledger_value, ledger_keys
+from stores.axond_budget.redis_budget import (
+    SCRIPTS,
+    RedisBudget,
+    decode_ledger_value,
+    ledger_keys,
+)
 from stores.axond_budget.variants import (
     NoReclaim,
     SplitSettlement,
@@ -41,33 +49,50 @@ from stores.axond_budget.variants import (
     migrate_without_parked_claims,
 )
 from stores.registry import StoreKind
+from stores.scripts import ScriptSet
+
+__all__ = ["KINDS", "SCRIPTS", "RedisBudget", "redis_kind"]
 
 
-def _connecting(store_class: type[RedisBudget]) -> Any:
-    """The ``build`` of a Redis kind: connect, passing the store's boot fences."""
+Migration = Callable[..., Awaitable[Any]]
+"""``migration(data, settings, namespaces, scripts=...)``: an operator's
+migration into the v2 layout (``migrate_redis`` or a historical variant's)."""
+
+
+def redis_kind(name: str, summary: str, *, layout: Literal["v1", "v2"] = "v1",
+               store_class: type[RedisBudget] = RedisBudget, scripts: ScriptSet | None = None,
+               migration: Migration = migrate_redis,
+               holds_count_past_deadline: bool = False) -> StoreKind:
+    """A kind of the Redis budget store, shipped or a plugin's: ``store_class``
+    (``RedisBudget`` or a subclass) running ``scripts`` (default: the class's
+    own) in ``layout`` -- ``"v1"``, the subject cap, or ``"v2"``, subject and
+    namespace caps, whose fleet boots a fresh keyspace as migrated and whose
+    operators run ``migration`` with the same scripts. Its ``build``,
+    ``migrate`` and ``scripts`` agree, so the lab names every call it sends by
+    the script it came from."""
+    sources = store_class.scripts if scripts is None else scripts
+
     async def build(data: Any, runtime: Any, settings: SharedSettings) -> RedisBudget:
-        return await store_class.connect(data, runtime, settings)
-    return build
+        if layout == "v2":
+            # A v2 store rightly refuses an unmarked keyspace (it may hold v1
+            # spend not yet carried), so a simulation starting on an empty
+            # prefix could never serve. An operator would run the migration
+            # first, which on an empty keyspace only stamps the marker; the lab
+            # does that here, and only when nothing at all is under the prefix,
+            # so any other state is still judged by the store's own boot fences.
+            await stamp_fresh_keyspace(data, settings.key_prefix)
+        return await store_class.connect(data, runtime, settings, sources)
 
+    async def migrate(data: Any, settings: SharedSettings, namespaces: Any) -> Any:
+        return await migration(data, settings, namespaces, scripts=sources)
 
-async def _build_redis_v2(data: Any, runtime: Any, settings: NamespaceCapSettings) -> RedisBudget:
-    # A v2 store rightly refuses an unmarked keyspace (it may hold v1 spend not
-    # yet carried), so a simulation starting on an empty prefix could never
-    # serve. An operator would run the migration first, which on an empty
-    # keyspace only stamps the marker; the lab does that here, and only when
-    # nothing at all is under the prefix, so any other state is still judged
-    # by the store's own boot fences.
-    await stamp_fresh_keyspace(data, settings.key_prefix)
-    return await RedisBudget.connect(data, runtime, settings)
-
-
-def _redis_kind(name: str, summary: str, settings_model: type, build: Any,
-                **extra: Any) -> StoreKind:
-    """A kind of the Redis store family: its ledgers are read from Redis keys."""
+    v2 = layout == "v2"
     return StoreKind(name=name, summary=summary, protocol="budget",
-                     settings_model=settings_model, backends=("redis",), build=build,
-                     contract=contract, ledger_keys=ledger_keys, decode=decode_ledger_value,
-                     read_ledger=None, package=__name__, **extra)
+                     settings_model=NamespaceCapSettings if v2 else SubjectCapSettings,
+                     backends=("redis",), build=build, contract=contract,
+                     ledger_keys=ledger_keys, decode=decode_ledger_value, read_ledger=None,
+                     scripts=sources, migrate=migrate if v2 else None,
+                     holds_count_past_deadline=holds_count_past_deadline)
 
 
 async def _build_in_memory(data: Any, runtime: Any, settings: InMemorySettings) -> InMemoryBudget:
@@ -87,12 +112,11 @@ def _no_ledger(store: NoBudget, key: BudgetKey) -> RecordedLedger:
 
 
 KINDS = (
-    _redis_kind("axond_budget.redis_v1",
-                "Redis, one Lua script per reserve/settle, subject cap (v1 layout)",
-                SubjectCapSettings, _connecting(RedisBudget)),
-    _redis_kind("axond_budget.redis_v2",
-                "Redis, one Lua script per reserve/settle, subject and namespace caps "
-                "(v2 layout)", NamespaceCapSettings, _build_redis_v2, migrate=migrate_redis),
+    redis_kind("axond_budget.redis_v1",
+               "Redis, one Lua script per reserve/settle, subject cap (v1 layout)"),
+    redis_kind("axond_budget.redis_v2",
+               "Redis, one Lua script per reserve/settle, subject and namespace caps "
+               "(v2 layout)", layout="v2"),
     StoreKind(
         name="axond_budget.in_memory",
         summary="per-replica in-memory ledgers (the cap is per replica)",
@@ -104,7 +128,6 @@ KINDS = (
         ledger_keys=None,
         decode=None,
         read_ledger=_in_memory_ledger,
-        package=__name__,
     ),
     StoreKind(
         name="axond_budget.none",
@@ -117,29 +140,23 @@ KINDS = (
         ledger_keys=None,
         decode=None,
         read_ledger=_no_ledger,
-        package=__name__,
     ),
-    _redis_kind("axond_budget.variants.split_settlement",
-                "historical: settles in two commands, release then charge (v1 layout); "
-                "a lost reply between them releases without charging",
-                SubjectCapSettings, _connecting(SplitSettlement)),
-    _redis_kind("axond_budget.variants.no_reclaim",
-                "historical: reserve never reclaims expired holds (v1 layout); "
-                "a crashed replica's holds wedge the budget",
-                SubjectCapSettings, _connecting(NoReclaim), holds_count_past_deadline=True),
+    redis_kind("axond_budget.variants.split_settlement",
+               "historical: settles in two commands, release then charge (v1 layout); "
+               "a lost reply between them releases without charging",
+               store_class=SplitSettlement),
+    redis_kind("axond_budget.variants.no_reclaim",
+               "historical: reserve never reclaims expired holds (v1 layout); "
+               "a crashed replica's holds wedge the budget",
+               store_class=NoReclaim, holds_count_past_deadline=True),
+    # The two historical migrations differ from the fixed one only in the
+    # migration they run; the fleet they start is the fixed v2 store.
+    redis_kind("axond_budget.variants.recomputed_namespace_total",
+               "historical: the v2 store, migrated by a migration that recomputes "
+               "namespace totals from subject sums (erases concurrent settlements)",
+               layout="v2", migration=migrate_recomputing_namespace_totals),
+    redis_kind("axond_budget.variants.claim_without_slot",
+               "historical: the v2 store, migrated by a migration that parks no claim "
+               "(a death between taking and adding the spend loses it)",
+               layout="v2", migration=migrate_without_parked_claims),
 )
-
-_REDIS_V2 = next(kind for kind in KINDS if kind.name == "axond_budget.redis_v2")
-# The two historical migrations differ from the fixed one only in the
-# migration they run; the fleet they start is the fixed v2 store.
-KINDS += (
-    replace(_REDIS_V2, name="axond_budget.variants.recomputed_namespace_total",
-            summary="historical: the v2 store, migrated by a migration that recomputes "
-                    "namespace totals from subject sums (erases concurrent settlements)",
-            migrate=migrate_recomputing_namespace_totals),
-    replace(_REDIS_V2, name="axond_budget.variants.claim_without_slot",
-            summary="historical: the v2 store, migrated by a migration that parks no claim "
-                    "(a death between taking and adding the spend loses it)",
-            migrate=migrate_without_parked_claims),
-)
-

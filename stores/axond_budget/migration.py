@@ -38,13 +38,13 @@ from stores.axond_budget.redis_budget import (
     LAYOUT_MIGRATING,
     LAYOUT_V2,
     SCAN_BATCH,
+    SCRIPTS,
     SEQUENCE_SUFFIX,
     UNREACHABLE,
     claim_pattern,
     escape_identifier,
     glob_escape,
     layout_key,
-    lua,
     matching_keys,
     namespace_scope,
     v1_patterns,
@@ -52,6 +52,7 @@ from stores.axond_budget.redis_budget import (
     v2_keys,
 )
 from stores.ports import RedisPort
+from stores.scripts import ScriptSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +94,10 @@ class Claim:
         return f"{escape_identifier(subject)}#{self.sequence}"
 
 
-Carry = Callable[[RedisPort, str, BudgetKey], Awaitable[int]]
-"""How one subject's v1 spend is carried into v2 (``carry_forward``); the
-micro-dollars added. A historical variant swaps in its own."""
+Carry = Callable[[RedisPort, str, BudgetKey, ScriptSet], Awaitable[int]]
+"""How one subject's v1 spend is carried into v2 (``carry_forward``), with the
+scripts of the kind migrating; the micro-dollars added. A historical variant
+swaps in its own."""
 
 
 def require_namespace_cap(settings: SharedSettings) -> None:
@@ -112,10 +114,12 @@ def require_namespace_cap(settings: SharedSettings) -> None:
 
 async def migrate_redis(data: RedisPort, settings: SharedSettings,
                         namespaces: list[str] | tuple[str, ...],
-                        carry: Carry | None = None) -> MigrationReport:
-    """The migration as a deployment runs it: for the configuration it migrates *to*."""
+                        carry: Carry | None = None,
+                        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+    """The migration as a deployment runs it: for the configuration it migrates
+    *to*, with that kind's ``scripts`` (``migration_claim``, ``migration_apply``)."""
     require_namespace_cap(settings)
-    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry)
+    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry, scripts)
 
 
 # -- the two steps of a carry, and their keys ------------------------------
@@ -133,20 +137,22 @@ def applied_claims_key(key_prefix: str, namespace: str) -> str:
     return f"{namespace_scope(key_prefix, namespace)}:migration:applied"
 
 
-async def claim_v1_spend(data: RedisPort, key_prefix: str, key: BudgetKey) -> Claim | None:
+async def claim_v1_spend(data: RedisPort, key_prefix: str, key: BudgetKey,
+                         scripts: ScriptSet = SCRIPTS) -> Claim | None:
     """Step one: park ``key``'s v1 spend as a claim (or hand back the claim an
     earlier run parked); ``None`` when there is nothing to claim."""
-    claim = data.register_script(lua("migration_claim.lua"))
+    claim = data.register_script(scripts.source("migration_claim"))
     parked = claim_key(key_prefix, key)
     raw = await claim(keys=[f"{v1_scope(key_prefix, key)}:spent", parked,
                             sequence_key(key_prefix, key)])
     return None if raw is None else Claim.parse(raw, parked)
 
 
-async def apply_claim(data: RedisPort, key_prefix: str, key: BudgetKey, claim: Claim) -> int:
+async def apply_claim(data: RedisPort, key_prefix: str, key: BudgetKey, claim: Claim,
+                      scripts: ScriptSet = SCRIPTS) -> int:
     """Step two: add ``claim`` to the subject's and the namespace's v2 counters
     unless it was applied before; the micro-dollars added."""
-    apply = data.register_script(lua("migration_apply.lua"))
+    apply = data.register_script(scripts.source("migration_apply"))
     target = v2_keys(key_prefix, key)
     added = await apply(
         keys=[target.subject_spent, target.namespace_spent,
@@ -156,11 +162,12 @@ async def apply_claim(data: RedisPort, key_prefix: str, key: BudgetKey, claim: C
     return max(int(added), 0)
 
 
-async def carry_forward(data: RedisPort, key_prefix: str, key: BudgetKey) -> int:
+async def carry_forward(data: RedisPort, key_prefix: str, key: BudgetKey,
+                        scripts: ScriptSet = SCRIPTS) -> int:
     """Claim and apply until ``key``'s v1 counter is empty; the micro-dollars added."""
     carried = 0
-    while (claim := await claim_v1_spend(data, key_prefix, key)) is not None:
-        carried += await apply_claim(data, key_prefix, key, claim)
+    while (claim := await claim_v1_spend(data, key_prefix, key, scripts)) is not None:
+        carried += await apply_claim(data, key_prefix, key, claim, scripts)
         # Only now is the parked claim done with: deleted earlier, a death
         # before the apply would lose it.
         await data.delete(claim_key(key_prefix, key))
@@ -219,7 +226,8 @@ def unattributable(redis_key: str, reason: str) -> BudgetError:
 
 async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
                            namespaces: list[str] | tuple[str, ...],
-                           carry: Carry | None = None) -> MigrationReport:
+                           carry: Carry | None = None,
+                           scripts: ScriptSet = SCRIPTS) -> MigrationReport:
     """Carry every v1 ledger under ``key_prefix`` into v2 and stamp the marker.
 
     Run with the fleet stopped. Idempotent, resumable after dying at any step,
@@ -227,7 +235,7 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
     to. On an empty keyspace it only stamps ``v2``.
     """
     try:
-        return await _migrate(data, key_prefix, namespaces, carry or carry_forward)
+        return await _migrate(data, key_prefix, namespaces, carry or carry_forward, scripts)
     except UNREACHABLE as error:
         raise BudgetError(
             BACKEND, f"the server failed during the migration of `{key_prefix}`: {error}. "
@@ -235,7 +243,7 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
 
 
 async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tuple[str, ...],
-                   carry: Carry) -> MigrationReport:
+                   carry: Carry, scripts: ScriptSet) -> MigrationReport:
     spent_pattern, holds_pattern = v1_patterns(key_prefix)
     spent_keys = await collect(data, spent_pattern)
     holds_keys = await collect(data, holds_pattern)
@@ -260,7 +268,7 @@ async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tup
 
     carried = 0
     for key in subjects:
-        carried += await carry(data, key_prefix, key)
+        carried += await carry(data, key_prefix, key, scripts)
     for redis_key in holds_keys:
         await data.delete(redis_key)
     touched = {key.namespace for key in subjects}

@@ -39,10 +39,8 @@ governs a namespace) are not ported; a scenario fixes its caps.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import AsyncIterator, Mapping
-from importlib import resources
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar, NamedTuple
 
 from redis.exceptions import RedisError
@@ -57,6 +55,7 @@ from stores.axond_budget.contract import (
     require_amount,
 )
 from stores.ports import RedisPort, Runtime
+from stores.scripts import ScriptSet
 
 BACKEND = "redis"
 LAYOUT_V2 = "v2"
@@ -79,32 +78,9 @@ UNREACHABLE = (RedisError, OSError, TimeoutError)
 logger = logging.getLogger(__name__)
 
 
-INCLUDE = "-- lab:include "
-"""The first line of a script file that has a fragment prepended when loaded."""
-
-
-@functools.cache
-def lua(name: str) -> str:
-    """The source of a script shipped beside this module (read once: a fleet
-    boots thousands of stores)."""
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-
-
-def script(name: str, fragments: Mapping[str, str] | None = None) -> str:
-    """The source of a script to run: ``name``, and when its first line is
-    ``-- lab:include FRAGMENT``, that fragment's file prepended (or the file
-    ``fragments`` substitutes for it), so the reserve scripts of both layouts
-    share one ``live_holds`` and a variant swaps it out without a copy of
-    either script."""
-    source = lua(name)
-    first_line = source.partition("\n")[0]
-    if not first_line.startswith(INCLUDE):
-        return source
-    wanted = first_line.removeprefix(INCLUDE).strip()
-    fragment = lua((fragments or {}).get(wanted, wanted))
-    if not fragment.endswith("\n"):
-        fragment += "\n"
-    return fragment + source
+SCRIPTS = ScriptSet.shipped(__package__)
+"""The Lua files shipped beside this module, by script name: what a store
+runs unless its kind replaces some (``stores.scripts``)."""
 
 
 # -- key layout -------------------------------------------------------------
@@ -232,18 +208,20 @@ class RedisBudget:
     """The Redis budget store, in the layout its settings select."""
 
     name = "redis"
-    fragments: ClassVar[Mapping[str, str]] = {}
-    """Script fragments to load in place of the ones the scripts include, by
-    file name (a historical variant's way to change one piece of a script)."""
+    scripts: ClassVar[ScriptSet] = SCRIPTS
+    """The scripts this class runs unless given others: a subclass replaces
+    one piece (``SCRIPTS.replacing(live_holds=...)``) without copying the rest."""
 
-    def __init__(self, data: RedisPort, runtime: Runtime, settings: SharedSettings) -> None:
+    def __init__(self, data: RedisPort, runtime: Runtime, settings: SharedSettings,
+                 scripts: ScriptSet | None = None) -> None:
         self.data = data
         self.runtime = runtime
         self.settings = settings
         self.layout = "v2" if settings.enforces_namespace_cap else "v1"
-        self._reserve = data.register_script(
-            script(f"reserve_{self.layout}.lua", self.fragments))
-        self._settle = data.register_script(script(f"settle_{self.layout}.lua", self.fragments))
+        # Its kind's scripts when the lab boots it; the class's own otherwise.
+        sources = type(self).scripts if scripts is None else scripts
+        self._reserve = data.register_script(sources.source(f"reserve_{self.layout}"))
+        self._settle = data.register_script(sources.source(f"settle_{self.layout}"))
         # The caps the reserve script takes, in its ARGV order.
         self._caps = [settings.subject_cap_microdollars]
         if settings.namespace_cap_microdollars is not None:
@@ -251,12 +229,13 @@ class RedisBudget:
 
     @classmethod
     async def connect(
-        cls, data: RedisPort, runtime: Runtime, settings: SharedSettings
+        cls, data: RedisPort, runtime: Runtime, settings: SharedSettings,
+        scripts: ScriptSet | None = None,
     ) -> RedisBudget:
         """Prove the server answers and holds a keyspace this layout can serve
         whole, so a wrong address or a half-migrated keyspace fails at boot, not
         per request."""
-        store = cls(data, runtime, settings)
+        store = cls(data, runtime, settings, scripts)
         prefix = settings.key_prefix
         try:
             await data.ping()

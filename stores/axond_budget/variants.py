@@ -22,6 +22,7 @@ from stores.axond_budget.migration import (
     sequence_key,
 )
 from stores.axond_budget.redis_budget import (
+    SCRIPTS,
     UNREACHABLE,
     RedisBudget,
     glob_escape,
@@ -30,6 +31,7 @@ from stores.axond_budget.redis_budget import (
     v1_scope,
 )
 from stores.ports import RedisPort
+from stores.scripts import ScriptSet
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +91,12 @@ class NoReclaim(RedisBudget):
     counting at its deadline.
     """
 
-    fragments = {"live_holds.lua": "all_holds.lua"}
+    scripts = RedisBudget.scripts.replacing(live_holds=RedisBudget.scripts["all_holds"])
 
 
 async def migrate_recomputing_namespace_totals(
-        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str]) -> MigrationReport:
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
+        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
     """The migration that finished by recomputing each namespace's total from
     the sum of its subjects' counters: read them all, then ``SET`` the total.
 
@@ -107,7 +110,7 @@ async def migrate_recomputing_namespace_totals(
     """
     touched = {attribute_v1_key(settings.key_prefix, key, ":spent", namespaces).namespace
                for key in await collect(data, v1_patterns(settings.key_prefix)[0])}
-    report = await migrate_redis(data, settings, namespaces)
+    report = await migrate_redis(data, settings, namespaces, scripts=scripts)
     for namespace in sorted(touched):
         scope = namespace_scope(settings.key_prefix, namespace)
         total = 0
@@ -117,7 +120,8 @@ async def migrate_recomputing_namespace_totals(
     return report
 
 
-async def carry_without_a_parked_claim(data: RedisPort, key_prefix: str, key: BudgetKey) -> int:
+async def carry_without_a_parked_claim(data: RedisPort, key_prefix: str, key: BudgetKey,
+                                       scripts: ScriptSet = SCRIPTS) -> int:
     """The carry that took a v1 counter (``GET`` then ``DEL``) without parking
     what it took anywhere, then added it to v2.
 
@@ -132,11 +136,14 @@ async def carry_without_a_parked_claim(data: RedisPort, key_prefix: str, key: Bu
     while (taken := await data.get(spent_key)) is not None:
         await data.delete(spent_key)
         sequence = await data.incrby(sequence_key(key_prefix, key), 1)
-        carried += await apply_claim(data, key_prefix, key, Claim(int(sequence), int(taken)))
+        carried += await apply_claim(data, key_prefix, key, Claim(int(sequence), int(taken)),
+                                     scripts)
     return carried
 
 
 async def migrate_without_parked_claims(
-        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str]) -> MigrationReport:
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
+        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
     """The migration with ``carry_without_a_parked_claim`` in place of the fixed carry."""
-    return await migrate_redis(data, settings, namespaces, carry=carry_without_a_parked_claim)
+    return await migrate_redis(data, settings, namespaces, carry=carry_without_a_parked_claim,
+                               scripts=scripts)

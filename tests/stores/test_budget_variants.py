@@ -18,11 +18,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.redis_port import script_label
-from simulator.run import run_scenario, script_names
+from simulator.run import run_scenario
 from simulator.scenario import load_scenario
 from stores import registry
 from stores.axond_budget.contract import Admission, BudgetKey, Denial, ExceededScope
-from stores.axond_budget.redis_budget import RedisBudget, lua, script, v1_keys, v2_keys
+from stores.axond_budget.redis_budget import SCRIPTS, RedisBudget, v1_keys, v2_keys
 from stores.axond_budget.variants import NoReclaim, SplitSettlement
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
@@ -203,28 +203,27 @@ def code_of(source: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in source.splitlines())
 
 
-@pytest.mark.parametrize("name", ["reserve_v1.lua", "reserve_v2.lua"])
+@pytest.mark.parametrize("name", ["reserve_v1", "reserve_v2"])
 def test_the_reserve_scripts_run_with_the_fragment_they_include(name):
-    fixed, variant = script(name), script(name, NoReclaim.fragments)
-    assert fixed == lua("live_holds.lua") + lua(name)
-    assert variant == lua("all_holds.lua") + lua(name)
+    fixed, variant = SCRIPTS.source(name), NoReclaim.scripts.source(name)
+    assert fixed == SCRIPTS["live_holds"] + SCRIPTS[name]
+    assert variant == SCRIPTS["all_holds"] + SCRIPTS[name]
     assert "deadline_ms <= now_ms" in code_of(fixed) and "HDEL" in code_of(fixed)
     # The variant looks at no deadline and deletes no hold.
     assert "deadline_ms" not in code_of(variant) and "HDEL" not in code_of(variant)
 
 
-@pytest.mark.parametrize("name", ["settle_v1.lua", "settle_v2.lua"])
+@pytest.mark.parametrize("name", ["settle_v1", "settle_v2"])
 def test_the_settle_scripts_include_nothing(name):
-    assert script(name, NoReclaim.fragments) == lua(name)
+    assert NoReclaim.scripts.source(name) == SCRIPTS[name]
 
 
 @pytest.mark.parametrize("name", ["reserve_v1", "reserve_v2"])
 def test_a_composed_script_is_named_after_its_file_in_traces(name):
-    names = script_names("stores.axond_budget")
-    for fragments in ({}, NoReclaim.fragments):
-        source = script(f"{name}.lua", fragments)
-        sha = hashlib.sha1(source.encode()).hexdigest()
-        assert script_label(source, sha, names) == name
+    for kind in (FIXED, "axond_budget.variants.no_reclaim"):
+        scripts = registry.get(kind).scripts
+        sha = hashlib.sha1(scripts.source(name).encode()).hexdigest()
+        assert script_label(sha, scripts.labels()) == name
 
 
 # -- whole runs: the variant against the fixed store, same scenario and seed ------------

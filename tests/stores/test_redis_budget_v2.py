@@ -37,7 +37,6 @@ from stores.axond_budget.redis_budget import (
     escape_identifier,
     layout_key,
     ledger_keys,
-    script,
     v1_keys,
     v1_patterns,
     v2_keys,
@@ -91,7 +90,7 @@ def test_a_v2_key_is_not_mistaken_for_v1_state():
 def script_code(name: str) -> str:
     """A script's text without its comments, so a word in a comment cannot
     satisfy (or spoil) an assertion about the code."""
-    lines = script(name).splitlines()  # with its fragments, as the store loads it
+    lines = RedisBudget.scripts.source(name.removesuffix(".lua")).splitlines()  # as it runs
     return "\n".join(line.split("--", 1)[0] for line in lines)
 
 

@@ -1,0 +1,109 @@
+"""Script sets: the Lua a store kind runs, by script name.
+
+A family ships its Lua files beside its store (``settle_v1.lua``,
+``live_holds.lua``...). A ``ScriptSet`` maps each script name (the file name
+without ``.lua``) to its text: the family's files, with whatever a kind
+replaces. Stores load their scripts through the set they were given
+(``ScriptSet.source``), never straight from their package, so a kind that
+replaces ``settle_v1`` runs its own text; and the lab names every call by the
+set's names (``ScriptSet.labels``), so traces, fault schedules and race
+reports call that replacement ``settle_v1`` too, never a hash.
+
+Composition: a script whose first line is ``-- lab:include FRAGMENT.lua`` runs
+with the set's ``FRAGMENT`` prepended, so the reserve scripts of two layouts
+share one ``live_holds`` and a kind replaces that fragment alone.
+
+Nothing here imports the simulator: stores and the lab both read sets.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+
+INCLUDE = "-- lab:include "
+"""The first line of a script that has a fragment prepended when it runs."""
+
+SUFFIX = ".lua"
+
+
+class ScriptSet(Mapping[str, str]):
+    """Script name -> Lua text; immutable and hashable, so a frozen
+    ``StoreKind`` can carry one."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self, texts: Mapping[str, str] | None = None) -> None:
+        self._texts = dict(texts or {})
+
+    @classmethod
+    def shipped(cls, package: str) -> ScriptSet:
+        """Every ``.lua`` file shipped in ``package``, by script name."""
+        return _shipped(package)
+
+    def __getitem__(self, name: str) -> str:
+        return self._texts[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._texts.items()))
+
+    def __repr__(self) -> str:
+        return f"ScriptSet({', '.join(sorted(self._texts))})"
+
+    def replacing(self, **replacements: str | Path) -> ScriptSet:
+        """This set with some scripts replaced, by name: a ``Path`` is a file
+        read now, a string is the Lua text itself. Only names the set has can
+        be replaced, so a typo cannot leave the shipped script running."""
+        unknown = sorted(set(replacements) - set(self._texts))
+        if unknown:
+            raise ValueError(f"no script named {', '.join(map(repr, unknown))} to replace; "
+                             f"the scripts are: {', '.join(sorted(self._texts))}")
+        texts = dict(self._texts)
+        for name, replacement in replacements.items():
+            texts[name] = (replacement.read_text(encoding="utf-8")
+                           if isinstance(replacement, Path) else replacement)
+        return ScriptSet(texts)
+
+    def source(self, name: str) -> str:
+        """The text script ``name`` runs as: its own, after the fragment its
+        first line includes, if any."""
+        try:
+            text = self._texts[name]
+        except KeyError:
+            raise KeyError(f"no script named {name!r}; the scripts are: "
+                           f"{', '.join(sorted(self._texts))}") from None
+        first_line = text.partition("\n")[0]
+        if not first_line.startswith(INCLUDE):
+            return text
+        fragment = self._texts[first_line.removeprefix(INCLUDE).strip().removesuffix(SUFFIX)]
+        if not fragment.endswith("\n"):
+            fragment += "\n"
+        return fragment + text
+
+    def labels(self) -> dict[str, str]:
+        """Each script's name by the SHA1 of the text it runs as: how the lab
+        names a call it sees only as ``EVALSHA <sha>``."""
+        return {sha1(self.source(name)): name for name in self._texts}
+
+
+@functools.cache
+def _shipped(package: str) -> ScriptSet:
+    # Read once per package: a fleet boots thousands of stores.
+    return ScriptSet({entry.name.removesuffix(SUFFIX): entry.read_text(encoding="utf-8")
+                      for entry in sorted(resources.files(package).iterdir(),
+                                          key=lambda entry: entry.name)
+                      if entry.name.endswith(SUFFIX)})
+
+
+def sha1(source: str) -> str:
+    """The SHA1 Redis names a script by."""
+    return hashlib.sha1(source.encode()).hexdigest()
