@@ -53,8 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Deterministic simulation of distributed spend and concurrency limiters.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    # --plugin, for every command that reads scenarios or store kinds.
+    plugins = argparse.ArgumentParser(add_help=False)
+    plugins.add_argument("--plugin", dest="plugins", action="append", default=[],
+                         metavar="MODULE", help="import this Python module first: it registers "
+                         "store kinds from outside the lab (found on PYTHONPATH; repeatable)")
 
-    run = commands.add_parser("run", help="run one scenario and print its invariant summary")
+    run = commands.add_parser("run", parents=[plugins],
+                              help="run one scenario and print its invariant summary")
     run.add_argument("scenario", type=Path, help="a scenario TOML file")
     run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
     run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB "
@@ -69,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
     replay_cmd = commands.add_parser(
-        "replay", help="re-run a race report; REPRODUCED (exit 0) or NOT REPRODUCED (exit 1)")
+        "replay", parents=[plugins],
+        help="re-run a race report; REPRODUCED (exit 0) or NOT REPRODUCED (exit 1)")
     replay_cmd.add_argument("report", type=Path, help="a race report, data/races/*.toml")
     replay_cmd.add_argument("--against", choices=["fixed"],
                             help="run the report's scenario, seed and schedule on the fixed "
@@ -85,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB")
 
     hunt_cmd = commands.add_parser(
-        "hunt", help="search fault schedules that break an invariant; write a race report")
+        "hunt", parents=[plugins],
+        help="search fault schedules that break an invariant; write a race report")
     hunt_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
     hunt_cmd.add_argument("--invariant", required=True, metavar="EXPR",
                           help="the breaking condition, e.g. "
@@ -103,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
 
     sweep_cmd = commands.add_parser(
-        "sweep", help="run a scenario over a grid or random design of parameters x seeds")
+        "sweep", parents=[plugins],
+        help="run a scenario over a grid or random design of parameters x seeds")
     sweep_cmd.add_argument("sweep", type=Path, help="a sweep TOML file, data/sweeps/*.toml")
     sweep_cmd.add_argument("--out", type=Path,
                            help="results directory (default: data/results/sweeps/NAME); "
@@ -132,13 +141,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--quick", action="store_true",
                            help="small workloads, under a minute: a smoke test")
 
-    commands.add_parser("fields", help="print every scenario field with its default")
-    commands.add_parser("stores", help="list the store kinds a scenario can name")
+    commands.add_parser("fields", parents=[plugins],
+                        help="print every scenario field with its default")
+    commands.add_parser("stores", parents=[plugins],
+                        help="list the store kinds a scenario can name")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        registry.load_plugins(getattr(args, "plugins", []))
+    except registry.PluginError as error:
+        print(f"error: --plugin: {error}", file=sys.stderr)
+        return USER_ERROR
     if args.command == "fields":
         print(fields_reference())
         return 0
@@ -188,7 +204,8 @@ def _sweep(args: argparse.Namespace) -> int:
         raise ValueError(f"--workers: at least 1, got {args.workers}")
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds: at least 1, got {args.seeds}")
-    sweep = load_sweep(args.sweep, seeds=args.seeds, set_fields=dict(args.overrides))
+    sweep = load_sweep(args.sweep, seeds=args.seeds, set_fields=dict(args.overrides),
+                       plugins=args.plugins)
     out = args.out or Path("data/results/sweeps") / sweep.name
     print(f"sweep {sweep.name}: {len(sweep.points)} point(s) x {len(sweep.seeds)} seed(s), "
           f"varying {', '.join(sweep.parameters)}", file=sys.stderr)

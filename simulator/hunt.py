@@ -28,6 +28,7 @@ from simulator.expectations import Expectation
 from simulator.run import RunResult, run_scenario, script_names
 from simulator.scenario import Scenario, parse_scenario
 from simulator.strategies import REPLICA_FAULTS, fault_schedules
+from stores import registry
 
 VERBS = ("HDEL", "INCRBY", "DEL", "GET", "SET")
 """Plain commands a lost request or reply may target, beside the store's scripts."""
@@ -79,7 +80,7 @@ class Hunt:
 
     def search(self) -> Found | None:
         scenario = self.scenario
-        calls = sorted(set(script_names(scenario.kind.package).values())) + list(VERBS)
+        calls = sorted(set(script_names(scenario).values())) + list(VERBS)
         if self.target == "migration" and not scenario.migrations:
             raise ValueError("--target migration: the scenario runs no migration")
         migration = bool(scenario.migrations) and self.target != "replicas"
@@ -105,6 +106,7 @@ class Hunt:
         variant = {"store": self.scenario.store}
         variant.update({f"migrations.{index}.to": step.to
                         for index, step in enumerate(self.scenario.migrations)})
+        plugins = registry.plugins_for(variant.values())  # what replay must import
         title = f"Hunted: {self.invariant} broken by {len(found.schedule)} fault(s)"
         broken_when = f"{self.invariant.operator} {self.invariant.threshold:g}"
         lines = [
@@ -112,6 +114,7 @@ class Hunt:
             f"story = {_toml(_story(found.schedule, self.invariant, found.value))}",
             f"scenario = {_toml(scenario_ref)}",
             f"seed = {self.scenario.seed}",
+            *([f"plugins = {_toml(list(plugins))}"] if plugins else []),
             f"fingerprint = {_toml(found.result.summary['trace_fingerprint'])}",
             "",
             "[variant]",

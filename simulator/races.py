@@ -1,8 +1,9 @@
 """Race reports: a broken invariant, written down so anyone can replay it.
 
 A report (``data/races/*.toml``) names a scenario, the changes that make its
-store the broken one (``[variant]``) and the fixed one (``[fixed]``), the seed,
-an explicit fault schedule, the invariant it breaks and the fingerprint of
+store the broken one (``[variant]``) and the fixed one (``[fixed]``), the
+modules its stores come from when a plugin registered them (``plugins``), the
+seed, an explicit fault schedule, the invariant it breaks and the fingerprint of
 the trace it produced. ``replay`` runs it again and says REPRODUCED or NOT
 REPRODUCED; when the trace differs from the recorded one (``NAME.trace.parquet``
 beside the report) it names the first event where they part, so a reviewer
@@ -23,6 +24,7 @@ from simulator.expectations import Expectation
 from simulator.run import RunResult, run_scenario
 from simulator.scenario import ScenarioError, parse_scenario, read_toml, set_dotted
 from simulator.trace import SCHEMA
+from stores import registry
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class RaceReport:
     invariant: Expectation
     fingerprint: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+    plugins: tuple[str, ...] = ()
+    """Modules registering the report's store kinds from outside the lab;
+    imported when the report is loaded."""
 
     @property
     def recorded_trace(self) -> Path:
@@ -60,6 +65,13 @@ def load_report(path: str | Path) -> RaceReport:
                if name not in data]
     if missing:
         raise ScenarioError(f"{path}: missing {', '.join(missing)}")
+    plugins = data.get("plugins", [])
+    if not (isinstance(plugins, list) and all(isinstance(name, str) for name in plugins)):
+        raise ScenarioError(f"{path}: plugins: expected a list of module names, got {plugins!r}")
+    try:
+        registry.load_plugins(plugins)
+    except registry.PluginError as error:
+        raise ScenarioError(f"{path}: plugins: the report's stores need it: {error}") from None
     scenario = data["scenario"]
     if isinstance(scenario, str):
         scenario = read_toml((path.parent / scenario).resolve())
@@ -74,7 +86,8 @@ def load_report(path: str | Path) -> RaceReport:
     return RaceReport(path=path, title=data["title"], story=data.get("story", ""),
                       scenario=scenario, variant=data["variant"], fixed=data.get("fixed", {}),
                       seed=int(data["seed"]), schedule=data.get("schedule", []),
-                      invariant=expectation, fingerprint=data.get("fingerprint"))
+                      invariant=expectation, fingerprint=data.get("fingerprint"),
+                      plugins=tuple(plugins))
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,9 @@ class Scenario(Model):
         description="Virtual time after the last arrival for in-flight requests to finish.",
     )
     seed: int = Field(1, ge=0, description="The run seed (the CLI's --seed overrides it).")
+    plugins: list[str] = Field(
+        default_factory=list, description="Python modules to import first, each registering "
+        "store kinds from outside the lab (found on PYTHONPATH), e.g. ['my_variant'].")
     store: str = Field(description="The store kind, e.g. 'axond_budget.redis_v1'.")
     backend: str | None = Field(
         None,
@@ -181,6 +184,19 @@ class Scenario(Model):
         default_factory=dict,
         description="Thresholds on summary metrics, e.g. cap_overshoot_max_ratio = "
         "\"<= 0.01\"; run exits 3 when one fails.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plugins_first(cls, data: Any) -> Any:
+        # Before any field is validated: the store a plugin registers must be
+        # known when `store` and `migrations` are checked.
+        plugins = data.get("plugins", []) if isinstance(data, dict) else []
+        if isinstance(plugins, list) and all(isinstance(name, str) for name in plugins):
+            try:
+                registry.load_plugins(plugins)
+            except registry.PluginError as error:
+                raise ScenarioError(f"plugins: {error}") from None
+        return data
 
     @field_validator("store")
     @classmethod

@@ -22,7 +22,8 @@ call, with ``build``, ``migrate`` and ``scripts`` agreeing.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -86,6 +87,17 @@ class StoreKind:
 _REGISTERED: dict[str, StoreKind] = {}
 """Kinds registered at run time by plugins (``register``), by name."""
 
+_ORIGINS: dict[str, str] = {}
+"""The module each registered kind came from, by kind name: what a race
+report or a sweep worker imports to have the kind again."""
+
+_IMPORTING: list[str] = []
+"""The plugin modules ``load_plugins`` is importing right now, innermost last."""
+
+
+class PluginError(ValueError):
+    """A plugin module that could not be imported; one line, naming it."""
+
 
 def register(kind: StoreKind) -> StoreKind:
     """Make ``kind`` selectable by name, from outside the tree: a plugin module
@@ -95,7 +107,46 @@ def register(kind: StoreKind) -> StoreKind:
     if kind.name in shipped or kind.name in _REGISTERED:
         raise ValueError(f"store kind {kind.name!r} is already registered")
     _REGISTERED[kind.name] = kind
+    # The module to import for this kind again: the plugin being loaded, or
+    # else the module whose code called register.
+    _ORIGINS[kind.name] = (_IMPORTING[-1] if _IMPORTING
+                           else sys._getframe(1).f_globals.get("__name__", "__main__"))
     return kind
+
+
+def load_plugins(modules: Iterable[str]) -> tuple[str, ...]:
+    """Import each plugin module (a dotted name found on ``sys.path``), which
+    registers its kinds; the names, in order. A module already imported is not
+    imported again, so naming a plugin twice (on the command line and in the
+    scenario, or in every sweep task) is harmless; one that registers nothing
+    is fine. A module that fails to import is a ``PluginError`` naming it."""
+    loaded = []
+    for module in modules:
+        if module not in sys.modules:
+            _IMPORTING.append(module)
+            try:
+                importlib.import_module(module)
+            except Exception as error:  # noqa: BLE001 - whatever the plugin raised, one line
+                raise PluginError(_import_failure(module, error)) from None
+            finally:
+                _IMPORTING.pop()
+        loaded.append(module)
+    return tuple(loaded)
+
+
+def _import_failure(module: str, error: Exception) -> str:
+    if isinstance(error, ModuleNotFoundError) and error.name is not None and (
+            module == error.name or module.startswith(f"{error.name}.")):
+        return (f"plugin {module!r} cannot be imported: no module named {error.name!r} on "
+                "the Python path; put its directory on PYTHONPATH (or install it)")
+    return f"plugin {module!r} failed to import: {type(error).__name__}: {error}"
+
+
+def plugins_for(names: Iterable[str]) -> tuple[str, ...]:
+    """The plugin modules that registered the kinds ``names`` (shipped kinds
+    need none), each once, in order: what a race report lists in ``plugins``."""
+    found = [_ORIGINS[name] for name in names if name in _ORIGINS]
+    return tuple(dict.fromkeys(found))
 
 
 def _shipped() -> dict[str, StoreKind]:

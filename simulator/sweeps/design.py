@@ -28,9 +28,11 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import importlib.util
 import json
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +48,7 @@ from simulator.scenario import (
     read_toml,
     set_dotted,
 )
+from stores import registry
 from stores.quantities import MICROSECONDS_PER, parse_duration_us
 
 Value = bool | int | float | str
@@ -190,7 +193,9 @@ class Sweep:
         backend, and the lab's own code (a changed simulator or store may give
         different results, so its old runs are not reused)."""
         canonical = json.dumps({"base": self.base, "backend": self.backend,
-                                "code": code_fingerprint()}, sort_keys=True, default=str)
+                                "code": code_fingerprint(),
+                                "plugins": plugins_fingerprint(self.base.get("plugins", []))},
+                               sort_keys=True, default=str)
         return hashlib.sha1(canonical.encode()).hexdigest()[:12]
 
 
@@ -209,14 +214,33 @@ def code_fingerprint() -> str:
     return digest.hexdigest()[:12]
 
 
+def plugins_fingerprint(modules: Sequence[str]) -> str:
+    """A hash of the plugins' own code: each module's source file and the
+    scripts of every kind it registered (a changed plugin may give different
+    results, as a changed lab may)."""
+    digest = hashlib.sha1()
+    for module in modules:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin and Path(spec.origin).is_file():
+            digest.update(Path(spec.origin).read_bytes())
+    for name, kind in sorted(registry.kinds().items()):
+        if registry.plugins_for([name]) and set(registry.plugins_for([name])) <= set(modules):
+            for script, text in sorted(kind.scripts.items()):
+                digest.update(f"{name}/{script}\n{text}".encode())
+    return digest.hexdigest()[:12]
+
+
 def load_sweep(path: str | Path, seeds: int | list[int] | None = None,
                set_fields: dict[str, Any] | None = None,
-               vary: dict[str, Any] | None = None) -> Sweep:
+               vary: dict[str, Any] | None = None,
+               plugins: Sequence[str] = ()) -> Sweep:
     """Read and validate a sweep file; a bad one is a ``ScenarioError`` naming the field.
 
     ``seeds``, ``set_fields`` (dotted scenario paths, merged into ``[set]``)
     and ``vary`` (replacing entries of ``[vary]``) adjust the file's sweep, as a
-    notebook's parameters do to run it small or large.
+    notebook's parameters do to run it small or large. ``plugins``: modules
+    added to the base scenario's ``plugins``, so every run (in whichever
+    worker) imports them before its scenario is built.
     """
     path = Path(path)
     data = read_toml(path, what="sweep file")
@@ -233,6 +257,8 @@ def load_sweep(path: str | Path, seeds: int | list[int] | None = None,
                             f"{format_errors(error, model=SweepFile)}") from None
     base = read_toml((path.parent / spec.scenario), what="base scenario (the sweep's "
                      "'scenario' field)")
+    if plugins:
+        base["plugins"] = list(dict.fromkeys([*base.get("plugins", []), *plugins]))
     return build_sweep(spec, base, source=str(path))
 
 

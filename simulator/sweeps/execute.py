@@ -11,6 +11,11 @@ Rules kept here:
   is rebuilt and those runs are submitted again (a Dask scheduler does the
   same by itself). A run that fails on its own (a simulation error) is
   reported and the others go on.
+* A worker imports the run's plugins (its scenario's ``plugins``) before it
+  runs, so a store kind registered from outside the lab exists there too. It
+  finds them on its ``sys.path``: a local worker starts with the driver's as
+  it is when the worker starts (multiprocessing hands it over, even to a fork
+  server started earlier); a Dask worker needs them on its own ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from simulator.backends import BackendError
 from simulator.run import run_scenario
 from simulator.sweeps.design import Sweep, Task
 from simulator.sweeps.results import ResultsDir
+from stores import registry
 
 ATTEMPTS_PER_RUN = 3
 """How often a run is tried when its worker dies under it (not when it fails)."""
@@ -60,6 +66,7 @@ class SweepOutcome:
 
 def run_task(task: Task, allow_remote_redis: bool = False) -> tuple[dict, dict, list[dict]]:
     """One run, in a worker. Returns plain data, cheap to ship back."""
+    registry.load_plugins(task.scenario.plugins)
     result = run_scenario(task.scenario, seed=task.seed, backend=task.backend,
                           allow_remote_redis=allow_remote_redis)
     rows = result.sampler.rows if result.sampler is not None else []
