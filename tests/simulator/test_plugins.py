@@ -318,3 +318,16 @@ def test_the_readme_example_runs_against_a_shipped_scenario(tmp_path, monkeypatc
     trace = pq.read_table(out / "trace.parquet", columns=["kind", "detail"]).to_pylist()
     assert {"reserve_v1", "settle_v1"} <= {row["detail"] for row in trace
                                            if row["kind"] == "call_executed"}
+
+
+def test_hunt_writes_the_plugins_a_report_needs_and_replay_imports_them(on_path, tmp_path,
+                                                                          capsys):
+    scenario = write_scenario(tmp_path, 'store = "plugtest.never_charges"')
+    found = tmp_path / "found.toml"
+    code = main(["hunt", str(scenario), "--plugin", "plugtest_subclass", "--examples", "3",
+                 "--invariant", "conservation_drift_microdollars_total < 0",
+                 "--faults", "lose_reply", "--out", str(found)])
+    assert code == 0, capsys.readouterr().err
+    assert 'plugins = ["plugtest_subclass"]' in found.read_text()
+    assert main(["replay", str(found)]) == 0
+    assert "REPRODUCED" in capsys.readouterr().out
