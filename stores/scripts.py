@@ -76,18 +76,21 @@ class ScriptSet(Mapping[str, str]):
     def source(self, name: str) -> str:
         """The text script ``name`` runs as: its own, after the fragment its
         first line includes, if any."""
-        try:
-            text = self._texts[name]
-        except KeyError:
-            raise KeyError(f"no script named {name!r}; the scripts are: "
-                           f"{', '.join(sorted(self._texts))}") from None
+        text = self._text(name)
         first_line = text.partition("\n")[0]
         if not first_line.startswith(INCLUDE):
             return text
-        fragment = self._texts[first_line.removeprefix(INCLUDE).strip().removesuffix(SUFFIX)]
+        fragment = self._text(first_line.removeprefix(INCLUDE).strip().removesuffix(SUFFIX))
         if not fragment.endswith("\n"):
             fragment += "\n"
         return fragment + text
+
+    def _text(self, name: str) -> str:
+        try:
+            return self._texts[name]
+        except KeyError:
+            raise KeyError(f"no script named {name!r}; the scripts are: "
+                           f"{', '.join(sorted(self._texts))}") from None
 
     def labels(self) -> dict[str, str]:
         """Each script's name by the SHA1 of the text it runs as: how the lab
