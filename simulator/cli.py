@@ -250,8 +250,8 @@ def _replay(args: argparse.Namespace) -> int:
     invariant = report.invariant
     if args.plot:
         settings = parse_scenario(report.scenario_for(report.variant)).settings
-        draw_timeline(found.result, args.plot, report.schedule,
-                      cap=getattr(settings, "subject_cap_microdollars", None), title=report.title)
+        draw_timeline(found.result, args.plot, report.schedule, settings=settings,
+                      title=report.title)
         print(f"timeline: {args.plot}")
     print(f"{report.title}")
     if args.trace:

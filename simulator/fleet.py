@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.gateways import GATEWAYS
+from simulator.families import Family
 from simulator.kernel import Kernel, Owner
 from simulator.network import FaultClock, Link, LinkSettings, ReplicaNetwork
-from simulator.oracle.scoped import BudgetOracle
+from simulator.oracle.protocol import Oracle, ReplicaObserver
 from simulator.redis_port import SimRedis
 from simulator.runtime import ReplicaClock, SimRuntime
 from simulator.streams import Streams
@@ -26,17 +26,22 @@ from stores.registry import StoreKind
 
 @dataclass
 class Replica:
-    """One incarnation of one gateway replica."""
+    """One incarnation of one gateway replica: it serves each request with
+    its family's lifecycle (``Family.serve``)."""
 
     index: int
     incarnation: int
     owner: Owner
     kernel: Kernel
     trace: Trace
-    oracle: BudgetOracle
+    oracle: Oracle
+    family: Family
     kind: StoreKind
     runtime: SimRuntime
     port: SimRedis | None
+    store_observer: ReplicaObserver | None = None
+    """Reads the replica's own store after each call (stores kept in the
+    replica; a shared store is observed by the server)."""
     store: Any = None
     in_flight: set[int] = field(default_factory=set)
     """Requests this incarnation is serving: a crash ends them."""
@@ -46,14 +51,16 @@ class Replica:
     def finished(self, number: int) -> None:
         self.in_flight.discard(number)
 
-    def observe_ledger(self, key: tuple[str, str], number: int) -> None:
-        """For stores that keep their ledgers in the replica, report the ledger
-        after a call to the oracle (shared stores are observed by the server)."""
-        if self.kind.read_ledger is None or self.store is None:
-            return
-        ledger = self.kind.read_ledger(self.store, self.kind.contract.BudgetKey(*key))
-        self.oracle.observe(key, (self.index, self.incarnation), self.kernel.now, number,
-                            "command", spent=ledger.spent_microdollars, holds=ledger.holds)
+    @property
+    def source(self) -> tuple[int, int]:
+        """This incarnation as a source of record (its own store's state)."""
+        return (self.index, self.incarnation)
+
+    def observe_store(self, tag: int, touched: Any) -> None:
+        """A call of request ``tag`` naming ``touched`` returned: for a store kept
+        in the replica, the family reports what changed in it to the oracle."""
+        if self.store_observer is not None:
+            self.store_observer.after_call(self, tag, touched)
 
     def record(self, kind: str, request: Request, amount: int = 0, outcome: str = "") -> None:
         self.trace.record(self.kernel.now, self.index, self.incarnation, request.number, kind,
@@ -77,7 +84,7 @@ class Replica:
                                   detail=str(refusal)[:200])
                 await Sleep(boot_retry_us)
         self.trace.record(self.kernel.now, self.index, self.incarnation, -1, "replica_started")
-        serve = GATEWAYS[self.kind.protocol].serve
+        serve = self.family.serve
         while (arrival := source.next_arrival(self.kernel.now)) is not None:
             at_us, request = arrival
             await Sleep(at_us - self.kernel.now)
@@ -89,10 +96,11 @@ class Replica:
 
 
 def start_replica(index: int, incarnation: int, *, kernel: Kernel, streams: Streams,
-                  trace: Trace, oracle: BudgetOracle, kind: StoreKind, server: Any,
+                  trace: Trace, oracle: Oracle, family: Family, kind: StoreKind, server: Any,
                   link_settings: LinkSettings, clock: ReplicaClock,
                   script_names: dict[str, str], network: ReplicaNetwork | None = None,
-                  faults: FaultClock | None = None) -> Replica:
+                  faults: FaultClock | None = None,
+                  store_observer: ReplicaObserver | None = None) -> Replica:
     """Create an incarnation of replica ``index`` (its boot is up to the caller)."""
     owner = kernel.new_owner(f"replica-{index}.{incarnation}")
     runtime = SimRuntime(kernel, owner, clock,
@@ -104,4 +112,5 @@ def start_replica(index: int, incarnation: int, *, kernel: Kernel, streams: Stre
         link = Link(kernel, server, trace, owner, index, incarnation,
                     streams.get("link", index, incarnation), link_settings, network, faults)
         port = SimRedis(link, script_names)
-    return Replica(index, incarnation, owner, kernel, trace, oracle, kind, runtime, port)
+    return Replica(index, incarnation, owner, kernel, trace, oracle, family, kind, runtime, port,
+                   store_observer if kind.per_replica else None)

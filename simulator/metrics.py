@@ -18,11 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulator.kernel import Kernel
-from simulator.oracle.scoped import BudgetOracle
+from simulator.oracle.protocol import Oracle
 
 
 class Sampler:
-    def __init__(self, kernel: Kernel, oracle: BudgetOracle, every_us: int, end_us: int,
+    def __init__(self, kernel: Kernel, oracle: Oracle, every_us: int, end_us: int,
                  per_key: bool) -> None:
         self.kernel = kernel
         self.oracle = oracle

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from simulator.network import Link
-from simulator.oracle.observer import MIGRATION
+from simulator.oracle.protocol import MIGRATION
 from simulator.redis_port import SimRedis
 from simulator.scenario import MigrationStep
 from simulator.trace import SERVER

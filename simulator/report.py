@@ -7,31 +7,30 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from simulator.families import family_of
 from simulator.scenario import Scenario
 from stores import registry
 
-SECTIONS = (
-    ("run", ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us",
-             "cap_enforced_per")),
-    ("requests", ("requests_arrived", "requests_admitted", "requests_admitted_unenforced",
-                  "requests_denied_exceeded", "requests_denied_store_unavailable",
-                  "requests_completed", "requests_in_flight_peak",
-                  "requests_in_flight_at_end")),
-    ("cap", ("cap_overshoot_max_ratio", "cap_overshoot_microdollars_total", "keys_over_cap",
-             "keys_total", "wrongful_admissions", "*cap_overshoot_by_")),
-    ("books", ("true_spend_microdollars_total", "recorded_spend_microdollars_total",
-               "conservation_drift_microdollars_total",
-               "conservation_undercount_microdollars_total",
-               "conservation_overcount_microdollars_total", "duplicate_settlements_executed")),
-    ("holds", ("holds_leaked", "leaked_hold_microdollar_seconds",
-               "leaked_hold_peak_share_of_cap", "holds_still_leaked_at_end",
-               "premature_expiries", "premature_expiry_microdollars",
-               "convergence_after_faults_us", "holds_outstanding_microdollars_at_end")),
-    ("denials", ("false_denials", "denials_caused_by_leaked_holds", "fail_closed_denials",
-                 "false_denials_store_unavailable")),
+RUN_FIELDS = ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us")
+"""The ``run`` group's first lines, for every family."""
+CLOSING_SECTIONS = (
     ("what happened", ("*_count",)),
     ("determinism", ("trace_events", "trace_fingerprint")),
 )
+"""The groups after the family's own, for every family."""
+
+
+def sections(summary: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    """The summary's groups: the run, its store family's groups, then what
+    happened. A store no longer registered (a plugin not loaded) shows the
+    core groups only."""
+    try:
+        kind = registry.get(summary["store"])
+        layout = family_of(kind).summary
+    except (KeyError, ValueError):
+        return [("run", RUN_FIELDS), *CLOSING_SECTIONS]
+    run = RUN_FIELDS + tuple(layout.run_facts(kind))
+    return [("run", run), *layout.sections, *CLOSING_SECTIONS]
 
 
 def _format(value: Any) -> str:
@@ -61,7 +60,7 @@ def summary_table(summary: dict[str, Any], run_info: dict[str, Any] | None = Non
     """The invariant summary, grouped, one metric a line."""
     width = max(len(key) for key in summary)
     lines = []
-    for title, patterns in SECTIONS:
+    for title, patterns in sections(summary):
         lines.append(f"-- {title}")
         for key in _matching(summary, patterns):
             lines.append(f"   {key:<{width}}  {_format(summary[key])}")

@@ -19,13 +19,13 @@ from typing import Any
 
 from simulator.backends import BackendSpec, RedisBackend, open_redis_backend
 from simulator.collector import long_lived_frozen
+from simulator.families import Family, family_of
 from simulator.faults import plan
-from simulator.kernel import Kernel, SimulationError
+from simulator.kernel import Kernel
 from simulator.metrics import Sampler
 from simulator.network import LinkSettings
 from simulator.operations import PreparedMigration
-from simulator.oracle.observer import LedgerObserver, ledger_layout, scope_and_part, source_for
-from simulator.oracle.scoped import BudgetOracle
+from simulator.oracle.protocol import Oracle, ReplicaObserver
 from simulator.pipeline import DeferredOracle
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
@@ -116,18 +116,15 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     seed = scenario.seed if seed is None else seed
     spec = resolve_backend(scenario, backend)
     kind = scenario.kind
+    try:
+        family = family_of(kind)
+    except ValueError as error:
+        raise ScenarioError(f"store: {error}") from None
     settings = scenario.settings
     kernel = Kernel(seed)
     streams = Streams(seed)
     trace = Trace()
-    # A namespace cap judged from the start, even if only a later migration
-    # brings a store that enforces it: the overshoot before it is real too.
-    every_settings = [settings] + [scenario.settings_after(step) for step in scenario.migrations]
-    namespace_cap = next((cap for cap in (getattr(each, "namespace_cap_microdollars", None)
-                                          for each in every_settings) if cap is not None), None)
-    oracle = BudgetOracle(subject_cap=getattr(settings, "subject_cap_microdollars", None),
-                          namespace_cap=namespace_cap, per_replica=kind.per_replica,
-                          holds_expire=not kind.holds_count_past_deadline)
+    oracle = family.oracle(scenario, kind, settings)
     keys = scenario.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
 
@@ -135,7 +132,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     backend_work: dict[str, float] = {}
     server: Server | None = None
     migrations: list[PreparedMigration] = []
-    layouts: list[tuple[Any, Any]] = []
+    store_observer = family.replica_observer(oracle)
     if spec.family == "redis":
         redis_backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
         redis_backend.recording = record_scripts
@@ -146,7 +143,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                               tuple(step.namespaces or key_space.namespaces))
             for index, step in enumerate(scenario.migrations)]
         layouts = [(kind, settings)] + [(m.kind, m.settings) for m in migrations]
-        observer = LedgerObserver(oracle, layouts, key_space.keys)
+        observer = family.server_observer(oracle, layouts, key_space.keys)
         server_settings = scenario.server
         eviction = None
         if server_settings.maxmemory_keys:
@@ -163,8 +160,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                       scenario.metrics.per_key)
     with quiet_store_logs():
         try:
-            world = _build_world(scenario, kernel, streams, trace, world_oracle, server,
-                                 settings, key_space)
+            world = _build_world(scenario, kernel, streams, trace, world_oracle, family,
+                                 store_observer, server, settings, key_space)
             world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
                              streams), migrations)
             sampler.start()
@@ -174,11 +171,16 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                     kernel.run(min(until_us, end_us))
                     if progress is not None:
                         progress(min(until_us, end_us), end_us)
+            # The oracle's books must be exactly what the stores hold: a lab bug
+            # otherwise, and the run stops rather than report numbers it
+            # cannot vouch for.
             if server is not None:
                 server.flush()
                 server.expire_due(end_us)
-                _check_mirror(server, oracle, layouts, key_space.keys)
-            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, world)
+                observer.check(server)
+            else:
+                store_observer.check(world.live_replicas())
+            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
             if redis_backend is not None:
                 summary["scripts_executed"] = redis_backend.executed
                 summary["store_commands_executed"] = redis_backend.store_commands
@@ -211,8 +213,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
 
 
 def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Trace,
-                 oracle: BudgetOracle, server: Server | None, settings: Any,
-                 key_space: KeySpace) -> World:
+                 oracle: Oracle, family: Family, store_observer: ReplicaObserver,
+                 server: Server | None, settings: Any, key_space: KeySpace) -> World:
     fleet = scenario.fleet
     clocks, sources = [], []
     for index in range(fleet.replicas):
@@ -222,9 +224,9 @@ def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Tr
         sources.append(RequestSource(scenario.workload, key_space, fleet.replicas, index,
                                      streams.get("replica", index, "workload"),
                                      until_us=scenario.duration_us))
-    return World(kernel=kernel, streams=streams, trace=trace, oracle=oracle,
-                 kind=scenario.kind, settings=settings, server=server,
-                 server_settings=scenario.server, links=link_settings(scenario),
+    return World(kernel=kernel, streams=streams, trace=trace, oracle=oracle, family=family,
+                 store_observer=store_observer, kind=scenario.kind, settings=settings,
+                 server=server, server_settings=scenario.server, links=link_settings(scenario),
                  clocks=clocks, sources=sources, script_names=script_names(scenario),
                  until_us=scenario.duration_us, boot_retry_us=fleet.boot_retry_us)
 
@@ -234,33 +236,8 @@ def _prefixed(settings: Any, backend: RedisBackend) -> Any:
     return settings.model_copy(update={"key_prefix": backend.namespace + settings.key_prefix})
 
 
-def _check_mirror(server: Server, oracle: BudgetOracle, layouts: list[tuple[Any, Any]],
-                  keys: list[tuple[str, str]]) -> None:
-    """The oracle's books must be exactly what the backend holds: a lab bug
-    otherwise, and the run stops rather than report numbers it cannot vouch for."""
-    for kind, settings in layouts:
-        source = source_for(kind)
-        layout = ledger_layout(kind, settings, keys)
-        held = server.read_ledger_keys(list(layout))
-        for redis_key, (key, role) in layout.items():
-            scope_name, part = scope_and_part(role)
-            scope = oracle.scopes.get(scope_name)
-            book = scope.books.get(scope.scope_of(key)) if scope else None
-            actual = kind.decode(role, held[redis_key])
-            mirrored = (book.spent.get(source, 0) if part == "spent"
-                        else book.holds.get(source, {})) if book else kind.decode(role, None)
-            if actual != mirrored:
-                raise SimulationError(
-                    f"the oracle's record of {key} ({role}) is {mirrored!r} but the backend "
-                    f"holds {actual!r} (seed {oracle_seed(server)}): a lab bug, please report")
-
-
-def oracle_seed(server: Server) -> int:
-    return server.kernel.seed
-
-
 def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel, trace: Trace,
-               oracle: BudgetOracle, world: World) -> dict[str, Any]:
+               oracle: Oracle, family: Family, world: World) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "scenario": scenario.name,
         "store": scenario.kind.name,
@@ -268,9 +245,7 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
         "seed": seed,
         "replicas": scenario.fleet.replicas,
         "virtual_duration_us": scenario.duration_us + scenario.drain_us,
-        # Where the cap is enforced: a per-replica store lets a fleet of N
-        # replicas spend up to N caps, by design.
-        "cap_enforced_per": "replica" if scenario.kind.per_replica else "fleet",
+        **family.summary.run_facts(scenario.kind),
     }
     summary.update(oracle.summary(kernel.now, world.fault_clock.last_fault_us))
     counts = _trace_counts(trace)

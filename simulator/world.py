@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from simulator.families import Family
 from simulator.faults import PlannedFault, ServerSettings, kept_until
 from simulator.fleet import Replica, start_replica
 from simulator.kernel import Kernel
 from simulator.network import FaultClock, LinkSettings, ReplicaNetwork
 from simulator.operations import PreparedMigration, run_migration
-from simulator.oracle.scoped import BudgetOracle
+from simulator.oracle.protocol import Oracle, ReplicaObserver
 from simulator.runtime import ReplicaClock
 from simulator.server import Server
 from simulator.streams import Streams
@@ -35,14 +36,17 @@ class World:
     """Everything one run simulates, wired together."""
 
     def __init__(self, *, kernel: Kernel, streams: Streams, trace: Trace,
-                 oracle: BudgetOracle, kind: StoreKind, settings: Any, server: Server | None,
-                 server_settings: ServerSettings, links: LinkSettings,
+                 oracle: Oracle, family: Family, kind: StoreKind, settings: Any,
+                 server: Server | None, server_settings: ServerSettings, links: LinkSettings,
                  clocks: list[ReplicaClock], sources: list[RequestSource],
-                 script_names: dict[str, str], until_us: int, boot_retry_us: int) -> None:
+                 script_names: dict[str, str], until_us: int, boot_retry_us: int,
+                 store_observer: ReplicaObserver | None = None) -> None:
         self.kernel = kernel
         self.streams = streams
         self.trace = trace
         self.oracle = oracle
+        self.family = family
+        self.store_observer = store_observer
         self.kind = kind
         self.settings = settings
         self.server = server
@@ -93,7 +97,7 @@ class World:
         for number in sorted(replica.in_flight):
             self.oracle.aborted(number, now)
         if replica.kind.per_replica:
-            self.oracle.source_lost((index, replica.incarnation), now)
+            self.oracle.source_lost(replica.source, now)
         self.current[index] = None
 
     def restart_replica(self, index: int) -> None:
@@ -109,18 +113,18 @@ class World:
         incarnation = self.incarnations[index]
         replica = start_replica(
             index, incarnation, kernel=self.kernel, streams=self.streams, trace=self.trace,
-            oracle=self.oracle, kind=self.kind, server=self.server, link_settings=self.links,
-            clock=self.clocks[index], script_names=self.script_names,
-            network=self.networks[index], faults=self.fault_clock)
+            oracle=self.oracle, family=self.family, kind=self.kind, server=self.server,
+            link_settings=self.links, clock=self.clocks[index], script_names=self.script_names,
+            network=self.networks[index], faults=self.fault_clock,
+            store_observer=self.store_observer)
         self.current[index] = replica
         self.kernel.spawn(replica.main(self.settings, self.sources[index], self.until_us,
                                        self.boot_retry_us),
                           replica.owner, "replica main")
 
-    def stores(self) -> list[tuple[Any, Any]]:
-        """``(source, store)`` of every live in-process store."""
-        return [((r.index, r.incarnation), r.store) for r in self.current
-                if r is not None and r.store is not None]
+    def live_replicas(self) -> list[Replica]:
+        """Every replica incarnation running now."""
+        return [replica for replica in self.current if replica is not None]
 
     # -- faults ------------------------------------------------------------------
 

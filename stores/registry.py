@@ -57,8 +57,9 @@ class StoreKind:
     the lab's oracle can follow the store's state exactly."""
     decode: Callable[[str, Any], Any] | None
     """Redis kinds: ``decode(role, raw)`` reads one such key's raw content."""
-    read_ledger: Callable[[Any, Any], Any] | None
-    """In-process kinds: ``read_ledger(store, key)`` reads one replica's ledger."""
+    read_ledgers: Callable[[Any], dict[Any, Any]] | None
+    """In-process kinds: ``read_ledgers(store)`` reads every ledger one
+    replica's store retains, by key (read-only: it reclaims nothing)."""
     scripts: ScriptSet = ScriptSet()
     """The Lua it runs, by script name: its family's files with the kind's own
     replacements. Its ``build`` and ``migrate`` load scripts from this set, and

@@ -162,8 +162,7 @@ def replay_side(path: Path, against_fixed: bool, timeline: Path | None = None,
     if timeline is not None:
         settings = parse_scenario(report.scenario_for(changes), source=str(path)).settings
         which = "fixed store" if against_fixed else "variant"
-        draw_timeline(found.result, timeline, report.schedule,
-                      cap=getattr(settings, "subject_cap_microdollars", None),
+        draw_timeline(found.result, timeline, report.schedule, settings=settings,
                       title=f"{which}: {store}")
     return Side(store=store, value=found.value, broken=found.reproduced,
                 fingerprint=found.result.summary["trace_fingerprint"],

@@ -90,7 +90,7 @@ def redis_kind(name: str, summary: str, *, layout: Literal["v1", "v2"] = "v1",
     return StoreKind(name=name, summary=summary, protocol="budget",
                      settings_model=NamespaceCapSettings if v2 else SubjectCapSettings,
                      backends=("redis",), build=build, contract=contract,
-                     ledger_keys=ledger_keys, decode=decode_ledger_value, read_ledger=None,
+                     ledger_keys=ledger_keys, decode=decode_ledger_value, read_ledgers=None,
                      scripts=sources, migrate=migrate if v2 else None,
                      holds_count_past_deadline=holds_count_past_deadline)
 
@@ -103,12 +103,12 @@ async def _build_none(data: Any, runtime: Any, settings: Any) -> NoBudget:
     return NoBudget()
 
 
-def _in_memory_ledger(store: InMemoryBudget, key: BudgetKey) -> RecordedLedger:
-    return store.ledger(key)
+def _in_memory_ledgers(store: InMemoryBudget) -> dict[BudgetKey, RecordedLedger]:
+    return {key: store.ledger(key) for key in store.ledger_keys()}
 
 
-def _no_ledger(store: NoBudget, key: BudgetKey) -> RecordedLedger:
-    return RecordedLedger(0, {})
+def _no_ledgers(store: NoBudget) -> dict[BudgetKey, RecordedLedger]:
+    return {}
 
 
 KINDS = (
@@ -127,7 +127,7 @@ KINDS = (
         contract=contract,
         ledger_keys=None,
         decode=None,
-        read_ledger=_in_memory_ledger,
+        read_ledgers=_in_memory_ledgers,
     ),
     StoreKind(
         name="axond_budget.none",
@@ -139,7 +139,7 @@ KINDS = (
         contract=contract,
         ledger_keys=None,
         decode=None,
-        read_ledger=_no_ledger,
+        read_ledgers=_no_ledgers,
     ),
     redis_kind("axond_budget.variants.split_settlement",
                "historical: settles in two commands, release then charge (v1 layout); "

@@ -54,7 +54,7 @@ _run_numbers = itertools.count()
 
 def mirror_after(mirror: dict, entry: list) -> None:
     """Apply one ``observed`` entry to the lab's picture of the keys, the way
-    ``oracle.observer.LedgerObserver`` does."""
+    ``simulator.families.axond_budget.observer.LedgerObserver`` does."""
     key, kind = entry[0], entry[1]
     if kind == "same":
         return

@@ -1,4 +1,4 @@
-"""Feeding the oracle the store's record, exactly and without disturbing it.
+"""Feeding the budget oracle a server's record, exactly and without disturbing it.
 
 For Redis stores the server returns, after each command, the post-state of
 every key the command declared (see ``backends/virtual_expiry``); this module
@@ -6,14 +6,18 @@ maps those Redis keys back to budget keys with the store kind's own layout
 (``ledger_keys``/``decode``) and hands the decoded ledgers to the oracle. Key
 expiry, data loss and eviction arrive the same way, with their cause. The
 lab never sends an extra command for this: observing costs no virtual time
-and changes no state.
+and changes no state. At the end of a run, ``check`` compares the oracle's
+books with every ledger key the server holds.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from simulator.families.axond_budget.mirror import compare
+from simulator.oracle.protocol import MIGRATION
 from simulator.oracle.scoped import BudgetOracle, Key
+from simulator.server import Server
 from stores.registry import StoreKind
 
 SERVER = "server"
@@ -31,10 +35,6 @@ def scope_and_part(role: str) -> tuple[str, str]:
     if role.startswith("namespace_"):
         return "namespace", role.removeprefix("namespace_")
     return "subject", role
-
-
-MIGRATION = -2
-"""The tag of an operator's migration: its commands belong to no request."""
 
 
 def ledger_layout(kind: StoreKind, settings: Any, keys: list[Key]) -> dict[str, tuple[Key, str]]:
@@ -62,6 +62,8 @@ class LedgerObserver:
     def __init__(self, oracle: BudgetOracle, layouts: list[tuple[StoreKind, Any]],
                  keys: list[Key]) -> None:
         self.oracle = oracle
+        self.layouts = layouts
+        self.keys = keys
         self.decode = layouts[0][0].decode
         self.role_of: dict[str, tuple[Key, str]] = {}
         self.source_of: dict[str, str] = {}
@@ -144,3 +146,16 @@ class LedgerObserver:
         for (key, source, scope), decoded in parts.items():
             self.oracle.observe(key, source, now_us, tag, how, spent=decoded.get("spent"),
                                 holds=decoded.get("holds"), scope=scope)
+
+    def check(self, server: Server) -> None:
+        """The oracle's books must be exactly what the backend holds: a lab bug
+        otherwise, and the run stops rather than report numbers it cannot vouch for."""
+        for kind, settings in self.layouts:
+            source = source_for(kind)
+            layout = ledger_layout(kind, settings, self.keys)
+            held = server.read_ledger_keys(list(layout))
+            for redis_key, (key, role) in layout.items():
+                scope, part = scope_and_part(role)
+                compare(self.oracle, key, source, scope, part,
+                        kind.decode(role, held[redis_key]), kind.decode(role, None),
+                        server.kernel.seed, what=role)

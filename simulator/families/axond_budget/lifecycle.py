@@ -1,9 +1,11 @@
-"""A gateway request against a budget store: reserve, run, settle.
+"""The budget family's request lifecycle: reserve, run, settle.
 
-The lifecycle every axond gateway runs: reserve the estimate; if denied,
+What every axond gateway does with a request: reserve the estimate; if denied,
 answer 429/503; otherwise run the upstream work for its duration, then settle
 the actual spend exactly once (never retried by the gateway). Each step is
-reported to the oracle as it happens, which is how the lab knows the truth.
+reported to the oracle as it happens, which is how the lab knows the truth;
+after each call to a store kept in the replica, the replica's store is read
+(``Replica.observe_store``: shared stores are observed by the server).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
                    replica.index)
     replica.record("request_arrived", request, request.estimate_microdollars)
     admission = await store.reserve(budget_key, request.estimate_microdollars)
-    replica.observe_ledger(key, number)
+    replica.observe_store(number, key)
     if not admission.is_allowed:
         reason = admission.denial.value
         oracle.denied(number, reason, kernel.now)
@@ -40,7 +42,7 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
     oracle.completed(number, kernel.now)
     replica.record("work_completed", request, request.actual_microdollars)
     await store.settle(budget_key, admission.reservation, request.actual_microdollars)
-    replica.observe_ledger(key, number)
+    replica.observe_store(number, key)
     oracle.settled(number, kernel.now)
     replica.record("request_settled", request, request.actual_microdollars)
     replica.finished(number)

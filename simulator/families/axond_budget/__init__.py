@@ -1,0 +1,33 @@
+"""The axond budget family, as the lab knows it: reserve an estimate, run,
+settle the actual spend (``stores.axond_budget`` holds its stores).
+
+* ``lifecycle`` — the request a gateway replica serves;
+* ``oracle`` — the run's oracle (``simulator.oracle.scoped``: one book per
+  cap scope, the subjects and, with a namespace cap, the namespaces);
+* ``observer`` — a server's ledger keys, mapped to budget keys and roles;
+* ``in_process`` — the replicas' own stores, read after every call;
+* ``mirror`` — the end-of-run comparison of the oracle's books with the stores;
+* ``summary`` and ``timeline`` — how its results read and are drawn;
+"""
+
+from __future__ import annotations
+
+from simulator.families import Family
+from simulator.families.axond_budget import lifecycle
+from simulator.families.axond_budget.in_process import ReplicaLedgers
+from simulator.families.axond_budget.observer import LedgerObserver
+from simulator.families.axond_budget.oracle import budget_oracle
+from simulator.families.axond_budget.summary import SUMMARY
+from simulator.families.axond_budget.timeline import LANES
+
+FAMILY = Family(
+    name="axond_budget",
+    protocol="budget",
+    serve=lifecycle.serve,
+    oracle=budget_oracle,
+    server_observer=LedgerObserver,
+    replica_observer=ReplicaLedgers,
+    summary=SUMMARY,
+    timeline=LANES,
+    invariants=(),  # wired to invariants.INVARIANTS once that module lands
+)

@@ -1,0 +1,78 @@
+"""Feeding the budget oracle the record of stores kept in the replicas.
+
+An in-process store (the in-memory budget) has no server to report its keys'
+post-states, so after each call the replica's whole store is read
+(``StoreKind.read_ledgers``): a call may change ledgers it did not name (the
+in-memory store reclaims expired holds and evicts idle ledgers of other keys
+to make room). Every ledger that changed since the last read is reported to
+the oracle as the call's doing, a ledger that vanished as emptied, and the
+ledger the call named is reported even if unchanged (as a Redis command that
+only read a key is: the oracle notes what the store counted when the call
+ran). At the end of a run, ``check`` compares the oracle's books with every
+live replica's store, key by key.
+
+Rules kept here:
+
+* Each replica incarnation is its own source of record, ``(index, incarnation)``.
+* Only what changed is reported, so a call costs one read of the store and a
+  comparison, not an oracle update per ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.families.axond_budget.mirror import compare
+from simulator.fleet import Replica
+from simulator.oracle.scoped import BudgetOracle, Key
+
+EMPTY: tuple[int, dict] = (0, {})
+"""What a ledger the store does not retain reads as: no spend, no holds."""
+
+
+class ReplicaLedgers:
+    """Follows every replica's in-process budget store for the oracle."""
+
+    def __init__(self, oracle: BudgetOracle) -> None:
+        self.oracle = oracle
+        self.seen: dict[Any, dict[Key, tuple[int, dict]]] = {}
+        """Per source of record, every ledger as last reported."""
+
+    def after_call(self, replica: Replica, tag: int, touched: Key) -> None:
+        read = replica.kind.read_ledgers
+        if read is None or replica.store is None:
+            return
+        source = replica.source
+        now = replica.kernel.now
+        ledgers = _ledgers(read(replica.store))
+        before = self.seen.get(source, {})
+        observe = self.oracle.observe
+        for key in before.keys() - ledgers.keys():
+            observe(key, source, now, tag, "command", spent=0, holds={})
+        for key, (spent, holds) in ledgers.items():
+            if key != touched and before.get(key) != (spent, holds):
+                observe(key, source, now, tag, "command", spent=spent, holds=holds)
+        spent, holds = ledgers.get(touched, EMPTY)
+        observe(touched, source, now, tag, "command", spent=spent, holds=holds)
+        self.seen[source] = ledgers
+
+    def check(self, replicas: list[Replica]) -> None:
+        for replica in replicas:
+            read = replica.kind.read_ledgers
+            if read is None or replica.store is None:
+                continue
+            ledgers = _ledgers(read(replica.store))
+            known = {key for key, book in self.oracle.subject.books.items()
+                     if replica.source in book.spent or replica.source in book.holds}
+            where = f"replica {replica.index}'s store"
+            for key in sorted(ledgers.keys() | known):
+                spent, holds = ledgers.get(key, EMPTY)
+                for part, held, empty in (("spent", spent, 0), ("holds", holds, {})):
+                    compare(self.oracle, key, replica.source, "subject", part, held, empty,
+                            replica.kernel.seed, what=part, where=where)
+
+
+def _ledgers(read: dict[Any, Any]) -> dict[Key, tuple[int, dict]]:
+    """A store's ledgers by oracle key, each as ``(spent, holds)``."""
+    return {(key.namespace, key.subject): (ledger.spent_microdollars, ledger.holds)
+            for key, ledger in read.items()}
