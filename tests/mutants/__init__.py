@@ -13,14 +13,14 @@ could tell from its fixed store (an equivalent mutant) has no place here.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from stores.axond_budget import SCRIPTS, redis_kind
 from stores.axond_budget.contract import NamespaceCapSettings
-from stores.registry import StoreKind, get, register
+from stores.registry import StoreKind, get, load_plugins, register
 
 HERE = Path(__file__).resolve().parent
 """Where the mutants' ``.lua`` files are, beside their modules."""
@@ -103,5 +103,6 @@ def register_redis_mutant(mutant: Mutant, **options: Any) -> StoreKind:
 
 
 def catalogue() -> list[Mutant]:
-    """Every mutant, its module imported (so its kind is registered)."""
-    return [importlib.import_module(f"{__name__}.{name}").MUTANT for name in CATALOGUE]
+    """Every mutant, its module loaded as a plug-in (so its kind is registered)."""
+    modules = load_plugins(f"{__name__}.{name}" for name in CATALOGUE)
+    return [sys.modules[module].MUTANT for module in modules]

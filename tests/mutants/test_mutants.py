@@ -114,7 +114,8 @@ def mutants() -> Iterator[dict[str, Mutant]]:
     only: the registry is restored afterwards, so the rest of a session (the
     fields reference, ``stores``) sees no mutant."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
+        for table in ("_REGISTERED", "_ORIGINS"):
+            patch.setattr(registry, table, dict(getattr(registry, table)))
         yield {mutant.name: mutant for mutant in catalogue()}
 
 
