@@ -189,11 +189,15 @@ class FaultedCase(NamedTuple):
 
 FAULTED = {
     "settle_charges_twice-retried_settlements": FaultedCase(
-        # Duplicate settlements charge twice per execution: the retry's share
-        # is the fault's, the doubling the store's.
+        # The replies of three settlements per replica are lost and the driver
+        # retries them: the retry's charge is the fault's, the doubling the
+        # store's. The schedule aims at `settle_v1`, the mutant's own script
+        # under the name of the one it replaces.
         "settle_charges_twice", "drift",
-        (("network.reply_loss", 0.02), ("network.retries", 2)), "reply_loss",
-        "duplicate_execution_count"),
+        (("network.retries", 2),
+         ("faults.schedule", [{"at": "1s", "fault": "lose_reply", "replica": replica,
+                               "call": "settle_v1", "count": 3} for replica in range(10)])),
+        "scheduled lose_reply", "duplicate_execution_count"),
     "cap_check_off_by_one-failover": FaultedCase(
         # A failover to a replica 100 ms behind loses that much spend, which
         # the fleet spends again; the off-by-one admits one estimate more.
