@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from simulator.backends import BackendError
 from simulator.bench import run_bench
-from simulator.expectations import Expectation, failed_expectations
+from simulator.expectations import failed_expectations, parse_condition
 from simulator.hunt import Hunt
 from simulator.kernel import SimulationError
 from simulator.races import involved_events, load_report, replay
@@ -95,9 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
         "hunt", parents=[plugins],
         help="search fault schedules that break an invariant; write a race report")
     hunt_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
-    hunt_cmd.add_argument("--invariant", required=True, metavar="EXPR",
+    hunt_cmd.add_argument("--invariant", metavar="EXPR",
                           help="the breaking condition, e.g. "
-                          "'conservation_drift_microdollars_total < 0'")
+                          "'conservation_drift_microdollars_total < 0', or thresholds joined "
+                          "by and / or (and binds tighter; parentheses group)")
+    hunt_cmd.add_argument("--reference", metavar="KIND",
+                          help="a store kind of the same family: a schedule breaks when the "
+                          "scenario's store does worse than it on one of the family's "
+                          "invariants (with --invariant: when either says so)")
     hunt_cmd.add_argument("--examples", type=int, default=100,
                           help="schedules to try before giving up (default 100)")
     hunt_cmd.add_argument("--seed", type=int, default=0, help="the hunt's own seed")
@@ -221,20 +226,25 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _hunt(args: argparse.Namespace) -> int:
-    metric, _, comparison = args.invariant.strip().partition(" ")
-    invariant = Expectation.parse(metric, comparison)
+    if args.invariant is None and args.reference is None:
+        raise ValueError("hunt: give --invariant EXPR, --reference KIND, or both")
+    try:
+        invariant = None if args.invariant is None else parse_condition(args.invariant)
+    except ValueError as error:
+        raise ValueError(f"--invariant: {error}") from None
     budget_s = parse_duration_us(args.budget) / 1e6
     hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,
                 time_budget_s=budget_s, max_faults=args.max_faults,
-                kinds=_fault_kinds(args.faults), target=args.target,
-                progress=lambda runs, line: print(f"hunt: run {runs}: {line}", file=sys.stderr))
+                kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
+                progress=lambda phase, runs, line: print(f"hunt: {phase} run {runs}: {line}",
+                                                         file=sys.stderr))
     with quiet_store_logs():
         found = hunt.search()
     if found is None:
-        print(f"no schedule broke {invariant} in {hunt.runs} run(s)")
+        print(f"no schedule broke it in {hunt.runs} run(s) (broken when {hunt.question})")
         return SIMULATION_FAILED
-    print(f"broke {invariant}: {invariant.metric} = {found.value!r}, with "
-          f"{len(found.schedule)} fault(s) after {found.runs} run(s):")
+    print(f"broken with {len(found.schedule)} fault(s) after {found.runs} run(s): "
+          f"{found.verdict}")
     for fault in found.schedule:
         print(f"  {fault}")
     if args.out is not None:
@@ -247,7 +257,6 @@ def _replay(args: argparse.Namespace) -> int:
     report = load_report(args.report)
     found = replay(report, against_fixed=args.against == "fixed", backend=args.backend,
                    sample_every="20ms" if args.plot else None)
-    invariant = report.invariant
     if args.plot:
         settings = parse_scenario(report.scenario_for(report.variant)).settings
         draw_timeline(found.result, args.plot, report.schedule, settings=settings,
@@ -260,8 +269,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.against:
         verdict = ("BROKEN on the fixed store too" if found.reproduced
                    else "HOLDS on the fixed store")
-        print(f"{verdict}: {invariant.metric} = {found.value!r} "
-              f"(broken when {invariant.operator} {invariant.threshold:g})")
+        print(f"{verdict}: {found.verdict}")
         return SIMULATION_FAILED if found.reproduced else 0
     if args.record:
         found.result.trace.write_parquet(report.recorded_trace)
@@ -273,8 +281,7 @@ def _replay(args: argparse.Namespace) -> int:
         print("trace fingerprint matches the report")
     verdict = "REPRODUCED" if found.reproduced else "NOT REPRODUCED"
     seen = "" if found.reproduced else " instead"
-    print(f"{verdict}: {invariant.metric} = {found.value!r}{seen} "
-          f"(broken when {invariant.operator} {invariant.threshold:g})")
+    print(f"{verdict}: {found.verdict.observed}{seen} {found.verdict.rule}")
     return 0 if found.reproduced else SIMULATION_FAILED
 
 

@@ -1,12 +1,23 @@
 """``hunt``: search fault schedules for one that breaks an invariant.
 
 Hypothesis draws fault schedules (``simulator.strategies``) for a scenario,
-runs each, and stops at the first run whose summary breaks the invariant;
-then it shrinks the schedule (fewer faults, earlier, on lower replicas) while
-the invariant stays broken, and the smallest one is written as a race report
-that ``replay`` reproduces. Given the same seed, the same hunt finds the same
-schedule. A time budget bounds the whole search, shrinking included: past it,
-no new run is started and the best schedule found so far is kept.
+runs each, and stops at the first run that breaks: its summary meets the
+breaking condition (``--invariant``, see ``simulator.expectations``), or the
+store does worse than a reference store kind under the same scenario, seed
+and schedule on one of its family's invariants (``--reference``), or either
+when both are given. Then it shrinks the schedule (fewer faults, earlier, on
+lower replicas) while it stays broken, and the smallest one is written as a
+race report that ``replay`` reproduces. Given the same seed, the same hunt
+finds the same schedule. A time budget bounds the whole search, shrinking
+included: past it, no new run is started and the best schedule found so far
+is kept.
+
+Before searching, the scenario runs once without faults (the baseline). A
+condition naming a metric that run's summary lacks is refused there, so a typo
+never reads as "no schedule broke it"; a baseline that already breaks is
+reported with an empty schedule; and the calls a lost request or reply may
+target are those the baseline actually sent, the replicas' and the
+migration's apart, so no drawn fault aims at a call nobody makes.
 """
 
 from __future__ import annotations
@@ -24,35 +35,71 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
-from simulator.expectations import Expectation
-from simulator.run import RunResult, run_scenario, script_names
+from simulator.expectations import Condition, Expectation, Invariant, Verdict, check_metrics, judge
+from simulator.families import family_of, invariants_for
+from simulator.operations import MIGRATOR
+from simulator.run import RunResult, resolve_backend, run_scenario
 from simulator.scenario import Scenario, parse_scenario
 from simulator.strategies import REPLICA_FAULTS, fault_schedules
+from simulator.trace import Trace
 from stores import registry
 
-VERBS = ("HDEL", "INCRBY", "DEL", "GET", "SET")
-"""Plain commands a lost request or reply may target, beside the store's scripts."""
+Progress = Callable[[str, int, str], None]
+"""``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"search"``
+(no broken schedule seen yet) or ``"shrink"``; ``run`` counts the candidate's runs."""
+
+
+@dataclass(frozen=True)
+class CallTargets:
+    """The labels of the calls a run executed: script names or verbs."""
+
+    replicas: tuple[str, ...]
+    migration: tuple[str, ...]
+
+
+def calls_sent(trace: Trace) -> CallTargets:
+    """The calls ``trace`` shows executed, by the replicas and by the migration."""
+    columns = trace.columns
+    replicas, migration = set(), set()
+    for kind, replica, label in zip(columns["kind"], columns["replica"], columns["detail"],
+                                    strict=True):
+        if kind == "call_executed" and label:
+            (migration if replica == MIGRATOR else replicas).add(label)
+    return CallTargets(tuple(sorted(replicas)), tuple(sorted(migration)))
 
 
 @dataclass(frozen=True)
 class Found:
     schedule: list[dict[str, Any]]
-    value: Any
+    verdict: Verdict
     result: RunResult
     runs: int
+
+    @property
+    def value(self) -> Any:
+        """The broken metric's value (the values, by metric, when several)."""
+        return self.verdict.value
 
 
 class Hunt:
     """One search over one scenario."""
 
-    def __init__(self, scenario_path: Path, invariant: Expectation, seed: int = 0,
+    def __init__(self, scenario_path: Path, invariant: Condition | None = None, seed: int = 0,
                  examples: int = 100, time_budget_s: float = 600, max_faults: int = 4,
                  kinds: tuple[str, ...] = REPLICA_FAULTS, target: str = "any",
-                 progress: Callable[[int, str], None] | None = None) -> None:
+                 progress: Progress | None = None, reference: str | None = None) -> None:
+        if invariant is None and reference is None:
+            raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
+                             "(--reference), or both")
         self.scenario_path = scenario_path
         self.data = tomllib.loads(scenario_path.read_text(encoding="utf-8"))
         self.scenario: Scenario = parse_scenario(self.data, source=str(scenario_path))
         self.invariant = invariant
+        self.reference = reference
+        self.invariants: tuple[Invariant, ...] = ()
+        if reference is not None:
+            self.invariants = tuple(invariants_for(self.scenario.kind))
+            self._check_reference(reference)
         self.seed = seed
         self.examples = examples
         self.deadline = time.monotonic() + time_budget_s
@@ -61,33 +108,81 @@ class Hunt:
         self.target = target
         self.progress = progress
         self.runs = 0
+        self._broken_seen = False
 
-    def _run(self, schedule: list[dict[str, Any]]) -> RunResult:
-        data = copy.deepcopy(self.data)
+    @property
+    def question(self) -> str:
+        """When a run counts as broken, in words: the condition, the reference, or both."""
+        asked = [] if self.invariant is None else [str(self.invariant)]
+        if self.reference is not None:
+            asked.append(f"{self.scenario.store} worse than {self.reference}")
+        return ", or ".join(asked)
+
+    def _check_reference(self, reference: str) -> None:
+        """The reference must be of the candidate's family and take its scenario."""
+        candidate = self.scenario.kind
+        kind = registry.get(reference)
+        if family_of(kind).name != family_of(candidate).name:
+            raise ValueError(
+                f"reference {reference!r}: of family {family_of(kind).name!r}, but the "
+                f"scenario's store {candidate.name!r} is of {family_of(candidate).name!r}; "
+                f"compare stores of one family")
+        if not self.invariants:
+            raise ValueError(f"reference {reference!r}: the family {family_of(kind).name!r} "
+                             f"declares no invariants to compare")
+        # Its settings and backend are checked now, not after a search's worth of runs.
+        resolve_backend(parse_scenario(self._with_reference(self.data), source=(
+            f"{self.scenario_path} with the reference store {reference!r}")), None)
+
+    def _with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "store": self.reference}
+
+    def _run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
+        data = copy.deepcopy(data)
         data.setdefault("faults", {})["schedule"] = schedule
         return run_scenario(parse_scenario(data), seed=self.scenario.seed)
+
+    def _judge(self, schedule: list[dict[str, Any]], complete: bool) -> tuple[RunResult, Verdict]:
+        """Run ``schedule`` on the candidate (and the reference, when one is
+        asked and, unless ``complete``, the condition alone did not break)."""
+        result = self._run(self.data, schedule)
+        summary = result.summary
+        reference_summary = None
+        if self.reference is not None and (complete or self.invariant is None
+                                           or not self.invariant.holds_in(summary)):
+            reference_summary = self._run(self._with_reference(self.data), schedule).summary
+        return result, judge(summary, self.invariant, self.reference, reference_summary,
+                             self.invariants)
+
+    def _tell(self, phase: str, line: str) -> None:
+        if self.progress is not None:
+            self.progress(phase, self.runs, line)
 
     def _breaks(self, schedule: list[dict[str, Any]]) -> bool:
         if time.monotonic() > self.deadline:
             return False
         self.runs += 1
-        value = self._run(schedule).summary.get(self.invariant.metric)
-        broken = self.invariant.holds_for(value)
-        if self.progress is not None:
-            self.progress(self.runs, f"{len(schedule)} fault(s), {self.invariant.metric}="
-                                     f"{value!r}{' BROKEN' if broken else ''}")
-        return broken
+        _, verdict = self._judge(schedule, complete=False)
+        self._tell("shrink" if self._broken_seen else "search",
+                   f"{len(schedule)} fault(s), {verdict.observed}"
+                   f"{' BROKEN' if verdict.broken else ''}")
+        self._broken_seen = self._broken_seen or verdict.broken
+        return verdict.broken
 
     def search(self) -> Found | None:
         scenario = self.scenario
-        calls = sorted(set(script_names(scenario).values())) + list(VERBS)
         if self.target == "migration" and not scenario.migrations:
             raise ValueError("--target migration: the scenario runs no migration")
+        baseline, verdict = self._baseline()
+        if verdict.broken:
+            return Found([], verdict, baseline, self.runs)
+        calls = calls_sent(baseline.trace)
         migration = bool(scenario.migrations) and self.target != "replicas"
-        strategy = fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls,
+        strategy = fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
                                    kinds=self.kinds, migration=migration,
                                    max_faults=self.max_faults,
-                                   only_migration=self.target == "migration")
+                                   only_migration=self.target == "migration",
+                                   migration_calls=calls.migration)
         try:
             schedule = find(strategy, self._breaks, random=random.Random(self.seed),
                             settings=settings(max_examples=self.examples, database=None,
@@ -96,8 +191,25 @@ class Hunt:
                                               suppress_health_check=list(HealthCheck)))
         except NoSuchExample:
             return None
-        result = self._run(schedule)
-        return Found(schedule, result.summary.get(self.invariant.metric), result, self.runs)
+        # The schedule found, run again for its whole story (the reference
+        # too): the runs are deterministic, so this is the run ``find`` saw.
+        result, verdict = self._judge(schedule, complete=True)
+        return Found(schedule, verdict, result, self.runs)
+
+    def _baseline(self) -> tuple[RunResult, Verdict]:
+        """The scenario without faults; a condition naming a metric it lacks is refused."""
+        self.runs += 1
+        baseline = self._run(self.data, [])
+        if self.invariant is not None:
+            check_metrics(self.invariant, baseline.summary)
+        reference_summary = None
+        if self.reference is not None:
+            reference_summary = self._run(self._with_reference(self.data), []).summary
+        verdict = judge(baseline.summary, self.invariant, self.reference, reference_summary,
+                        self.invariants)
+        self._tell("baseline", f"no faults, {verdict.observed}"
+                               f"{' BROKEN' if verdict.broken else ''}")
+        return baseline, verdict
 
     def write_report(self, found: Found, out: Path) -> None:
         """A race report of ``found`` (and its trace beside it) that ``replay`` reproduces."""
@@ -106,12 +218,12 @@ class Hunt:
         variant = {"store": self.scenario.store}
         variant.update({f"migrations.{index}.to": step.to
                         for index, step in enumerate(self.scenario.migrations)})
-        plugins = registry.plugins_for(variant.values())  # what replay must import
-        title = f"Hunted: {self.invariant} broken by {len(found.schedule)} fault(s)"
-        broken_when = f"{self.invariant.operator} {self.invariant.threshold:g}"
+        # What replay must import: the plugins the report's kinds came from.
+        plugins = registry.plugins_for([*variant.values(), *filter(None, [self.reference])])
+        title = f"Hunted: {self.question}, with {len(found.schedule)} fault(s)"
         lines = [
             f"title = {_toml(title)}",
-            f"story = {_toml(_story(found.schedule, self.invariant, found.value))}",
+            f"story = {_toml(_story(found.schedule, found.verdict))}",
             f"scenario = {_toml(scenario_ref)}",
             f"seed = {self.scenario.seed}",
             *([f"plugins = {_toml(list(plugins))}"] if plugins else []),
@@ -120,17 +232,37 @@ class Hunt:
             "[variant]",
             *(f"{_toml(path)} = {_toml(kind)}" for path, kind in variant.items()),
             "",
-            "[fixed]  # fill in the fixed store's changes to compare with --against fixed",
+            *_fixed_lines(self.reference),
             "",
         ]
         for fault in found.schedule:
             lines.append("[[schedule]]")
             lines += [f"{key} = {_toml(value)}" for key, value in fault.items()]
             lines.append("")
-        lines += ["[invariant]", f"metric = {_toml(self.invariant.metric)}",
-                  f"broken_when = {_toml(broken_when)}"]
+        lines += ["[invariant]", *_invariant_lines(self.invariant, self.reference)]
         out.write_text("\n".join(lines) + "\n", encoding="utf-8")
         found.result.trace.write_parquet(out.with_suffix(".trace.parquet"))
+
+
+def _fixed_lines(reference: str | None) -> list[str]:
+    """A reference hunt's reference is the fixed store: what the engineer ships."""
+    if reference is None:
+        return ["[fixed]  # fill in the fixed store's changes to compare with --against fixed"]
+    return ["[fixed]", f"store = {_toml(reference)}"]
+
+
+def _invariant_lines(invariant: Condition | None, reference: str | None) -> list[str]:
+    """A race report's ``[invariant]``: a single threshold as ``metric`` and
+    ``broken_when = "< 0"``; a compound condition whole in ``broken_when``."""
+    lines = []
+    if isinstance(invariant, Expectation):
+        lines += [f"metric = {_toml(invariant.metric)}",
+                  f"broken_when = {_toml(invariant.comparison)}"]
+    elif invariant is not None:
+        lines.append(f"broken_when = {_toml(str(invariant))}")
+    if reference is not None:
+        lines.append(f"reference = {_toml(reference)}")
+    return lines
 
 
 def _toml(value: Any) -> str:
@@ -144,12 +276,12 @@ def _toml(value: Any) -> str:
     return f'"{text}"'
 
 
-def _story(schedule: list[dict[str, Any]], invariant: Expectation, value: Any) -> str:
+def _story(schedule: list[dict[str, Any]], verdict: Verdict) -> str:
     steps = []
     for fault in schedule:
         target = "the migration" if fault.get("migration") else f"replica {fault.get('replica')}"
         what = fault["fault"].replace("_", " ")
         call = f" of {fault['call']}" if fault.get("call") else ""
         steps.append(f"at {fault['at']}, {what}{call} on {target}")
-    return (f"Found by hunt: {'; '.join(steps)}. Then {invariant.metric} = {value!r} "
-            f"(broken when {invariant.operator} {invariant.threshold:g}).")
+    happened = "; ".join(steps) if steps else "no fault at all"
+    return f"Found by hunt: {happened}. Then {verdict.observed} {verdict.rule}."

@@ -20,7 +20,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from simulator.expectations import Expectation
+from simulator.expectations import Condition, Expectation, Verdict, judge, parse_condition
+from simulator.families import invariants_for
 from simulator.run import RunResult, run_scenario
 from simulator.scenario import ScenarioError, parse_scenario, read_toml, set_dotted
 from simulator.trace import SCHEMA
@@ -37,9 +38,12 @@ class RaceReport:
     fixed: dict[str, Any]
     seed: int
     schedule: list[dict[str, Any]]
-    invariant: Expectation
+    invariant: Condition | None
+    """``[invariant]``'s breaking condition (None: judged by ``reference`` alone)."""
     fingerprint: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+    reference: str | None = None
+    """``[invariant] reference``: a store kind the run must do no worse than."""
     plugins: tuple[str, ...] = ()
     """Modules registering the report's store kinds from outside the lab;
     imported when the report is loaded."""
@@ -76,18 +80,21 @@ def load_report(path: str | Path) -> RaceReport:
     if isinstance(scenario, str):
         scenario = read_toml((path.parent / scenario).resolve())
     invariant = data["invariant"]
-    try:
-        expectation = Expectation.parse(invariant["metric"], invariant["broken_when"])
-    except (KeyError, TypeError):
+    if not isinstance(invariant, dict) or not {"broken_when", "reference"} & invariant.keys():
         raise ScenarioError(
-            f"{path}: invariant: expected {{ metric = NAME, broken_when = '< 0' }}") from None
+            f"{path}: invariant: expected {{ metric = NAME, broken_when = '< 0' }}, "
+            f"{{ broken_when = 'CONDITION' }} and/or {{ reference = KIND }}")
+    try:
+        expectation = (None if "broken_when" not in invariant
+                       else Expectation.parse(invariant["metric"], invariant["broken_when"])
+                       if "metric" in invariant else parse_condition(invariant["broken_when"]))
     except ValueError as error:
         raise ScenarioError(f"{path}: invariant.broken_when: {error}") from None
     return RaceReport(path=path, title=data["title"], story=data.get("story", ""),
                       scenario=scenario, variant=data["variant"], fixed=data.get("fixed", {}),
                       seed=int(data["seed"]), schedule=data.get("schedule", []),
                       invariant=expectation, fingerprint=data.get("fingerprint"),
-                      plugins=tuple(plugins))
+                      reference=invariant.get("reference"), plugins=tuple(plugins))
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,8 @@ class Replay:
     value: Any
     result: RunResult
     divergence: str | None
+    verdict: Verdict | None = None
+    """How the run was judged (its ``observed`` and ``rule`` say it in words)."""
 
 
 def replay(report: RaceReport, against_fixed: bool = False, backend: str | None = None,
@@ -110,12 +119,18 @@ def replay(report: RaceReport, against_fixed: bool = False, backend: str | None 
         changes.update({"metrics.sample_every": sample_every, "metrics.per_key": True})
     scenario = parse_scenario(report.scenario_for(changes), source=str(report.path))
     result = run_scenario(scenario, seed=report.seed, backend=backend)
-    value = result.summary.get(report.invariant.metric)
+    reference = None
+    if report.reference is not None:  # the same scenario, seed and schedule on the reference
+        reference = run_scenario(parse_scenario(report.scenario_for(
+            {**changes, "store": report.reference}), source=str(report.path)),
+            seed=report.seed, backend=backend).summary
+    verdict = judge(result.summary, report.invariant, report.reference, reference,
+                    invariants_for(scenario.kind) if reference is not None else ())
     divergence = None
     if not against_fixed and report.fingerprint is not None:
         if result.summary["trace_fingerprint"] != report.fingerprint:
             divergence = first_divergence(report, result)
-    return Replay(report.invariant.holds_for(value), value, result, divergence)
+    return Replay(verdict.broken, verdict.value, result, divergence, verdict)
 
 
 def describe_row(row: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from simulator.distributions import AmountDistribution, DurationDistribution
-from simulator.expectations import Expectation
+from simulator.expectations import parse_expectation
 from simulator.faults import Faults, ServerSettings
 from simulator.models import Model
 from simulator.workload import Workload
@@ -106,7 +106,7 @@ class Fleet(Model):
 
 
 def _comparison(text: str) -> str:
-    Expectation.parse("", text)
+    parse_expectation("", text)
     return text
 
 
@@ -183,7 +183,9 @@ class Scenario(Model):
     expect: dict[str, Annotated[str, AfterValidator(_comparison)]] = Field(
         default_factory=dict,
         description="Thresholds on summary metrics, e.g. cap_overshoot_max_ratio = "
-        "\"<= 0.01\"; run exits 3 when one fails.")
+        "\"<= 0.01\", or named conditions joined by and / or, e.g. books = "
+        "\"conservation_drift_microdollars_total == 0 and holds_leaked == 0\"; "
+        "run exits 3 when one fails.")
 
     @model_validator(mode="before")
     @classmethod

@@ -42,25 +42,30 @@ REPLICA_FAULTS = ("lose_reply", "lose_request", "crash", "pause")
 
 def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
           kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
-          only_migration: bool = False) -> st.SearchStrategy[dict[str, Any]]:
+          only_migration: bool = False, migration_calls: Sequence[str] | None = None
+          ) -> st.SearchStrategy[dict[str, Any]]:
     """One scheduled fault on a fleet of ``replicas`` before ``until``.
 
     ``calls`` are the labels a lost request or reply may target (script names
     such as ``"settle_v1"`` or verbs such as ``"HDEL"``); ``migration`` lets
-    losses hit the operator's migration too, ``only_migration`` only it.
+    losses hit the operator's migration too, ``only_migration`` only it, aimed
+    at ``migration_calls`` (default: ``calls``). A loss may also name no call
+    (the next call of any label).
     """
     until_ms = parse_duration_us(until) // 1_000 if isinstance(until, str) else until // 1_000
     at = st.integers(0, max(0, until_ms - 1)).map(lambda ms: f"{ms}ms")
     replica = st.integers(0, replicas - 1)
     call = st.sampled_from([None, *calls])
+    migration_call = call if migration_calls is None else st.sampled_from(
+        [None, *migration_calls])
 
     def losses(kind: str) -> st.SearchStrategy[dict[str, Any]]:
         on_replica = st.fixed_dictionaries(
             {"at": at, "fault": st.just(kind), "replica": replica, "call": call,
              "count": st.integers(1, 3)})
         on_migration = st.fixed_dictionaries(
-            {"at": at, "fault": st.just(kind), "migration": st.just(True), "call": call,
-             "count": st.integers(1, 3)})
+            {"at": at, "fault": st.just(kind), "migration": st.just(True),
+             "call": migration_call, "count": st.integers(1, 3)})
         if only_migration:
             return on_migration
         return on_replica | on_migration if migration else on_replica
@@ -80,10 +85,12 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
 
 def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),
                     kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
-                    max_faults: int = 4, only_migration: bool = False
+                    max_faults: int = 4, only_migration: bool = False,
+                    migration_calls: Sequence[str] | None = None
                     ) -> st.SearchStrategy[list[dict[str, Any]]]:
     """A schedule of up to ``max_faults`` faults (see ``fault``), in time order."""
-    return st.lists(fault(replicas, until, calls, kinds, migration, only_migration),
+    return st.lists(fault(replicas, until, calls, kinds, migration, only_migration,
+                          migration_calls),
                     min_size=1,
                     max_size=max_faults).map(
         lambda faults: sorted(faults, key=lambda item: parse_duration_us(item["at"])))

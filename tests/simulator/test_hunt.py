@@ -1,21 +1,31 @@
 """``hunt`` finds the historical races by itself, shrinks them, and writes
-reports that ``replay`` reproduces."""
+reports that ``replay`` reproduces; it compares a store with a reference
+store, takes compound conditions, refuses a misspelt metric before searching,
+and aims lost calls only at calls the scenario sends."""
 
 from __future__ import annotations
 
+import copy
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
-from simulator.expectations import Expectation
-from simulator.hunt import Hunt
+from simulator.cli import main
+from simulator.expectations import Expectation, parse_condition
+from simulator.hunt import Hunt, calls_sent
 from simulator.races import load_report, replay
+from simulator.run import run_scenario
+from simulator.scenario import ScenarioError, parse_scenario
 from simulator.strategies import fault_schedules
 from stores.quantities import parse_duration_us
 
 HUNTS = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt"
+SPLIT = HUNTS / "split-settlement-quiet.toml"
 DRIFT = Expectation.parse("conservation_drift_microdollars_total", "< 0")
+SHIPPED = "axond_budget.redis_v1"
 
 
 @pytest.mark.parametrize(("scenario", "options"), [
@@ -41,7 +51,7 @@ def test_hunt_finds_a_variants_race_and_shrinks_it_to_a_few_faults(scenario, opt
 
 def test_the_same_hunt_seed_finds_the_same_schedule():
     def schedule() -> list:
-        hunt = Hunt(HUNTS / "claim-without-slot-quiet.toml", DRIFT, seed=3, examples=40,
+        hunt = Hunt(HUNTS / "claim-without-slot-quiet.toml", DRIFT, seed=0, examples=40,
                     time_budget_s=120, kinds=("lose_reply",), target="migration")
         found = hunt.search()
         assert found is not None
@@ -61,3 +71,126 @@ def test_drawn_schedules_are_valid_and_in_time_order(schedule):
     assert [fault.at for fault in faults] == sorted(fault.at for fault in faults)
     assert all(fault.replica is None or 0 <= fault.replica < 4 for fault in faults)
     assert parse_duration_us(schedule[0]["at"]) == faults[0].at
+
+
+def _on_store(store: str, schedule: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The split-settlement quiet scenario on ``store``, with ``schedule``."""
+    data = tomllib.loads(SPLIT.read_text(encoding="utf-8"))
+    data["store"] = store
+    data["faults"] = {"schedule": copy.deepcopy(schedule or [])}
+    return data
+
+
+def test_a_reference_hunt_finds_where_the_variant_does_worse_than_the_shipped_store(tmp_path):
+    phases: list[str] = []
+    hunt = Hunt(SPLIT, reference=SHIPPED, seed=0, examples=30, time_budget_s=240,
+                kinds=("lose_reply",), max_faults=2,
+                progress=lambda phase, run, line: phases.append(phase))
+    found = hunt.search()
+    assert found is not None and found.schedule
+    worse = {item.metric: item for item in found.verdict.worse}
+    assert worse["conservation_drift_microdollars_total"].candidate < 0
+    # The shipped store alone, under the same schedule, loses nothing.
+    alone = run_scenario(parse_scenario(_on_store(SHIPPED, found.schedule))).summary
+    assert alone["conservation_drift_microdollars_total"] == 0
+    assert worse["conservation_drift_microdollars_total"].reference == 0
+    # Phases: one baseline, a search until the first break, then shrinking.
+    assert phases[0] == "baseline" and phases[1] == "search" and phases[-1] == "shrink"
+    assert phases.index("shrink") == len(phases) - phases[::-1].index("search")
+    report_path = tmp_path / "worse.toml"
+    hunt.write_report(found, report_path)
+    report = load_report(report_path)
+    assert report.reference == SHIPPED and report.invariant is None
+    assert "conservation_drift_microdollars_total" in report.story
+    replayed = replay(report)
+    assert replayed.reproduced and replayed.divergence is None
+    assert not replay(report, against_fixed=True).reproduced  # the fixed store is the reference
+
+
+def test_a_store_is_never_worse_than_itself():
+    hunt = Hunt(SPLIT, reference="axond_budget.variants.split_settlement", seed=0, examples=8,
+                time_budget_s=120, kinds=("lose_reply",), max_faults=2)
+    assert hunt.search() is None
+    assert hunt.runs > 1  # the baseline, then the examples
+
+
+def test_a_reference_of_another_shape_is_refused_before_any_run():
+    with pytest.raises(ValueError, match="unknown store 'axond_budget.nope'"):
+        Hunt(SPLIT, reference="axond_budget.nope")
+    with pytest.raises(ScenarioError, match="with the reference store 'axond_budget.redis_v2': "
+                                            "invalid scenario\nstore_settings.namespace_cap"):
+        Hunt(SPLIT, reference="axond_budget.redis_v2")
+    with pytest.raises(ValueError, match="give an invariant"):
+        Hunt(SPLIT)
+
+
+def test_a_compound_invariant_is_hunted_and_written_whole_in_the_report(tmp_path):
+    condition = parse_condition("cap_overshoot_microdollars_total > 0 or "
+                                "conservation_drift_microdollars_total < 0 and "
+                                "requests_arrived > 0")
+    hunt = Hunt(SPLIT, condition, seed=0, examples=30, time_budget_s=240,
+                kinds=("lose_reply",), max_faults=2)
+    found = hunt.search()
+    assert found is not None
+    assert found.value["conservation_drift_microdollars_total"] < 0
+    report_path = tmp_path / "compound.toml"
+    hunt.write_report(found, report_path)
+    report = load_report(report_path)
+    assert report.invariant == condition
+    assert replay(report).reproduced
+
+
+def test_a_misspelt_metric_is_refused_before_the_search(capsys):
+    hunt = Hunt(SPLIT, parse_condition("cap_overshoot_microdollars_total > 0 or "
+                                       "conservation_drfit_microdollars_total != 0"))
+    with pytest.raises(ValueError, match="no metric 'conservation_drfit_microdollars_total' in "
+                                         "the summary; known metrics: .*cap_overshoot"):
+        hunt.search()
+    assert hunt.runs <= 1
+    assert main(["hunt", str(SPLIT), "--invariant", "holds_leakd > 0"]) == 2
+    assert "no metric 'holds_leakd'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ([], "give --invariant EXPR, --reference KIND, or both"),
+    (["--invariant", "drift <"], "--invariant: 'drift <': expected a number"),
+    (["--reference", "axond_budget.redis_v2"], "store_settings.namespace_cap_microdollars"),
+])
+def test_hunt_without_a_usable_question_is_exit_2(arguments, message, capsys):
+    assert main(["hunt", str(SPLIT), *arguments]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_lost_calls_are_aimed_only_at_calls_the_scenario_sends(tmp_path):
+    v1 = run_scenario(parse_scenario(_on_store(SHIPPED)))
+    targets = calls_sent(v1.trace)
+    assert {"reserve_v1", "settle_v1"} <= set(targets.replicas)
+    assert not {"reserve_v2", "settle_v2", "HDEL", "INCRBY", "migration_apply"} & set(
+        targets.replicas)
+    assert targets.migration == ()
+
+    class Watching(Hunt):
+        """Records every drawn schedule; nothing ever breaks."""
+
+        drawn: list[dict[str, Any]] = []
+
+        def _breaks(self, schedule: list[dict[str, Any]]) -> bool:
+            self.drawn.extend(schedule)
+            return False
+
+    scenario = tmp_path / "v1-quiet.toml"
+    scenario.write_text(SPLIT.read_text(encoding="utf-8").replace(
+        'store = "axond_budget.variants.split_settlement"', f'store = "{SHIPPED}"'))
+    hunt = Watching(scenario, DRIFT, seed=0, examples=40, kinds=("lose_reply", "lose_request"))
+    assert hunt.scenario.store == SHIPPED
+    assert hunt.search() is None
+    aimed = {fault["call"] for fault in Watching.drawn if "call" in fault}
+    assert aimed and aimed <= set(targets.replicas)
+
+
+def test_the_migration_is_aimed_at_the_calls_it_sends():
+    hunt = Hunt(HUNTS / "claim-without-slot-quiet.toml", DRIFT)
+    targets = calls_sent(hunt._run(hunt.data, []).trace)
+    assert "migration_apply" in targets.migration
+    assert "migration_apply" not in targets.replicas
+    assert "reserve_v2" in targets.replicas and "reserve_v2" not in targets.migration

@@ -1,7 +1,9 @@
-"""The metrics series and ``[expect]`` thresholds."""
+"""The metrics series, ``[expect]`` thresholds and conditions, and judging a
+run against a reference run."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +11,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from simulator.expectations import Expectation, failed_expectations
+from simulator.expectations import (
+    AllOf,
+    AnyOf,
+    Expectation,
+    Invariant,
+    check_metrics,
+    failed_expectations,
+    judge,
+    parse_condition,
+)
 from simulator.run import run_scenario
 from simulator.scenario import ScenarioError, parse_scenario
 
@@ -43,6 +54,94 @@ def test_expectations_compare_summary_metrics():
                         "no_such_metric > 1: the summary has no metric 'no_such_metric'"]
     with pytest.raises(ValueError, match="expected a comparison"):
         Expectation.parse("x", "about 3")
+
+
+OVERSHOOT = Expectation("cap_overshoot_microdollars_total", ">", 0)
+DRIFT = Expectation("conservation_drift_microdollars_total", "!=", 0)
+ARRIVED = Expectation("requests_arrived", ">=", 10)
+
+
+@pytest.mark.parametrize(("text", "parsed"), [
+    ("cap_overshoot_microdollars_total > 0", OVERSHOOT),
+    ("cap_overshoot_microdollars_total > 0 or conservation_drift_microdollars_total != 0",
+     AnyOf((OVERSHOOT, DRIFT))),
+    # ``and`` binds tighter than ``or``...
+    ("cap_overshoot_microdollars_total>0 or conservation_drift_microdollars_total != 0 and "
+     "requests_arrived >= 1_0", AnyOf((OVERSHOOT, AllOf((DRIFT, ARRIVED))))),
+    # ... unless parentheses say otherwise.
+    ("(cap_overshoot_microdollars_total > 0 or conservation_drift_microdollars_total != 0) "
+     "and requests_arrived >= 10", AllOf((AnyOf((OVERSHOOT, DRIFT)), ARRIVED))),
+])
+def test_a_condition_parses_with_and_binding_tighter_than_or(text, parsed):
+    assert parse_condition(text) == parsed
+    assert parse_condition(str(parsed)) == parsed  # written back, it reads the same
+
+
+def test_a_condition_is_judged_on_the_summary():
+    either = AnyOf((OVERSHOOT, AllOf((DRIFT, ARRIVED))))
+    quiet = {"cap_overshoot_microdollars_total": 0, "conservation_drift_microdollars_total": 0,
+             "requests_arrived": 50}
+    assert not either.holds_in(quiet)
+    assert either.holds_in({**quiet, "cap_overshoot_microdollars_total": 1})
+    assert either.holds_in({**quiet, "conservation_drift_microdollars_total": -3})
+    assert not either.holds_in({**quiet, "conservation_drift_microdollars_total": -3,
+                                "requests_arrived": 2})
+    assert either.metrics == ("cap_overshoot_microdollars_total",
+                              "conservation_drift_microdollars_total", "requests_arrived")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("drift <", "expected a number, found the end"),
+    ("drift < 0 and", "expected a metric name, found the end"),
+    ("(drift < 0", "expected ')', found the end"),
+    ("drift < 0 holds_leaked", "expected 'and', 'or' or the end, found 'holds_leaked'"),
+    ("drift < 0 && holds_leaked > 0", "cannot read '&& holds_leaked > 0'"),
+])
+def test_a_malformed_condition_says_what_it_expected(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_condition(text)
+
+
+def test_a_condition_naming_an_unknown_metric_is_refused_with_the_known_ones():
+    condition = parse_condition("cap_overshoot_microdollars_total > 0 or drfit != 0")
+    with pytest.raises(ValueError, match="no metric 'drfit' in the summary; known metrics: "
+                                         "cap_overshoot_microdollars_total, requests_arrived$"):
+        check_metrics(condition, {"cap_overshoot_microdollars_total": 0, "requests_arrived": 5,
+                                  "store": "axond_budget.redis_v1"})
+
+
+def test_expect_takes_a_named_condition_beside_thresholds():
+    summary = {"holds_leaked": 0, "conservation_drift_microdollars_total": -4}
+    books = "conservation_drift_microdollars_total == 0 and holds_leaked == 0"
+    assert failed_expectations({"books": books}, summary) == [
+        f"{books}: got conservation_drift_microdollars_total = -4, holds_leaked = 0"]
+    assert failed_expectations({"books": books.replace("holds_leaked", "holds_leakd")},
+                               summary)[0].endswith("the summary has no metric 'holds_leakd'")
+    parse_scenario({**SMALL, "expect": {"books": books}})
+
+
+def test_a_candidate_is_worse_than_its_reference_where_an_invariant_goes_the_wrong_way():
+    invariants = (Invariant("cap_overshoot_microdollars_total"),
+                  Invariant("conservation_drift_microdollars_total", worse="further_from_zero"),
+                  Invariant("namespace_cap_overshoot_microdollars_total"))
+    reference = {"cap_overshoot_microdollars_total": 10,
+                 "conservation_drift_microdollars_total": 5}
+    same = judge(reference, reference="shipped", reference_summary=reference,
+                 invariants=invariants)
+    assert not same.broken and same.compared == 2  # the namespace metric is in neither
+    assert same.observed == "no worse than shipped on 2 invariant(s)"
+    candidate = {"cap_overshoot_microdollars_total": 4,
+                 "conservation_drift_microdollars_total": -7}
+    verdict = judge(candidate, reference="shipped", reference_summary=reference,
+                    invariants=invariants)
+    assert verdict.broken
+    assert [(worse.metric, worse.by) for worse in verdict.worse] == [
+        ("conservation_drift_microdollars_total", 2)]
+    assert verdict.rule == "(broken when worse than shipped)"
+    over_five = Expectation("cap_overshoot_microdollars_total", ">", 5)
+    both = judge(candidate, over_five, "shipped", reference, invariants)
+    assert both.broken and not both.condition_broken
+    assert both.rule == "(broken when > 5 or worse than shipped)"
 
 
 def test_a_malformed_expectation_is_a_scenario_error():
