@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from mutants import CATALOGUE, DAMAGE, SCENARIOS, Mutant, catalogue
+from mutants import CATALOGUE, DAMAGE, HERE, SCENARIOS, Mutant, catalogue
 from simulator.counterfactual import counterfactual
 from simulator.run import run_scenario
 from simulator.scenario import load_scenario
@@ -160,6 +160,20 @@ def test_the_fixed_store_has_no_damage_attributed_to_the_store(mutants, name):
 def blamed_on_the_store(summary: Mapping[str, Any]) -> dict[str, Any]:
     """Every nonzero metric filed under ``store_logic`` (or a cause chained to it)."""
     return {name: value for name, value in summary.items() if STORE_LOGIC in name and value}
+
+
+# The mutants with a script of their own (known before any is registered).
+LUA_MUTANTS = [name for name in CATALOGUE if (HERE / f"{name}.lua").exists()]
+
+
+@pytest.mark.parametrize("name", LUA_MUTANTS)
+def test_a_lua_mutant_does_the_same_on_a_real_server(mutants, name, redis_url):
+    mutant = mutants[name]
+    assert mutant.language == "lua"
+    real = run_scenario(load_scenario(mutant.scenario_path, {mutant.slot: mutant.kind}),
+                        seed=SEED, backend=redis_url).summary
+    fake = mutant_run(mutant)
+    assert {**real, "backend": None} == {**fake, "backend": None}
 
 
 # With faults on. Each case injects one fault class, so the counterfactual
