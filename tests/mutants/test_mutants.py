@@ -162,6 +162,17 @@ def blamed_on_the_store(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in summary.items() if STORE_LOGIC in name and value}
 
 
+def test_colliding_ids_show_their_real_damage_and_no_phantom_leaks(mutants):
+    # One replica's hold overwritten by another's under the same id, then
+    # deleted by the first one's settlement: the store undercounts running
+    # requests, but no hold outlives its request. The oracle must link holds
+    # to requests by what it saw written, not by the store's ids.
+    summary = mutant_run(mutants["ids_collide"])
+    assert summary["wrongful_admissions"] > 0
+    assert summary["holds_leaked"] == 0
+    assert summary["leaked_hold_microdollar_seconds"] == 0
+
+
 # The mutants with a script of their own (known before any is registered).
 LUA_MUTANTS = [name for name in CATALOGUE if (HERE / f"{name}.lua").exists()]
 
