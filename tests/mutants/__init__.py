@@ -32,6 +32,7 @@ namespace-scope one is written ``namespace_<damage>``."""
 
 CATALOGUE = (
     "settle_forgets_hold",
+    "settle_deletes_every_hold",
     "settle_charges_other_key",
     "settle_charges_twice",
     "settle_with_zero_actual_keeps_hold",

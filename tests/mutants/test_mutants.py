@@ -173,6 +173,16 @@ def test_colliding_ids_show_their_real_damage_and_no_phantom_leaks(mutants):
     assert summary["leaked_hold_microdollar_seconds"] == 0
 
 
+@pytest.mark.parametrize("name", ["settle_deletes_every_hold", "reclaims_live_holds"])
+def test_a_hold_the_store_removes_before_its_deadline_is_no_expiry(mutants, name):
+    # Only a hold gone at or after its deadline has expired; one a settlement
+    # or a reclaim deleted sooner was the store's doing, and blaming the TTL
+    # for it would send an engineer to tune the wrong thing.
+    summary = mutant_run(mutants[name])
+    assert summary["premature_expiries"] == 0
+    assert summary["holds_removed_by_store"] > 0
+
+
 # The mutants with a script of their own (known before any is registered).
 LUA_MUTANTS = [name for name in CATALOGUE if (HERE / f"{name}.lua").exists()]
 
