@@ -143,16 +143,21 @@ class Hunt:
         return run_scenario(parse_scenario(data), seed=self.scenario.seed)
 
     def _judge(self, schedule: list[dict[str, Any]], complete: bool) -> tuple[RunResult, Verdict]:
-        """Run ``schedule`` on the candidate (and the reference, when one is
-        asked and, unless ``complete``, the condition alone did not break)."""
+        """Run ``schedule`` on the candidate and judge it (see ``_verdict``)."""
         result = self._run(self.data, schedule)
-        summary = result.summary
+        return result, self._verdict(result.summary, schedule, complete)
+
+    def _verdict(self, summary: dict[str, Any], schedule: list[dict[str, Any]],
+                 complete: bool) -> Verdict:
+        """Judge the candidate's ``summary``, running ``schedule`` on the
+        reference when one is asked and, unless ``complete`` (the whole story
+        for a report), the condition alone did not already break."""
         reference_summary = None
         if self.reference is not None and (complete or self.invariant is None
                                            or not self.invariant.holds_in(summary)):
             reference_summary = self._run(self._with_reference(self.data), schedule).summary
-        return result, judge(summary, self.invariant, self.reference, reference_summary,
-                             self.invariants)
+        return judge(summary, self.invariant, self.reference, reference_summary,
+                     self.invariants)
 
     def _tell(self, phase: str, line: str) -> None:
         if self.progress is not None:
@@ -202,11 +207,7 @@ class Hunt:
         baseline = self._run(self.data, [])
         if self.invariant is not None:
             check_metrics(self.invariant, baseline.summary)
-        reference_summary = None
-        if self.reference is not None:
-            reference_summary = self._run(self._with_reference(self.data), []).summary
-        verdict = judge(baseline.summary, self.invariant, self.reference, reference_summary,
-                        self.invariants)
+        verdict = self._verdict(baseline.summary, [], complete=True)
         self._tell("baseline", f"no faults, {verdict.observed}"
                                f"{' BROKEN' if verdict.broken else ''}")
         return baseline, verdict
