@@ -35,6 +35,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from simulator.analysis import lab_path
+from simulator.expectations import Expectation
 from simulator.races import RaceReport, load_report, replay
 from simulator.scenario import parse_scenario
 
@@ -139,9 +140,14 @@ class GalleryEntry:
 
 
 def invariant_text(report: RaceReport) -> str:
-    """``metric broken when < 0``, as the report's ``[invariant]`` says."""
+    """``metric broken when < 0``, as the report's ``[invariant]`` says (a
+    compound condition or a reference kind: ``broken when ...``)."""
     invariant = report.invariant
-    return f"{invariant.metric} broken when {invariant.operator} {invariant.threshold:g}"
+    if isinstance(invariant, Expectation):
+        return f"{invariant.metric} broken when {invariant.comparison}"
+    rules = [] if invariant is None else [str(invariant)]
+    rules += [f"worse than {report.reference}"] if report.reference is not None else []
+    return f"broken when {' or '.join(rules)}"
 
 
 def replay_side(path: Path, against_fixed: bool, timeline: Path | None = None,
@@ -209,7 +215,9 @@ def run_gallery(paths: Sequence[Path], out_dir: Path, workers: int | None = None
                 sides[report.path, against_fixed] = future.result()
                 _tell(progress, report, against_fixed)
     return [GalleryEntry(path=report.path, title=report.title, story=report.story.strip(),
-                         invariant=invariant_text(report), metric=report.invariant.metric,
+                         invariant=invariant_text(report),
+                         metric=", ".join(report.invariant.metrics) if report.invariant
+                         else "its invariants",
                          recorded_fingerprint=report.fingerprint,
                          variant=sides[report.path, False], fixed=sides[report.path, True])
             for report in reports]
