@@ -194,3 +194,20 @@ def test_the_migration_is_aimed_at_the_calls_it_sends():
     assert "migration_apply" in targets.migration
     assert "migration_apply" not in targets.replicas
     assert "reserve_v2" in targets.replicas and "reserve_v2" not in targets.migration
+
+
+def test_the_cli_hunts_with_a_condition_and_a_reference_and_replay_judges_both(tmp_path,
+                                                                               capsys):
+    out = tmp_path / "either.toml"
+    assert main(["hunt", str(SPLIT), "--reference", SHIPPED, "--invariant",
+                 "cap_overshoot_microdollars_total > 0", "--faults", "lose_reply",
+                 "--examples", "30", "--max-faults", "2", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "hunt: baseline run 1: " in printed.err and "hunt: search run 2: " in printed.err
+    assert "hunt: shrink run " in printed.err
+    assert f"(broken when > 0 or worse than {SHIPPED})" in printed.out
+    report = load_report(out)
+    assert report.invariant == parse_condition("cap_overshoot_microdollars_total > 0")
+    assert report.reference == SHIPPED
+    assert main(["replay", str(out)]) == 0
+    assert "REPRODUCED: " in capsys.readouterr().out
