@@ -20,7 +20,14 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from simulator.expectations import Condition, Expectation, Verdict, judge, parse_condition
+from simulator.expectations import (
+    Condition,
+    Expectation,
+    Verdict,
+    check_metrics,
+    judge,
+    parse_condition,
+)
 from simulator.families import invariants_for
 from simulator.run import RunResult, run_scenario
 from simulator.scenario import ScenarioError, parse_scenario, read_toml, set_dotted
@@ -119,6 +126,8 @@ def replay(report: RaceReport, against_fixed: bool = False, backend: str | None 
         changes.update({"metrics.sample_every": sample_every, "metrics.per_key": True})
     scenario = parse_scenario(report.scenario_for(changes), source=str(report.path))
     result = run_scenario(scenario, seed=report.seed, backend=backend)
+    if report.invariant is not None:  # a misspelt metric is an error, not NOT REPRODUCED
+        check_metrics(report.invariant, result.summary)
     reference = None
     if report.reference is not None:  # the same scenario, seed and schedule on the reference
         reference = run_scenario(parse_scenario(report.scenario_for(

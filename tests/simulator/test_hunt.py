@@ -211,3 +211,11 @@ def test_the_cli_hunts_with_a_condition_and_a_reference_and_replay_judges_both(t
     assert report.reference == SHIPPED
     assert main(["replay", str(out)]) == 0
     assert "REPRODUCED: " in capsys.readouterr().out
+
+
+def test_replaying_a_report_whose_condition_names_no_metric_is_exit_2(tmp_path, capsys):
+    report = tmp_path / "typo.toml"
+    report.write_text(f'title = "typo"\nscenario = "{SPLIT}"\nseed = 1\n[variant]\n'
+                      '[invariant]\nbroken_when = "holds_leaked > 0 or conservation_drfit < 0"\n')
+    assert main(["replay", str(report)]) == 2
+    assert "no metric 'conservation_drfit' in the summary" in capsys.readouterr().err
