@@ -9,6 +9,7 @@ run finished but an ``[expect]`` threshold of the scenario failed.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tomllib
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from tqdm import tqdm
 
 from simulator.backends import BackendError
 from simulator.bench import run_bench
+from simulator.counterfactual import counterfactual, counterfactual_table
 from simulator.expectations import failed_expectations, parse_condition
 from simulator.hunt import Hunt
 from simulator.kernel import SimulationError
@@ -73,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-remote-redis", action="store_true",
                      help="allow a Redis server that is not on loopback")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--counterfactual", action="store_true",
+                     help="then re-run the same seed once per fault class the scenario "
+                     "injects, that class removed, and print the damage each removal takes "
+                     "away beside the oracle's attribution (also counterfactual.json)")
 
     replay_cmd = commands.add_parser(
         "replay", parents=[plugins],
@@ -299,6 +305,13 @@ def _run(args: argparse.Namespace) -> int:
                               allow_remote_redis=args.allow_remote_redis, progress=progress)
     result.write(out)
     print(summary_table(result.summary, result.run_info))
+    if args.counterfactual:
+        found = counterfactual(scenario, seed=seed, backend=args.backend,
+                               allow_remote_redis=args.allow_remote_redis,
+                               baseline=result.summary,
+                               progress=lambda line: print(line, file=sys.stderr, flush=True))
+        (out / "counterfactual.json").write_text(json.dumps(found.as_dict(), indent=2) + "\n")
+        print(f"\n{counterfactual_table(found)}")
     written = ", ".join(str(path) for path in sorted(out.iterdir()))
     print(f"\nresults: {written}")
     failures = failed_expectations(scenario.expect, result.summary)
