@@ -8,6 +8,7 @@ settle the actual spend (``stores.axond_budget`` holds its stores).
 * ``in_process`` — the replicas' own stores, read after every call;
 * ``mirror`` — the end-of-run comparison of the oracle's books with the stores;
 * ``summary`` and ``timeline`` — how its results read and are drawn;
+* ``invariants`` — what ``hunt --reference`` and the counterfactual compare.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from simulator.families import Family
 from simulator.families.axond_budget import lifecycle
 from simulator.families.axond_budget.in_process import ReplicaLedgers
+from simulator.families.axond_budget.invariants import INVARIANTS
 from simulator.families.axond_budget.observer import LedgerObserver
 from simulator.families.axond_budget.oracle import budget_oracle
 from simulator.families.axond_budget.summary import SUMMARY
@@ -29,5 +31,5 @@ FAMILY = Family(
     replica_observer=ReplicaLedgers,
     summary=SUMMARY,
     timeline=LANES,
-    invariants=(),  # wired to invariants.INVARIANTS once that module lands
+    invariants=INVARIANTS,
 )
