@@ -22,8 +22,10 @@
 # (*settlement in flight*, transient), a settlement that never arrived
 # (*settlement lost*), a settle that ran twice (*duplicate execution*), spend
 # a server restart or failover took away (*server data loss*), an evicted key
-# (*eviction*), and whatever none of these explains (*unexplained*, which
-# should stay at zero).
+# (*eviction*), a replica's own ledger lost with it (*replica crash*), a
+# migration the lab interrupted (*migration interrupted*), and whatever no
+# fault of the lab's explains (*store logic*: the store's own doing, zero for
+# the shipped stores).
 #
 # Three mechanisms, one sweep each over `data/scenarios/drift-base.toml` (the
 # v1 Redis store, 50 replicas, budgets far above the demand so every request

@@ -105,8 +105,7 @@ def start_replica(index: int, incarnation: int, *, kernel: Kernel, streams: Stre
     owner = kernel.new_owner(f"replica-{index}.{incarnation}")
     runtime = SimRuntime(kernel, owner, clock,
                          ids=streams.get("replica", index, incarnation, "ids"),
-                         jitter=streams.get("replica", index, incarnation, "jitter"),
-                         on_id=oracle.id_issued)
+                         jitter=streams.get("replica", index, incarnation, "jitter"))
     port = None
     if server is not None:
         link = Link(kernel, server, trace, owner, index, incarnation,

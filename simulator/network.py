@@ -67,15 +67,30 @@ class ReplicaNetwork:
         return False
 
 
+MESSAGE_FAULTS = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
+                            "call_retried", "duplicate_execution", "late_reply",
+                            "reply_to_dead_replica"})
+"""What the network did to a request's messages: the facts a verdict may blame."""
+
+
 class FaultClock:
     """When the last fault of the run happened (losses included), for the
-    oracle's convergence measure."""
+    oracle's convergence measure, and who hears of each message fault: the
+    oracle blames damage on what the lab did to a request, never on what the
+    store's record looks like, so it is told of every loss, timeout, refusal
+    and duplicate, tagged with the request whose message it hit."""
 
     def __init__(self) -> None:
         self.last_fault_us: int | None = None
+        self.listener: Callable[[int, str], None] | None = None
 
     def mark(self, now_us: int) -> None:
         self.last_fault_us = now_us
+
+    def hit(self, tag: int, what: str) -> None:
+        """A fault hit a message of request ``tag`` (or the migration's)."""
+        if self.listener is not None:
+            self.listener(tag, what)
 
 
 class _Call:
@@ -148,6 +163,8 @@ class Link:
     def _record(self, call: _Call, kind: str, outcome: str = "") -> None:
         self.trace.record(self.kernel.now, self.replica, self.incarnation, call.process.tag,
                           kind, outcome=outcome, detail=call.command.label)
+        if kind in MESSAGE_FAULTS:
+            self.faults.hit(call.process.tag, kind)
 
     def _held_by_pause(self, callback: object, *args: object) -> bool:
         """The replica's driver runs inside the replica: while it is paused,

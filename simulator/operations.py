@@ -111,6 +111,7 @@ def _start_attempt(world: World, migration: PreparedMigration, number: int) -> A
                 attempt.failed = True
                 world.trace.record(kernel.now, MIGRATOR, number, MIGRATION,
                                    "fault_migration_killed", amount=limit)
+                world.fault_clock.hit(MIGRATION, "migration_killed")
         link.after_execute = kill_at_limit
     port = SimRedis(link, world.script_names)
 

@@ -63,8 +63,8 @@ def when_done(outcome: Outcome | Pending, callback: Callable[[Outcome], None]) -
         callback(outcome)
 
 
-ORACLE_FACTS = frozenset({"id_issued", "arrived", "admitted", "denied", "completed",
-                          "settled", "aborted", "observe", "source_lost"})
+ORACLE_FACTS = frozenset({"arrived", "admitted", "denied", "completed", "settled",
+                          "aborted", "observe", "source_lost", "message_fault"})
 """The oracle's methods that record a fact and answer nothing: these may wait
 in the queue behind the commands that came before them."""
 

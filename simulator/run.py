@@ -162,6 +162,10 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         try:
             world = _build_world(scenario, kernel, streams, trace, world_oracle, family,
                                  store_observer, server, settings, key_space)
+            # The oracle blames what the lab did: it hears of every message
+            # fault, and judges deadlines by the clocks the lab gave the fleet.
+            oracle.replica_clocks(world.clocks)
+            world.fault_clock.listener = world_oracle.message_fault
             world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
                              streams), migrations)
             sampler.start()

@@ -9,7 +9,7 @@ does not change how long things take).
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,16 +42,12 @@ class SimRuntime:
     """``stores.ports.Runtime`` for one replica incarnation."""
 
     def __init__(self, kernel: Kernel, owner: Owner, clock: ReplicaClock,
-                 ids: random.Random, jitter: random.Random,
-                 on_id: Callable[[str, int], None] | None = None) -> None:
+                 ids: random.Random, jitter: random.Random) -> None:
         self.kernel = kernel
         self.owner = owner
         self.clock = clock
         self._ids = ids
         self._jitter = jitter
-        # Tells the oracle which request minted an id, so the holds it finds
-        # in the store can be tied to the requests that own them.
-        self._on_id = on_id
 
     def now_ms(self) -> int:
         return self.clock.now_ms(self.kernel.now)
@@ -75,11 +71,7 @@ class SimRuntime:
     def new_id(self) -> str:
         # 128 random bits from this incarnation's own stream: unique across
         # the fleet in practice, and the same on every re-run of the seed.
-        minted = f"{self._ids.getrandbits(128):032x}"
-        if self._on_id is not None:
-            current = self.kernel.current
-            self._on_id(minted, current.tag if current is not None else -1)
-        return minted
+        return f"{self._ids.getrandbits(128):032x}"
 
     def random(self) -> float:
         return self._jitter.random()

@@ -4,11 +4,20 @@ The oracle attributes each wrongful admission's excess, and then each key's
 cap overshoot, to causes in proportion to weights. Money stays integral: the
 split uses the largest-remainder method, so the parts always add up to the
 whole and a cause with all the weight gets all of it.
+
+Every cause but one names something the lab itself did or decided: a fault
+it injected, a message it lost, a restart under a persistence model, a TTL it
+configured running out, the workload's estimates, fail-open admission,
+per-replica ledgers. ``store_logic`` is the rest: damage nothing the lab did
+explains is the store's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+STORE_LOGIC = "store_logic"
+"""The cause of damage that nothing the lab did explains: the store's own."""
 
 CAUSES = (
     "estimate_underrun",
@@ -17,21 +26,43 @@ CAUSES = (
     "server_data_loss",
     "eviction",
     "fail_open_admission",
-    "duplicate_execution",
     "per_replica_ledger",
-    "unexplained",
+    "replica_crash",
+    STORE_LOGIC,
 )
 """Every cause an overshoot can be attributed to (see docs/metrics.md)."""
 
+LEAK_CAUSES = ("replica_crash", "message_lost", "settlement_lost", "duplicate_execution",
+               STORE_LOGIC)
+"""Why a hold outlived its request: its replica died, a message of its reserve
+was lost (the gateway gave up on an admission the store made), its
+settlement was lost, a driver retry wrote it again, or the store kept it."""
 
-def apportion(amount: int, weights: Mapping[str, int | float]) -> dict[str, int]:
-    """Split ``amount`` over the positive ``weights``; ``{"unexplained": amount}``
-    when there are none."""
+DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate_execution",
+                 "store_unavailable", STORE_LOGIC)
+"""Why the store denied a request the truth had room for: holds leaked for
+one of ``LEAK_CAUSES``, spend a driver retry charged twice, the store could
+not be reached, or the store's own decision."""
+
+
+def dominant(weights: Mapping[str, int | float], otherwise: str = STORE_LOGIC) -> str:
+    """The cause with the most weight (ties by name), for a count that cannot
+    be split; ``otherwise`` when no weight is positive."""
+    positive = [cause for cause, weight in weights.items() if weight > 0]
+    if not positive:
+        return otherwise
+    return min(positive, key=lambda cause: (-weights[cause], cause))
+
+
+def apportion(amount: int, weights: Mapping[str, int | float],
+              otherwise: str = STORE_LOGIC) -> dict[str, int]:
+    """Split ``amount`` over the positive ``weights``; all of it to
+    ``otherwise`` (the store's own logic) when there are none."""
     positive = {cause: weight for cause, weight in weights.items() if weight > 0}
     if amount <= 0:
         return {}
     if not positive:
-        return {"unexplained": amount}
+        return {otherwise: amount}
     total = sum(positive.values())
     shares = {cause: amount * weight / total for cause, weight in positive.items()}
     parts = {cause: int(share) for cause, share in shares.items()}

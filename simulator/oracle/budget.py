@@ -2,9 +2,9 @@
 
 The simulator knows the truth (which requests ran, what each really spent)
 and sees the store's record exactly: after every command the server reports
-the post-state of the keys it touched (``observe``), and reservation ids are
-tied to the request that minted them. Every metric follows from those two
-streams of facts; none is assumed. ``docs/metrics.md`` defines each one.
+the post-state of the keys it touched (``observe``), tagged with the request
+the command was sent for. Every metric follows from those two streams of
+facts; none is assumed. ``docs/metrics.md`` defines each one.
 
 Rules kept here:
 
@@ -26,6 +26,15 @@ Rules kept here:
   underrun of the requests that completed.
 * Removals are applied before creations within one observation: a reserve
   reclaims expired holds before it decides.
+* **Blame comes from what the lab did, never from the store's record.** A hold
+  belongs to the request whose command wrote it (not to whoever the store's
+  id scheme points at). It *expired* only if it disappeared at or after its
+  honest deadline — the writer's clock when its request arrived plus the
+  configured reservation TTL — by a reclaim (judged on the reclaiming
+  replica's clock) or a key expiry; any other removal is the store's own.
+  A settlement counts as *lost* only if the lab lost, refused or timed out a
+  message of that request, or crashed its replica. Damage nothing the lab
+  did explains is ``store_logic``.
 """
 
 from __future__ import annotations
@@ -34,8 +43,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.oracle.attribution import CAUSES, apportion
+from simulator.oracle.attribution import CAUSES, LEAK_CAUSES, STORE_LOGIC, apportion, dominant
 from simulator.oracle.leaks import Leak, peak_concurrent
+from simulator.oracle.protocol import MIGRATION
 from simulator.runtime import EPOCH_MS
 
 Key = tuple[str, str]
@@ -43,8 +53,18 @@ Holds = dict[str, tuple[int, int]]
 
 
 DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "duplicate_execution",
-                "server_data_loss", "eviction", "unexplained")
+                "server_data_loss", "eviction", "replica_crash", "migration_interrupted",
+                STORE_LOGIC)
 """Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
+
+LOST_MESSAGES = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
+                           "reply_to_dead_replica", "late_reply"})
+"""Message faults after which a gateway may rightly give up on a call."""
+
+
+LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "eviction"),
+            "replica_crash": ("crashed", "replica_crash")}
+"""How a hold or spend vanished without a command: the hold's state, and the cause."""
 
 
 SAMPLED = ("true_spend_microdollars", "recorded_spend_microdollars", "holds_live_microdollars",
@@ -95,6 +115,29 @@ class RequestTruth:
     slack: int = 0  # estimate − actual while its settlement is on its way
     unsettled: int = 0  # spend done but not recorded, counted in ``unsettled_cause``
     unsettled_cause: str | None = None
+    message_faults: set[str] = field(default_factory=set)  # what the network did to it
+    arrived_us: int = 0
+    honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
+    leaked_before_by_cause: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def lost_by_lab(self) -> bool:
+        """The lab crashed its replica or lost, refused or timed out a message of it."""
+        return self.aborted or not self.message_faults.isdisjoint(LOST_MESSAGES)
+
+    @property
+    def duplicated(self) -> bool:
+        """The lab re-sent one of its commands (a driver retry), so a command
+        may have run twice. The retry is known before its second execution."""
+        return not self.message_faults.isdisjoint(("call_retried", "duplicate_execution"))
+
+    def leak_cause(self) -> str:
+        """Why its hold outlives it, from what the lab did to it."""
+        if self.aborted:
+            return "replica_crash"
+        if self.lost_by_lab:
+            return "settlement_lost" if self.confirmed else "message_lost"
+        return "duplicate_execution" if self.duplicated else STORE_LOGIC
 
     @property
     def truth(self) -> int:
@@ -117,16 +160,20 @@ class KeyBook:
     underrun: int = 0
     buckets: Counter = field(default_factory=Counter)
     wrongful: Counter = field(default_factory=Counter)
-    open_leaks: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    open_leaks: dict[str, tuple[int, int, int, str]] = field(default_factory=dict)
     leaks: list[Leak] = field(default_factory=list)
     drift: Counter = field(default_factory=Counter)  # recorded − true, by cause
+    hold_owner: dict[tuple[Any, str], int] = field(default_factory=dict)
+    """The request whose command wrote each hold, by (source, id)."""
 
-    def drift_by_cause(self) -> dict[str, int]:
-        """Recorded − true spend split over ``DRIFT_CAUSES``; what no cause
-        explains (a migration that dropped spend, say) is ``unexplained``."""
-        parts = {cause: self.drift.get(cause, 0) for cause in DRIFT_CAUSES[:-1]}
+    def drift_by_cause(self, migration_interrupted: bool = False) -> dict[str, int]:
+        """Recorded − true spend split over ``DRIFT_CAUSES``. What no fact
+        explains is the store's (spend a migration dropped, a charge that went
+        astray), or the killed migration's when the lab killed one."""
+        remainder = "migration_interrupted" if migration_interrupted else STORE_LOGIC
+        parts = {cause: self.drift.get(cause, 0) for cause in DRIFT_CAUSES}
         total = sum(self.spent.values()) - self.true_spend
-        parts["unexplained"] = total - sum(parts.values())
+        parts[remainder] += total - sum(parts.values())
         return parts
 
     def store_view(self, source: Any, now_ms: int, holds_expire: bool = True) -> int:
@@ -136,7 +183,14 @@ class KeyBook:
         return self.spent.get(source, 0) + live
 
     def leaked_live(self, now_us: int) -> int:
-        return sum(amount for _, amount, end in self.open_leaks.values() if end > now_us)
+        return sum(amount for _, amount, end, _ in self.open_leaks.values() if end > now_us)
+
+    def leaked_live_by_cause(self, now_us: int) -> dict[str, int]:
+        by_cause: Counter = Counter()
+        for _, amount, end, cause in self.open_leaks.values():
+            if end > now_us:
+                by_cause[cause] += amount
+        return by_cause
 
 
 class ScopeOracle:
@@ -145,17 +199,23 @@ class ScopeOracle:
     ``(namespace, subject)`` to the key of its book in this scope."""
 
     def __init__(self, cap_of: Any, per_replica: bool = False,
-                 scope_of: Any = None, holds_expire: bool = True) -> None:
+                 scope_of: Any = None, holds_expire: bool = True,
+                 reservation_ttl_ms: int | None = None, clocks: list | None = None) -> None:
         self.cap_of = cap_of
         self.per_replica = per_replica
         # Whether the store stops counting a hold at its deadline (the fixed
         # stores) or only once it is removed (a store that never reclaims).
         self.holds_expire = holds_expire
         self.scope_of = scope_of or (lambda key: key)
+        # The TTL the scenario configured and every replica's clock (filled
+        # by the run as it builds the fleet): together they say when a hold
+        # may honestly stop counting, whatever deadline the store wrote.
+        self.reservation_ttl_ms = reservation_ttl_ms
+        self.clocks = clocks if clocks is not None else []
         self.books: dict[Key, KeyBook] = {}
         self.requests: dict[int, RequestTruth] = {}
-        self.owner_of_id: dict[str, int] = {}
         self.counts: Counter = Counter()
+        self.migration_interrupted = False
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -167,15 +227,31 @@ class ScopeOracle:
             book = self.books[key] = KeyBook(key, self.cap_of(key))
         return book
 
-    def id_issued(self, reservation_id: str, request_number: int) -> None:
-        if request_number >= 0:
-            self.owner_of_id[reservation_id] = request_number
+    def clock_ms(self, replica: int, now_us: int) -> int:
+        """Replica ``replica``'s clock at true time ``now_us``."""
+        if 0 <= replica < len(self.clocks):
+            return self.clocks[replica].now_ms(now_us)
+        return EPOCH_MS + now_us // 1_000
 
-    def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int) -> None:
+    def message_fault(self, number: int, what: str) -> None:
+        """The lab lost, refused, timed out or duplicated a message of request
+        ``number`` (or of the operator's migration)."""
+        if number == MIGRATION:
+            self.migration_interrupted = True
+            return
+        request = self.requests.get(number)
+        if request is None or what in request.message_faults:
+            return
+        request.message_faults.add(what)
+        self._recount(self.book(request.key), request)
+
+    def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
+                now_us: int) -> None:
         self.counts["requests_arrived"] += 1
         key = self.scope_of(key)
         self.book(key)
-        self.requests[number] = RequestTruth(number, key, estimate, actual, replica)
+        self.requests[number] = RequestTruth(number, key, estimate, actual, replica,
+                                             arrived_us=now_us)
 
     def admitted(self, number: int, held: bool, now_us: int) -> None:
         request = self.requests[number]
@@ -194,10 +270,17 @@ class ScopeOracle:
             self._decide(book, request, now_us, source=None)
         request.confirmed = True
         book.wrongful.update(request.wrongful)
+        if request.wrongful:
+            # Counted once the gateway acts on it: a reserve whose answer was
+            # lost admitted nothing.
+            self.counts["wrongful_admissions"] += 1
+            self.counts[f"wrongful_admissions_by_{dominant(request.wrongful)}"] += 1
         self._recount(book, request)
 
-    def denied(self, number: int, reason: str, now_us: int) -> bool:
-        """Record a denial; say whether this scope had room for the request."""
+    def denied(self, number: int, reason: str, now_us: int) -> tuple[bool, str | None]:
+        """Record a denial; say whether this scope had room for the request,
+        and, when its record was what refused it, why it counted too much
+        (``None`` when this scope's record had room)."""
         request = self.requests[number]
         book = self.book(request.key)
         self.counts["requests_denied"] += 1
@@ -216,13 +299,30 @@ class ScopeOracle:
         if truth is None:
             truth = book.truth_view + book.settling_slack
         had_room = book.cap is None or truth + request.estimate <= book.cap
+        blame = self._denial_cause(book, request, reason)
         if reason == "exceeded" and book.cap is not None:
             needed = request.store_before + request.estimate
             if needed > book.cap >= needed - request.leaked_before:
                 self.counts["denials_caused_by_leaked_holds"] += 1
         self._maybe_leak(book, request, now_us)
         self._recount(book, request)
-        return had_room
+        return had_room, blame
+
+    def _denial_cause(self, book: KeyBook, request: RequestTruth, reason: str) -> str | None:
+        """Why the store refused: it could not be reached (and the lab is why),
+        its record counted holds leaked for a reason of the lab's or spend a
+        retry charged twice, or its own decision."""
+        if reason != "exceeded":
+            return "store_unavailable" if request.lost_by_lab else STORE_LOGIC
+        if book.cap is None or request.store_before + request.estimate <= book.cap:
+            return None
+        explained = {f"leaked_holds_{cause}": amount
+                     for cause, amount in request.leaked_before_by_cause.items()}
+        explained["duplicate_execution"] = max(0, book.drift.get("duplicate_execution", 0))
+        counted_honestly = request.store_before - sum(explained.values())
+        if counted_honestly + request.estimate > book.cap:
+            return STORE_LOGIC
+        return dominant(explained)
 
     def completed(self, number: int, now_us: int) -> None:
         request = self.requests[number]
@@ -273,38 +373,59 @@ class ScopeOracle:
         key = self.scope_of(key)
         book = self.book(key)
         request = self.requests.get(tag)
-        if request is not None and request.key == key and how == "command":
+        own = request is not None and request.key == key and how == "command"
+        if own:
             now_ms = EPOCH_MS + now_us // 1_000
             request.store_before = book.store_view(source, now_ms, self.holds_expire)
-            request.leaked_before = book.leaked_live(now_us)
+            request.leaked_before_by_cause = book.leaked_live_by_cause(now_us)
+            request.leaked_before = sum(request.leaked_before_by_cause.values())
             request.truth_before = book.truth_view + book.settling_slack
         if holds is not None:
             old = book.holds.get(source, {})
             for rid in old.keys() - holds.keys():
-                self._hold_removed(book, rid, old[rid], now_us, tag, how)
+                self._hold_removed(book, rid, now_us, tag, how, source)
+            if how == "command":
+                # A hold rewritten under the same id by another request's
+                # command (ids that collide) is the old one removed and a new
+                # one written.
+                for rid in sorted(rid for rid in old.keys() & holds.keys()
+                                  if old[rid] != holds[rid]
+                                  and book.hold_owner.get((source, rid)) != tag):
+                    self._hold_removed(book, rid, now_us, tag, how, source)
+                    self._hold_created(book, rid, holds[rid], now_us, source, tag, how)
             for rid in sorted(holds.keys() - old.keys()):
-                self._hold_created(book, rid, holds[rid], now_us, source)
+                self._hold_created(book, rid, holds[rid], now_us, source, tag, how)
             book.holds[source] = dict(holds)
         if spent is not None:
             delta = spent - book.spent.get(source, 0)
             book.spent[source] = spent
-            if delta > 0 and request is not None and request.key == key and how == "command":
+            if how == "migration":
+                pass  # a move between layouts; what it drops is judged at the end
+            elif delta > 0 and own:
                 self._charged(book, request, delta)
-            elif delta < 0 and how != "migration":
-                # Recorded spend went down: the store lost it (restart,
-                # failover, eviction, a replica's memory) or credited it back.
-                cause = {"data_loss": "server_data_loss", "evicted": "eviction"}.get(how)
-                if cause is None:
-                    cause = "eviction" if self.per_replica else "duplicate_execution"
-                book.buckets[cause] += -delta
-                book.drift[cause] += delta
-                self.counts[f"spend_lost_to_{cause}_microdollars"] += -delta
+            elif delta > 0 and how == "command":
+                # Charged on behalf of a request of another key, or of none.
+                book.drift[STORE_LOGIC] += delta
+            elif delta < 0:
+                self._spend_lost(book, -delta, how)
+
+    def _spend_lost(self, book: KeyBook, amount: int, how: str) -> None:
+        """Recorded spend went down: the lab lost it (a restart, a failover, an
+        eviction, a replica's memory), a per-replica store evicted an idle
+        ledger as configured, or the store credited it back by itself."""
+        if how in LOSS_HOW:
+            cause = LOSS_HOW[how][1]
+        else:
+            cause = "eviction" if self.per_replica else STORE_LOGIC
+        book.buckets[cause] += amount
+        book.drift[cause] -= amount
+        self.counts[f"spend_lost_to_{cause}_microdollars"] += amount
 
     def source_lost(self, source: Any, now_us: int) -> None:
         """A source of record vanished with its state (a crashed replica's memory)."""
         for key, book in self.books.items():
             if source in book.spent or source in book.holds:
-                self.observe(key, source, now_us, -1, "data_loss", spent=0, holds={})
+                self.observe(key, source, now_us, -1, "replica_crash", spent=0, holds={})
                 book.spent.pop(source, None)
                 book.holds.pop(source, None)
 
@@ -314,46 +435,78 @@ class ScopeOracle:
         request.settle_executed = True
         if request.charges > 1:
             self.counts["duplicate_settlements_executed"] += 1
-            book.drift["duplicate_execution"] += delta
+            book.drift["duplicate_execution" if request.duplicated else STORE_LOGIC] += delta
         self._recount(book, request)
 
     def _hold_created(self, book: KeyBook, rid: str, hold: tuple[int, int], now_us: int,
-                      source: Any) -> None:
+                      source: Any, tag: int, how: str) -> None:
         amount, deadline_ms = hold
-        number = self.owner_of_id.get(rid, -1)
-        request = self.requests.get(number)
         self.counts["holds_created"] += 1
+        writer = tag if how == "command" else book.hold_owner.get((source, rid), -1)
+        request = self.requests.get(writer)
+        if request is not None and (request.key != book.key
+                                    or request.hold not in ("none", "lost", "evicted",
+                                                            "crashed")):
+            request = None  # a hold on another request's key, or a second one
         if request is None:
-            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms))
+            # Orphaned: written again by a driver's retry, or by the store's own doing.
+            owner = self.requests.get(writer)
+            cause = "duplicate_execution" if owner is not None and owner.duplicated else STORE_LOGIC
+            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms), cause)
             return
+        book.hold_owner[(source, rid)] = request.number
         request.hold, request.hold_id, request.hold_amount = "held", rid, amount
         request.hold_deadline_us = deadline_us(deadline_ms)
+        if how == "command":
+            # A store reads its clock once its request has arrived, so an
+            # honest deadline is never earlier than this one.
+            request.honest_deadline_ms = (
+                deadline_ms if self.reservation_ttl_ms is None
+                else self.clock_ms(request.replica, request.arrived_us)
+                + self.reservation_ttl_ms)
         if not request.admitted and request.over_at is None:
             self._decide(book, request, now_us, source)
         if request.over_at is not None:
-            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms))
+            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms),
+                            request.leak_cause())
         self._recount(book, request)
 
-    def _hold_removed(self, book: KeyBook, rid: str, hold: tuple[int, int], now_us: int,
-                      tag: int, how: str) -> None:
+    def _hold_removed(self, book: KeyBook, rid: str, now_us: int, tag: int, how: str,
+                      source: Any) -> None:
         self._close_leak(book, rid, now_us)
-        request = self.requests.get(self.owner_of_id.get(rid, -1))
-        if request is None or request.hold_id != rid:
+        request = self.requests.get(book.hold_owner.get((source, rid), -1))
+        if request is None or request.hold_id != rid or request.hold != "held":
             return
         if how == "command" and tag == request.number:
             # Its own settlement released it. Whether the spend was charged is
             # the counter's business: a store that releases and charges in
             # two steps can do the first without the second.
             request.hold = "released"
-        elif how in ("data_loss", "evicted"):
-            request.hold = "lost" if how == "data_loss" else "evicted"
+        elif how in LOSS_HOW:
+            request.hold = LOSS_HOW[how][0]
             self.counts[f"holds_lost_to_{how}"] += 1
-        else:
+        elif self._honestly_expired(request, now_us, tag, how):
             request.hold = "expired"
             if request.over_at is None and not request.settle_executed:
                 self.counts["premature_expiries"] += 1
                 self.counts["premature_expiry_microdollars"] += request.hold_amount
+        else:
+            request.hold = "removed"
+            self.counts["holds_removed_by_store"] += 1
+            self.counts["holds_removed_by_store_microdollars"] += request.hold_amount
         self._recount(book, request)
+
+    def _honestly_expired(self, request: RequestTruth, now_us: int, tag: int,
+                          how: str) -> bool:
+        """Whether a hold that disappeared now had reached its honest deadline:
+        by the clock of the replica whose command reclaimed it, or, for a key
+        that expired (or a command of no request), by true time."""
+        remover = self.requests.get(tag) if how == "command" else None
+        if remover is not None:
+            return self.clock_ms(remover.replica, now_us) >= request.honest_deadline_ms
+        if self.reservation_ttl_ms is None:
+            return now_us >= request.hold_deadline_us
+        return now_us >= request.arrived_us + self.reservation_ttl_ms * 1_000
 
     # -- the bookkeeping ----------------------------------------------------
 
@@ -373,8 +526,9 @@ class ScopeOracle:
                     unseen = book.truth_view - book.store_view(source, now_ms,
                                                                self.holds_expire)
                     weights["per_replica_ledger"] = max(0, unseen - sum(weights.values()))
+                # With nothing the lab did to explain the store's view, the
+                # admission was the store's own mistake.
                 request.wrongful = apportion(excess, weights)
-            self.counts["wrongful_admissions"] += 1
         book.truth_view += estimate
 
     def _recount(self, book: KeyBook, request: RequestTruth) -> None:
@@ -386,21 +540,11 @@ class ScopeOracle:
         cause: str | None = None
         shortfall = 0
         if request.admitted and not request.settle_executed:
+            cause, shortfall = self._shortfall_cause(request), truth
             if request.unheld:
-                held = request.hold_amount if request.hold == "held" else 0
-                cause, shortfall = "fail_open_admission", truth - held
+                shortfall -= request.hold_amount if request.hold == "held" else 0
             elif request.hold == "held":
-                cause, shortfall = "estimate_underrun", truth - request.hold_amount
-            elif request.hold == "expired":
-                lost_settlement = request.work_done and request.over_at is not None
-                cause = "settlement_lost" if lost_settlement else "hold_expired_while_running"
-                shortfall = truth
-            elif request.hold == "released":
-                cause, shortfall = "settlement_lost", truth
-            elif request.hold == "lost":
-                cause, shortfall = "server_data_loss", truth
-            elif request.hold == "evicted":
-                cause, shortfall = "eviction", truth
+                shortfall -= request.hold_amount
         self._recount_unsettled(book, request)
         if request.cause is not None:
             book.buckets[request.cause] -= request.shortfall
@@ -408,12 +552,37 @@ class ScopeOracle:
             book.buckets[cause] += shortfall
         request.cause, request.shortfall = cause, shortfall
 
+    @staticmethod
+    def _shortfall_cause(request: RequestTruth) -> str:
+        """Why the store counts less than the truth for an admitted request
+        whose settlement has not charged it."""
+        if request.unheld:
+            return "fail_open_admission"
+        if request.hold == "held":
+            return ("estimate_underrun" if request.hold_amount >= request.estimate
+                    else STORE_LOGIC)
+        if request.over_at is not None:
+            # It finished, and its settlement never charged it.
+            return "settlement_lost" if request.lost_by_lab else STORE_LOGIC
+        if request.hold == "expired":
+            return "hold_expired_while_running"
+        if request.hold in ("lost", "evicted", "crashed"):
+            return {"lost": "server_data_loss", "evicted": "eviction",
+                    "crashed": "replica_crash"}[request.hold]
+        if request.hold == "released":
+            # Released by its own settlement, not (yet) charged.
+            return "settlement_lost" if request.lost_by_lab else STORE_LOGIC
+        return STORE_LOGIC  # removed by the store, or admitted with no hold written
+
     def _recount_unsettled(self, book: KeyBook, request: RequestTruth) -> None:
         """Spend done but never recorded: its settlement is on its way, or it
         will never land (the gateway gave up on it, or died holding it)."""
         cause, amount = None, 0
         if request.admitted and request.work_done and not request.settle_executed:
-            cause = "settlement_in_flight" if request.over_at is None else "settlement_lost"
+            if request.over_at is None:
+                cause = "settlement_in_flight"
+            else:
+                cause = "settlement_lost" if request.lost_by_lab else STORE_LOGIC
             amount = request.actual
         if request.unsettled_cause is not None:
             book.drift[request.unsettled_cause] += request.unsettled
@@ -424,21 +593,22 @@ class ScopeOracle:
     def _maybe_leak(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
         if request.hold == "held":
             self._open_leak(book, request.hold_id, request.hold_amount, now_us,
-                            request.hold_deadline_us)
+                            request.hold_deadline_us, request.leak_cause())
 
     def _open_leak(self, book: KeyBook, rid: str, amount: int, now_us: int,
-                   end_us: int) -> None:
+                   end_us: int, cause: str) -> None:
         if not self.holds_expire:
             end_us = NEVER  # counted until something removes it
         if end_us > now_us and rid not in book.open_leaks:
-            book.open_leaks[rid] = (now_us, amount, end_us)
+            book.open_leaks[rid] = (now_us, amount, end_us, cause)
             self.counts["holds_leaked"] += 1
 
     def _close_leak(self, book: KeyBook, rid: str, now_us: int) -> None:
         leak = book.open_leaks.pop(rid, None)
         if leak is not None:
-            start, amount, end = leak
-            book.leaks.append(Leak(book.key, start, min(end, max(start, now_us)), amount))
+            start, amount, end, cause = leak
+            book.leaks.append(Leak(book.key, start, min(end, max(start, now_us)), amount,
+                                   cause))
 
     # -- results ------------------------------------------------------------
 
@@ -469,7 +639,7 @@ class ScopeOracle:
                 row[f"shortfall_{cause}_microdollars"] = book.buckets.get(cause, 0)
             row["conservation_drift_microdollars"] = (row["recorded_spend_microdollars"]
                                                       - book.true_spend)
-            for cause, amount in book.drift_by_cause().items():
+            for cause, amount in book.drift_by_cause(self.migration_interrupted).items():
                 row[f"drift_{cause}_microdollars"] = amount
             total.update(row)
             if book.cap:
@@ -490,8 +660,8 @@ class ScopeOracle:
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
         """Every budget metric, from what happened (see docs/metrics.md)."""
         for key, book in self.books.items():
-            for rid, (start, amount, end) in list(book.open_leaks.items()):
-                book.leaks.append(Leak(key, start, min(end, end_us), amount))
+            for rid, (start, amount, end, cause) in list(book.open_leaks.items()):
+                book.leaks.append(Leak(key, start, min(end, end_us), amount, cause))
                 if end > end_us:
                     self.counts["holds_still_leaked_at_end"] += 1
                     self.counts["leaked_microdollars_at_end"] += amount
@@ -528,13 +698,18 @@ class ScopeOracle:
             "conservation_drift_microdollars_total": sum(drifts),
             "conservation_undercount_microdollars_total": -sum(d for d in drifts if d < 0),
             "conservation_overcount_microdollars_total": sum(d for d in drifts if d > 0),
-            **{f"conservation_drift_by_{cause}_microdollars": sum(
-                book.drift_by_cause()[cause] for book in self.books.values())
-               for cause in DRIFT_CAUSES},
+            **self._drift_by_cause(),
             "holds_outstanding_microdollars_at_end": sum(
                 book.store_view(source, end_ms, self.holds_expire) - book.spent.get(source, 0)
                 for book in self.books.values() for source in book.holds),
         }
+
+    def _drift_by_cause(self) -> dict[str, int]:
+        totals: Counter = Counter({cause: 0 for cause in DRIFT_CAUSES})
+        for book in self.books.values():
+            totals.update(book.drift_by_cause(self.migration_interrupted))
+        return {f"conservation_drift_by_{cause}_microdollars": totals[cause]
+                for cause in DRIFT_CAUSES}
 
     def _overshoot_metrics(self) -> dict[str, Any]:
         by_cause: Counter = Counter()
@@ -561,6 +736,9 @@ class ScopeOracle:
         for cause in CAUSES:
             metrics[f"cap_overshoot_by_{cause}_microdollars"] = by_cause.get(cause, 0)
         metrics["wrongful_admissions"] = self.counts.get("wrongful_admissions", 0)
+        for cause in CAUSES:
+            metrics[f"wrongful_admissions_by_{cause}"] = self.counts.get(
+                f"wrongful_admissions_by_{cause}", 0)
         return metrics
 
     def _hold_metrics(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
@@ -574,20 +752,31 @@ class ScopeOracle:
         convergence_us: int | None = 0
         if last_leak_end is not None and last_fault_us is not None:
             convergence_us = max(0, last_leak_end - last_fault_us) if converged else None
+        seconds_by_cause: Counter = Counter({cause: 0.0 for cause in LEAK_CAUSES})
+        for leak in leaks:
+            seconds_by_cause[leak.cause] += leak.microdollar_seconds
         return {
             "holds_leaked": self.counts.get("holds_leaked", 0),
             "leaked_hold_microdollar_seconds": round(
                 sum(leak.microdollar_seconds for leak in leaks), 3),
+            **{f"leaked_hold_microdollar_seconds_by_{cause}": round(seconds, 3)
+               for cause, seconds in seconds_by_cause.items()},
             "leaked_hold_peak_share_of_cap": round(peak_share, 9),
             "holds_still_leaked_at_end": self.counts.get("holds_still_leaked_at_end", 0),
             "premature_expiries": self.counts.get("premature_expiries", 0),
             "premature_expiry_microdollars": self.counts.get("premature_expiry_microdollars", 0),
             "holds_lost_to_data_loss": self.counts.get("holds_lost_to_data_loss", 0),
             "holds_lost_to_eviction": self.counts.get("holds_lost_to_evicted", 0),
+            "holds_lost_to_replica_crash": self.counts.get("holds_lost_to_replica_crash", 0),
+            "holds_removed_by_store": self.counts.get("holds_removed_by_store", 0),
+            "holds_removed_by_store_microdollars":
+                self.counts.get("holds_removed_by_store_microdollars", 0),
             "spend_lost_to_data_loss_microdollars":
                 self.counts.get("spend_lost_to_server_data_loss_microdollars", 0),
             "spend_lost_to_eviction_microdollars":
                 self.counts.get("spend_lost_to_eviction_microdollars", 0),
+            "spend_lost_to_replica_crash_microdollars":
+                self.counts.get("spend_lost_to_replica_crash_microdollars", 0),
             "duplicate_settlements_executed":
                 self.counts.get("duplicate_settlements_executed", 0),
             "convergence_after_faults_us": convergence_us,

@@ -16,6 +16,8 @@ class Leak:
     start_us: int
     end_us: int
     amount: int
+    cause: str
+    """Why the hold outlived its request (``attribution.LEAK_CAUSES``)."""
 
     @property
     def microdollar_seconds(self) -> float:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from simulator.oracle.attribution import DENIAL_CAUSES, STORE_LOGIC
 from simulator.oracle.budget import Key, ScopeOracle
 
 NAMESPACE = "*"
@@ -26,6 +27,7 @@ NAMESPACE_METRICS = (
     "cap_overshoot_", "wrongful_admissions", "keys_over_cap", "true_spend_",
     "recorded_spend_", "conservation_", "holds_leaked", "leaked_hold_", "premature_",
     "denials_caused_by_leaked_holds", "holds_still_leaked_at_end", "keys_total",
+    "holds_removed_by_store",
 )
 
 
@@ -33,14 +35,17 @@ class BudgetOracle:
     """The oracle of a budget store: one ``ScopeOracle`` per cap scope."""
 
     def __init__(self, subject_cap: int | None, namespace_cap: int | None = None,
-                 per_replica: bool = False, holds_expire: bool = True) -> None:
+                 per_replica: bool = False, holds_expire: bool = True,
+                 reservation_ttl_ms: int | None = None) -> None:
+        self.clocks: list = []
+        """Every replica's clock, by index (the run fills it as it builds the fleet)."""
+        common = {"per_replica": per_replica, "holds_expire": holds_expire,
+                  "reservation_ttl_ms": reservation_ttl_ms, "clocks": self.clocks}
         self.scopes: dict[str, ScopeOracle] = {
-            "subject": ScopeOracle(lambda key: subject_cap, per_replica,
-                                   holds_expire=holds_expire)}
+            "subject": ScopeOracle(lambda key: subject_cap, **common)}
         if namespace_cap is not None:
             self.scopes["namespace"] = ScopeOracle(
-                lambda key: namespace_cap, per_replica,
-                scope_of=lambda key: (key[0], NAMESPACE), holds_expire=holds_expire)
+                lambda key: namespace_cap, scope_of=lambda key: (key[0], NAMESPACE), **common)
         self.counts: Counter = Counter()
 
     @property
@@ -49,23 +54,31 @@ class BudgetOracle:
 
     # -- facts from the gateway fan out to every scope ------------------------
 
-    def id_issued(self, reservation_id: str, request_number: int) -> None:
-        for scope in self.scopes.values():
-            scope.id_issued(reservation_id, request_number)
+    def replica_clocks(self, clocks: list) -> None:
+        self.clocks[:] = clocks
 
-    def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int) -> None:
+    def message_fault(self, number: int, what: str) -> None:
         for scope in self.scopes.values():
-            scope.arrived(number, key, estimate, actual, replica)
+            scope.message_fault(number, what)
+
+    def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
+                now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.arrived(number, key, estimate, actual, replica, now_us)
 
     def admitted(self, number: int, held: bool, now_us: int) -> None:
         for scope in self.scopes.values():
             scope.admitted(number, held, now_us)
 
     def denied(self, number: int, reason: str, now_us: int) -> None:
-        had_room = [scope.denied(number, reason, now_us) for scope in self.scopes.values()]
-        if all(had_room):
+        judged = [scope.denied(number, reason, now_us) for scope in self.scopes.values()]
+        if all(had_room for had_room, _ in judged):
+            # The first scope whose record refused it says why; none did
+            # (the store refused what its own record had room for): its logic.
+            blame = next((cause for _, cause in judged if cause is not None), STORE_LOGIC)
             self.counts["false_denials"] += 1
             self.counts[f"false_denials_{reason}"] += 1
+            self.counts[f"false_denials_by_{blame}"] += 1
 
     def completed(self, number: int, now_us: int) -> None:
         for scope in self.scopes.values():
@@ -105,6 +118,8 @@ class BudgetOracle:
         metrics["false_denials_exceeded"] = self.counts.get("false_denials_exceeded", 0)
         metrics["false_denials_store_unavailable"] = self.counts.get(
             "false_denials_store_unavailable", 0)
+        for cause in DENIAL_CAUSES:
+            metrics[f"false_denials_by_{cause}"] = self.counts.get(f"false_denials_by_{cause}", 0)
         if "namespace" in self.scopes:
             namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
             metrics.update({f"namespace_{name}": value for name, value in namespace.items()

@@ -18,4 +18,5 @@ def budget_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> BudgetO
                                           for each in every_settings) if cap is not None), None)
     return BudgetOracle(subject_cap=getattr(settings, "subject_cap_microdollars", None),
                         namespace_cap=namespace_cap, per_replica=kind.per_replica,
-                        holds_expire=not kind.holds_count_past_deadline)
+                        holds_expire=not kind.holds_count_past_deadline,
+                        reservation_ttl_ms=getattr(settings, "reservation_ttl_ms", None))
