@@ -38,7 +38,7 @@ from matplotlib.figure import Figure
 from simulator.analysis import lab_path
 from simulator.analysis.overshoot import CAUSE_COLORS
 from simulator.analysis.spread import seed_bands
-from simulator.oracle.budget import DRIFT_CAUSES
+from simulator.families.axond_budget.scope_oracle import DRIFT_CAUSES
 from simulator.sweeps import (
     Sweep,
     load_sweep,

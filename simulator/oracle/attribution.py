@@ -9,7 +9,8 @@ Every cause but one names something the lab itself did or decided: a fault
 it injected, a message it lost, a restart under a persistence model, a TTL it
 configured running out, the workload's estimates, fail-open admission,
 per-replica ledgers. ``store_logic`` is the rest: damage nothing the lab did
-explains is the store's own.
+explains is the store's own. Each family names its causes in its own
+package; this module is the arithmetic they share.
 """
 
 from __future__ import annotations
@@ -18,31 +19,6 @@ from collections.abc import Mapping
 
 STORE_LOGIC = "store_logic"
 """The cause of damage that nothing the lab did explains: the store's own."""
-
-CAUSES = (
-    "estimate_underrun",
-    "hold_expired_while_running",
-    "settlement_lost",
-    "server_data_loss",
-    "eviction",
-    "fail_open_admission",
-    "per_replica_ledger",
-    "replica_crash",
-    STORE_LOGIC,
-)
-"""Every cause an overshoot can be attributed to (see docs/metrics.md)."""
-
-LEAK_CAUSES = ("replica_crash", "message_lost", "settlement_lost", "duplicate_execution",
-               STORE_LOGIC)
-"""Why a hold outlived its request: its replica died, a message of its reserve
-was lost (the gateway gave up on an admission the store made), its
-settlement was lost, a driver retry wrote it again, or the store kept it."""
-
-DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate_execution",
-                 "store_unavailable", STORE_LOGIC)
-"""Why the store denied a request the truth had room for: holds leaked for
-one of ``LEAK_CAUSES``, spend a driver retry charged twice, the store could
-not be reached, or the store's own decision."""
 
 
 def dominant(weights: Mapping[str, int | float], otherwise: str = STORE_LOGIC) -> str:

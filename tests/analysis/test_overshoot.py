@@ -30,7 +30,7 @@ from simulator.analysis.overshoot import (
     run_overshoot_sweeps,
     tidy,
 )
-from simulator.oracle.attribution import CAUSES
+from simulator.families.axond_budget.causes import CAUSES
 from simulator.sweeps import results_dir_for
 
 

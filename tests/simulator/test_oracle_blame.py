@@ -9,7 +9,7 @@ outside.
 
 from __future__ import annotations
 
-from simulator.oracle.budget import ScopeOracle
+from simulator.families.axond_budget.scope_oracle import ScopeOracle
 from simulator.runtime import EPOCH_MS, ReplicaClock
 
 KEY = ("ns", "alice")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.oracle.attribution import CAUSES
+from simulator.families.axond_budget.causes import CAUSES
 from simulator.run import run_scenario
 from simulator.scenario import parse_scenario
 

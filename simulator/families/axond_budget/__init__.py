@@ -2,13 +2,15 @@
 settle the actual spend (``stores.axond_budget`` holds its stores).
 
 * ``lifecycle`` — the request a gateway replica serves;
-* ``oracle`` — the run's oracle (``simulator.oracle.scoped``: one book per
+* ``oracle`` — the run's oracle (one ``scope_oracle.ScopeOracle`` per
   cap scope, the subjects and, with a namespace cap, the namespaces);
 * ``observer`` — a server's ledger keys, mapped to budget keys and roles;
 * ``in_process`` — the replicas' own stores, read after every call;
 * ``mirror`` — the end-of-run comparison of the oracle's books with the stores;
 * ``summary`` and ``timeline`` — how its results read and are drawn;
-* ``invariants`` — what ``hunt --reference`` and the counterfactual compare.
+* ``invariants`` — what ``hunt --reference`` and the counterfactual compare;
+* ``scope_oracle`` — the truth and the record of one cap scope, and their
+  verdict; ``causes`` whom it may blame; ``leaks`` leaked holds over time.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families.axond_budget.mirror import compare
+from simulator.families.axond_budget.oracle import BudgetOracle, Key
 from simulator.fleet import Replica
-from simulator.oracle.scoped import BudgetOracle, Key
 
 EMPTY: tuple[int, dict] = (0, {})
 """What a ledger the store does not retain reads as: no spend, no holds."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.families.axond_budget.oracle import BudgetOracle, Key
 from simulator.kernel import SimulationError
-from simulator.oracle.scoped import BudgetOracle, Key
 
 
 def compare(oracle: BudgetOracle, key: Key, source: Any, scope_name: str, part: str,

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families.axond_budget.mirror import compare
+from simulator.families.axond_budget.oracle import BudgetOracle, Key
 from simulator.oracle.protocol import MIGRATION
-from simulator.oracle.scoped import BudgetOracle, Key
 from simulator.server import Server
 from stores.registry import StoreKind
 

@@ -1,12 +1,133 @@
-"""The budget family's oracle for a run: one book per cap scope the run judges."""
+"""The budget family's oracle: one ``ScopeOracle`` per cap scope a store enforces.
+
+A subject-capped store has one scope: ``(namespace, subject)``. A store with
+a namespace cap as well has a second, ``(namespace, "*")``, with its own cap,
+its own record (the namespace counters and holds) and its own overshoot. Each
+scope keeps its own books (``ScopeOracle``); a request belongs to one book in
+each. Facts from the gateway go to every scope; observations of the store's
+record go to the scope their keys belong to.
+
+Metrics of the subject scope keep their plain names; those of the namespace
+scope are prefixed ``namespace_``. A denial is *false* only if every scope had
+room for the request.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from simulator.oracle.scoped import BudgetOracle
+from simulator.families.axond_budget.causes import DENIAL_CAUSES
+from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
+from simulator.oracle.attribution import STORE_LOGIC
 from simulator.scenario import Scenario
 from stores.registry import StoreKind
+
+NAMESPACE = "*"
+"""The subject of a namespace scope's book key."""
+
+NAMESPACE_METRICS = (
+    "cap_overshoot_", "wrongful_admissions", "keys_over_cap", "true_spend_",
+    "recorded_spend_", "conservation_", "holds_leaked", "leaked_hold_", "premature_",
+    "denials_caused_by_leaked_holds", "holds_still_leaked_at_end", "keys_total",
+    "holds_removed_by_store",
+)
+
+
+class BudgetOracle:
+    """The oracle of a budget store: one ``ScopeOracle`` per cap scope."""
+
+    def __init__(self, subject_cap: int | None, namespace_cap: int | None = None,
+                 per_replica: bool = False, holds_expire: bool = True,
+                 reservation_ttl_ms: int | None = None) -> None:
+        self.clocks: list = []
+        """Every replica's clock, by index (the run fills it as it builds the fleet)."""
+        common = {"per_replica": per_replica, "holds_expire": holds_expire,
+                  "reservation_ttl_ms": reservation_ttl_ms, "clocks": self.clocks}
+        self.scopes: dict[str, ScopeOracle] = {
+            "subject": ScopeOracle(lambda key: subject_cap, **common)}
+        if namespace_cap is not None:
+            self.scopes["namespace"] = ScopeOracle(
+                lambda key: namespace_cap, scope_of=lambda key: (key[0], NAMESPACE), **common)
+        self.counts: Counter = Counter()
+
+    @property
+    def subject(self) -> ScopeOracle:
+        return self.scopes["subject"]
+
+    # -- facts from the gateway fan out to every scope ------------------------
+
+    def replica_clocks(self, clocks: list) -> None:
+        self.clocks[:] = clocks
+
+    def message_fault(self, number: int, what: str) -> None:
+        for scope in self.scopes.values():
+            scope.message_fault(number, what)
+
+    def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
+                now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.arrived(number, key, estimate, actual, replica, now_us)
+
+    def admitted(self, number: int, held: bool, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.admitted(number, held, now_us)
+
+    def denied(self, number: int, reason: str, now_us: int) -> None:
+        judged = [scope.denied(number, reason, now_us) for scope in self.scopes.values()]
+        if all(had_room for had_room, _ in judged):
+            # The first scope whose record refused it says why; none did
+            # (the store refused what its own record had room for): its logic.
+            blame = next((cause for _, cause in judged if cause is not None), STORE_LOGIC)
+            self.counts["false_denials"] += 1
+            self.counts[f"false_denials_{reason}"] += 1
+            self.counts[f"false_denials_by_{blame}"] += 1
+
+    def completed(self, number: int, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.completed(number, now_us)
+
+    def settled(self, number: int, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.settled(number, now_us)
+
+    def aborted(self, number: int, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.aborted(number, now_us)
+
+    # -- the store's record goes to its own scope ------------------------------
+
+    def observe(self, key: Key, source: Any, now_us: int, tag: int, how: str,
+                spent: int | None = None, holds: dict | None = None,
+                scope: str = "subject") -> None:
+        if scope in self.scopes:
+            self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+
+    def source_lost(self, source: Any, now_us: int) -> None:
+        for scope in self.scopes.values():
+            scope.source_lost(source, now_us)
+
+    # -- results ------------------------------------------------------------------
+
+    def sample(self, now_us: int, per_key: bool) -> list[dict[str, Any]]:
+        rows = []
+        for name, scope in self.scopes.items():
+            rows += [{"scope": name, **row} for row in scope.sample(now_us, per_key)]
+        return rows
+
+    def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
+        metrics = self.subject.summary(end_us, last_fault_us)
+        metrics["false_denials"] = self.counts.get("false_denials", 0)
+        metrics["false_denials_exceeded"] = self.counts.get("false_denials_exceeded", 0)
+        metrics["false_denials_store_unavailable"] = self.counts.get(
+            "false_denials_store_unavailable", 0)
+        for cause in DENIAL_CAUSES:
+            metrics[f"false_denials_by_{cause}"] = self.counts.get(f"false_denials_by_{cause}", 0)
+        if "namespace" in self.scopes:
+            namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
+            metrics.update({f"namespace_{name}": value for name, value in namespace.items()
+                            if name.startswith(NAMESPACE_METRICS)})
+        return metrics
 
 
 def budget_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> BudgetOracle:

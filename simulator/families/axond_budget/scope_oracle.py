@@ -43,8 +43,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.oracle.attribution import CAUSES, LEAK_CAUSES, STORE_LOGIC, apportion, dominant
-from simulator.oracle.leaks import Leak, peak_concurrent
+from simulator.families.axond_budget.causes import CAUSES, LEAK_CAUSES
+from simulator.families.axond_budget.leaks import Leak, peak_concurrent
+from simulator.oracle.attribution import STORE_LOGIC, apportion, dominant
 from simulator.oracle.protocol import MIGRATION
 from simulator.runtime import EPOCH_MS
 

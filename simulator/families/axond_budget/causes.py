@@ -1,0 +1,34 @@
+"""The budget family's causes: whom the verdict may blame for each kind of damage.
+
+Every cause but ``store_logic`` names something the lab itself did or
+decided (``simulator.oracle.attribution``); ``docs/metrics.md`` defines each.
+"""
+
+from __future__ import annotations
+
+from simulator.oracle.attribution import STORE_LOGIC
+
+CAUSES = (
+    "estimate_underrun",
+    "hold_expired_while_running",
+    "settlement_lost",
+    "server_data_loss",
+    "eviction",
+    "fail_open_admission",
+    "per_replica_ledger",
+    "replica_crash",
+    STORE_LOGIC,
+)
+"""Every cause an overshoot can be attributed to (see docs/metrics.md)."""
+
+LEAK_CAUSES = ("replica_crash", "message_lost", "settlement_lost", "duplicate_execution",
+               STORE_LOGIC)
+"""Why a hold outlived its request: its replica died, a message of its reserve
+was lost (the gateway gave up on an admission the store made), its
+settlement was lost, a driver retry wrote it again, or the store kept it."""
+
+DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate_execution",
+                 "store_unavailable", STORE_LOGIC)
+"""Why the store denied a request the truth had room for: holds leaked for
+one of ``LEAK_CAUSES``, spend a driver retry charged twice, the store could
+not be reached, or the store's own decision."""
