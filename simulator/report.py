@@ -111,10 +111,12 @@ def _model_fields(model: type[BaseModel], prefix: str) -> list[str]:
     return rows
 
 
-def fields_reference() -> str:
-    """Every scenario field and every store's settings, with defaults."""
+def fields_reference(shipped_only: bool = False) -> str:
+    """Every scenario field and every store's settings, with defaults (only the
+    kinds the lab ships with ``shipped_only``: the reference in ``docs/``)."""
     lines = ["# Scenario fields", "", *_model_fields(Scenario, "")]
-    for name, kind in sorted(registry.kinds().items()):
+    kinds = registry.shipped() if shipped_only else registry.kinds()
+    for name, kind in sorted(kinds.items()):
         lines += ["", f"# store_settings for {name}: {kind.summary}", ""]
         lines += _model_fields(kind.settings_model, "store_settings.") or ["(none)"]
     return "\n".join(lines)

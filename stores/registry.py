@@ -104,8 +104,8 @@ def register(kind: StoreKind) -> StoreKind:
     """Make ``kind`` selectable by name, from outside the tree: a plugin module
     calls this when imported. A name a shipped kind or another plugin already
     uses is refused, so a plugin can never silently replace a store."""
-    shipped = _shipped()
-    if kind.name in shipped or kind.name in _REGISTERED:
+    taken = shipped()
+    if kind.name in taken or kind.name in _REGISTERED:
         raise ValueError(f"store kind {kind.name!r} is already registered")
     _REGISTERED[kind.name] = kind
     # The module to import for this kind again: the plugin being loaded, or
@@ -150,7 +150,7 @@ def plugins_for(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _shipped() -> dict[str, StoreKind]:
+def shipped() -> dict[str, StoreKind]:
     found: dict[str, StoreKind] = {}
     for family in FAMILIES:
         module = importlib.import_module(f"stores.{family}")
@@ -161,7 +161,7 @@ def _shipped() -> dict[str, StoreKind]:
 
 def kinds() -> dict[str, StoreKind]:
     """Every registered kind, by name: the shipped ones, then plugins'."""
-    return {**_shipped(), **_REGISTERED}
+    return {**shipped(), **_REGISTERED}
 
 
 def get(name: str) -> StoreKind:
