@@ -104,7 +104,7 @@ CAUSE_COLORS: dict[str, str] = {
     "fail_open_admission": "#55a868",
     "duplicate_execution": "#da8bc3",
     "per_replica_ledger": "#8c8c8c",
-    "replica_crash": "#64b5cd",
+    "crashed_replica_ledger": "#64b5cd",
     "migration_interrupted": "#ccb974",
     "store_logic": "#000000",
 }

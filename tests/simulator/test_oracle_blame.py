@@ -179,8 +179,8 @@ def test_a_crashed_replicas_ledger_is_lost_with_it_not_to_the_server():
     books.settled(1, 50_000)
     books.source_lost(replica, 60_000)
     summary = books.summary(100_000, None)
-    assert summary["spend_lost_to_replica_crash_microdollars"] == 1_000
-    assert summary["conservation_drift_by_replica_crash_microdollars"] == -1_000
+    assert summary["spend_lost_to_crashed_replica_ledger_microdollars"] == 1_000
+    assert summary["conservation_drift_by_crashed_replica_ledger_microdollars"] == -1_000
     assert summary["spend_lost_to_data_loss_microdollars"] == 0
 
 

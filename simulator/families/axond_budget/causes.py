@@ -16,16 +16,19 @@ CAUSES = (
     "eviction",
     "fail_open_admission",
     "per_replica_ledger",
-    "replica_crash",
+    "crashed_replica_ledger",
     STORE_LOGIC,
 )
 """Every cause an overshoot can be attributed to (see docs/metrics.md)."""
 
-LEAK_CAUSES = ("replica_crash", "message_lost", "settlement_lost", "duplicate_execution",
-               STORE_LOGIC)
+PER_REPLICA_CAUSES = frozenset({"per_replica_ledger", "crashed_replica_ledger"})
+"""Causes only a store that keeps its ledgers in the replicas can have: a
+namespace scope, which only shared stores enforce, never reports them."""
+
+LEAK_CAUSES = ("replica_crash", "message_lost", "settlement_lost", STORE_LOGIC)
 """Why a hold outlived its request: its replica died, a message of its reserve
 was lost (the gateway gave up on an admission the store made), its
-settlement was lost, a driver retry wrote it again, or the store kept it."""
+settlement was lost, or the store kept it."""
 
 DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate_execution",
                  "store_unavailable", STORE_LOGIC)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from simulator.families.axond_budget.causes import DENIAL_CAUSES
+from simulator.families.axond_budget.causes import DENIAL_CAUSES, PER_REPLICA_CAUSES
 from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
 from simulator.oracle.attribution import STORE_LOGIC
 from simulator.scenario import Scenario
@@ -126,7 +126,8 @@ class BudgetOracle:
         if "namespace" in self.scopes:
             namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
             metrics.update({f"namespace_{name}": value for name, value in namespace.items()
-                            if name.startswith(NAMESPACE_METRICS)})
+                            if name.startswith(NAMESPACE_METRICS)
+                            and not any(cause in name for cause in PER_REPLICA_CAUSES)})
         return metrics
 
 

@@ -54,7 +54,7 @@ Holds = dict[str, tuple[int, int]]
 
 
 DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "duplicate_execution",
-                "server_data_loss", "eviction", "replica_crash", "migration_interrupted",
+                "server_data_loss", "eviction", "crashed_replica_ledger", "migration_interrupted",
                 STORE_LOGIC)
 """Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
 
@@ -64,7 +64,7 @@ LOST_MESSAGES = frozenset({"request_lost", "reply_lost", "call_timed_out", "call
 
 
 LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "eviction"),
-            "replica_crash": ("crashed", "replica_crash")}
+            "replica_crash": ("crashed", "crashed_replica_ledger")}
 """How a hold or spend vanished without a command: the hold's state, and the cause."""
 
 
@@ -138,7 +138,7 @@ class RequestTruth:
             return "replica_crash"
         if self.lost_by_lab:
             return "settlement_lost" if self.confirmed else "message_lost"
-        return "duplicate_execution" if self.duplicated else STORE_LOGIC
+        return STORE_LOGIC
 
     @property
     def truth(self) -> int:
@@ -450,10 +450,10 @@ class ScopeOracle:
                                                             "crashed")):
             request = None  # a hold on another request's key, or a second one
         if request is None:
-            # Orphaned: written again by a driver's retry, or by the store's own doing.
-            owner = self.requests.get(writer)
-            cause = "duplicate_execution" if owner is not None and owner.duplicated else STORE_LOGIC
-            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms), cause)
+            # Orphaned from the start. A driver's retry re-sends the same
+            # arguments, so it rewrites a hold rather than adding one: a hold
+            # no request can own is the store's own doing.
+            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms), STORE_LOGIC)
             return
         book.hold_owner[(source, rid)] = request.number
         request.hold, request.hold_id, request.hold_amount = "held", rid, amount
@@ -569,7 +569,7 @@ class ScopeOracle:
             return "hold_expired_while_running"
         if request.hold in ("lost", "evicted", "crashed"):
             return {"lost": "server_data_loss", "evicted": "eviction",
-                    "crashed": "replica_crash"}[request.hold]
+                    "crashed": "crashed_replica_ledger"}[request.hold]
         if request.hold == "released":
             # Released by its own settlement, not (yet) charged.
             return "settlement_lost" if request.lost_by_lab else STORE_LOGIC
@@ -776,8 +776,8 @@ class ScopeOracle:
                 self.counts.get("spend_lost_to_server_data_loss_microdollars", 0),
             "spend_lost_to_eviction_microdollars":
                 self.counts.get("spend_lost_to_eviction_microdollars", 0),
-            "spend_lost_to_replica_crash_microdollars":
-                self.counts.get("spend_lost_to_replica_crash_microdollars", 0),
+            "spend_lost_to_crashed_replica_ledger_microdollars":
+                self.counts.get("spend_lost_to_crashed_replica_ledger_microdollars", 0),
             "duplicate_settlements_executed":
                 self.counts.get("duplicate_settlements_executed", 0),
             "convergence_after_faults_us": convergence_us,
