@@ -184,6 +184,9 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                 observer.check(server)
             else:
                 store_observer.check(world.live_replicas())
+            # Close what is left of dead replicas' coroutines before the
+            # summary counts the I/O their cleanup code tries (and is denied).
+            kernel.close()
             summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
             if redis_backend is not None:
                 summary["scripts_executed"] = redis_backend.executed

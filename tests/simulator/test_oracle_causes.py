@@ -38,8 +38,9 @@ def summary_of(change: dict, seed: int = 1) -> dict:
 
 
 def overshoot_causes(summary: dict) -> dict[str, int]:
-    return {cause: summary[f"cap_overshoot_by_{cause}_microdollars"] for cause in CAUSES
-            if summary[f"cap_overshoot_by_{cause}_microdollars"]}
+    # A subject scope is always enforced: it reports no scope_not_enforced.
+    return {cause: summary.get(f"cap_overshoot_by_{cause}_microdollars", 0) for cause in CAUSES
+            if summary.get(f"cap_overshoot_by_{cause}_microdollars")}
 
 
 def every_replica(fault: str, at: str, call: str, count: int) -> list[dict]:

@@ -17,18 +17,29 @@ CAUSES = (
     "fail_open_admission",
     "per_replica_ledger",
     "crashed_replica_ledger",
+    "scope_not_enforced",
+    "migration_interrupted",
     STORE_LOGIC,
 )
 """Every cause an overshoot can be attributed to (see docs/metrics.md)."""
 
-PER_REPLICA_CAUSES = frozenset({"per_replica_ledger", "crashed_replica_ledger"})
-"""Causes only a store that keeps its ledgers in the replicas can have: a
-namespace scope, which only shared stores enforce, never reports them."""
+NAMESPACE_ABSENT_CAUSES = frozenset({"per_replica_ledger", "crashed_replica_ledger",
+                                     "migration_interrupted"})
+"""Causes a namespace scope cannot have: only shared stores enforce it, so
+none of the per-replica ones; and a migration only ever carries spend into a
+namespace record, never moves it out, so nothing of it is in flight when the
+lab interrupts one (what a migration takes from a namespace is the store's)."""
 
-LEAK_CAUSES = ("replica_crash", "message_lost", "settlement_lost", STORE_LOGIC)
+SUBJECT_ABSENT_CAUSES = frozenset({"scope_not_enforced"})
+"""Every budget store records its subjects: only a namespace scope can be
+judged while the fleet runs a layout that does not keep it."""
+
+LEAK_CAUSES = ("replica_crash", "message_lost", "settlement_lost", "server_data_loss",
+               STORE_LOGIC)
 """Why a hold outlived its request: its replica died, a message of its reserve
 was lost (the gateway gave up on an admission the store made), its
-settlement was lost, or the store kept it."""
+settlement was lost, a restore of older data brought it back, or the store
+kept it."""
 
 DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate_execution",
                  "store_unavailable", STORE_LOGIC)

@@ -17,7 +17,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from simulator.families.axond_budget.causes import DENIAL_CAUSES, PER_REPLICA_CAUSES
+from simulator.families.axond_budget.causes import (
+    DENIAL_CAUSES,
+    NAMESPACE_ABSENT_CAUSES,
+    SUBJECT_ABSENT_CAUSES,
+)
 from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
 from simulator.oracle.attribution import STORE_LOGIC
 from simulator.scenario import Scenario
@@ -45,10 +49,12 @@ class BudgetOracle:
         common = {"per_replica": per_replica, "holds_expire": holds_expire,
                   "reservation_ttl_ms": reservation_ttl_ms, "clocks": self.clocks}
         self.scopes: dict[str, ScopeOracle] = {
-            "subject": ScopeOracle(lambda key: subject_cap, **common)}
+            "subject": ScopeOracle(lambda key: subject_cap, **common,
+                                   absent_causes=SUBJECT_ABSENT_CAUSES)}
         if namespace_cap is not None:
             self.scopes["namespace"] = ScopeOracle(
-                lambda key: namespace_cap, scope_of=lambda key: (key[0], NAMESPACE), **common)
+                lambda key: namespace_cap, scope_of=lambda key: (key[0], NAMESPACE), **common,
+                absent_causes=NAMESPACE_ABSENT_CAUSES)
         self.counts: Counter = Counter()
 
     @property
@@ -126,8 +132,7 @@ class BudgetOracle:
         if "namespace" in self.scopes:
             namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
             metrics.update({f"namespace_{name}": value for name, value in namespace.items()
-                            if name.startswith(NAMESPACE_METRICS)
-                            and not any(cause in name for cause in PER_REPLICA_CAUSES)})
+                            if name.startswith(NAMESPACE_METRICS)})
         return metrics
 
 

@@ -53,9 +53,9 @@ Key = tuple[str, str]
 Holds = dict[str, tuple[int, int]]
 
 
-DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "duplicate_execution",
-                "server_data_loss", "eviction", "crashed_replica_ledger", "migration_interrupted",
-                STORE_LOGIC)
+DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "fail_open_admission",
+                "duplicate_execution", "server_data_loss", "eviction", "crashed_replica_ledger",
+                "scope_not_enforced", "migration_interrupted", STORE_LOGIC)
 """Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
 
 LOST_MESSAGES = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
@@ -120,6 +120,7 @@ class RequestTruth:
     arrived_us: int = 0
     honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
     leaked_before_by_cause: dict[str, int] = field(default_factory=dict)
+    recorded_here: bool = False  # a command of it touched this scope's record
 
     @property
     def lost_by_lab(self) -> bool:
@@ -166,15 +167,26 @@ class KeyBook:
     drift: Counter = field(default_factory=Counter)  # recorded − true, by cause
     hold_owner: dict[tuple[Any, str], int] = field(default_factory=dict)
     """The request whose command wrote each hold, by (source, id)."""
+    migration_net: int = 0
+    """What operator migrations added to (or took from) the recorded spend."""
+    migration_interrupted: int = 0
+    """Spend a migration had taken off a ledger when the lab interrupted it."""
 
-    def drift_by_cause(self, migration_interrupted: bool = False) -> dict[str, int]:
-        """Recorded − true spend split over ``DRIFT_CAUSES``. What no fact
-        explains is the store's (spend a migration dropped, a charge that went
-        astray), or the killed migration's when the lab killed one."""
-        remainder = "migration_interrupted" if migration_interrupted else STORE_LOGIC
+    def drift_by_cause(self) -> dict[str, int]:
+        """Recorded − true spend split over ``DRIFT_CAUSES``. A migration that
+        carried spend into a scope no earlier layout recorded made up for
+        ``scope_not_enforced``; spend a migration took and never put back is
+        the interruption's, up to what the lab interrupted mid-move, and the
+        store's beyond. What no fact explains is the store's."""
         parts = {cause: self.drift.get(cause, 0) for cause in DRIFT_CAUSES}
+        if self.migration_net > 0:
+            parts["scope_not_enforced"] += self.migration_net
+        elif self.migration_net < 0:
+            interrupted = min(-self.migration_net, self.migration_interrupted)
+            parts["migration_interrupted"] -= interrupted
+            parts[STORE_LOGIC] += self.migration_net + interrupted
         total = sum(self.spent.values()) - self.true_spend
-        parts[remainder] += total - sum(parts.values())
+        parts[STORE_LOGIC] += total - sum(parts.values())
         return parts
 
     def store_view(self, source: Any, now_ms: int, holds_expire: bool = True) -> int:
@@ -201,7 +213,8 @@ class ScopeOracle:
 
     def __init__(self, cap_of: Any, per_replica: bool = False,
                  scope_of: Any = None, holds_expire: bool = True,
-                 reservation_ttl_ms: int | None = None, clocks: list | None = None) -> None:
+                 reservation_ttl_ms: int | None = None, clocks: list | None = None,
+                 absent_causes: frozenset[str] = frozenset()) -> None:
         self.cap_of = cap_of
         self.per_replica = per_replica
         # Whether the store stops counting a hold at its deadline (the fixed
@@ -213,10 +226,16 @@ class ScopeOracle:
         # may honestly stop counting, whatever deadline the store wrote.
         self.reservation_ttl_ms = reservation_ttl_ms
         self.clocks = clocks if clocks is not None else []
+        # Causes this scope cannot have (a namespace scope has no per-replica
+        # ledger; a subject scope is always enforced): not in its summary.
+        self.absent_causes = absent_causes
         self.books: dict[Key, KeyBook] = {}
         self.requests: dict[int, RequestTruth] = {}
         self.counts: Counter = Counter()
-        self.migration_interrupted = False
+        # Spend the operator's latest migration command took off ledgers, at
+        # its time: what an interruption right then leaves in flight.
+        self.migration_taking: list[tuple[KeyBook, int]] = []
+        self.migration_taking_at = -1
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -238,7 +257,13 @@ class ScopeOracle:
         """The lab lost, refused, timed out or duplicated a message of request
         ``number`` (or of the operator's migration)."""
         if number == MIGRATION:
-            self.migration_interrupted = True
+            # What it had taken off a ledger and not yet put back is now
+            # missing from the record because of the lab, until a re-run
+            # puts it back.
+            for book, amount in self.migration_taking:
+                book.migration_interrupted += amount
+                book.buckets["migration_interrupted"] += amount
+            self.migration_taking = []
             return
         request = self.requests.get(number)
         if request is None or what in request.message_faults:
@@ -376,9 +401,13 @@ class ScopeOracle:
         request = self.requests.get(tag)
         own = request is not None and request.key == key and how == "command"
         if own:
-            now_ms = EPOCH_MS + now_us // 1_000
-            request.store_before = book.store_view(source, now_ms, self.holds_expire)
-            request.leaked_before_by_cause = book.leaked_live_by_cause(now_us)
+            request.recorded_here = True
+            # What the store counted, as its script judged it: by the clock
+            # reading its replica sent along when the request arrived.
+            judged_ms = self.clock_ms(request.replica, request.arrived_us)
+            request.store_before = book.store_view(source, judged_ms, self.holds_expire)
+            request.leaked_before_by_cause = book.leaked_live_by_cause(
+                (judged_ms - EPOCH_MS) * 1_000)
             request.leaked_before = sum(request.leaked_before_by_cause.values())
             request.truth_before = book.truth_view + book.settling_slack
         if holds is not None:
@@ -401,7 +430,13 @@ class ScopeOracle:
             delta = spent - book.spent.get(source, 0)
             book.spent[source] = spent
             if how == "migration":
-                pass  # a move between layouts; what it drops is judged at the end
+                # A move between layouts; what it drops is judged at the end.
+                book.migration_net += delta
+                if delta < 0 and "migration_interrupted" not in self.absent_causes:
+                    self._migration_took(book, -delta, now_us)
+                else:
+                    restored = min(delta, book.buckets["migration_interrupted"])
+                    book.buckets["migration_interrupted"] -= restored
             elif delta > 0 and own:
                 self._charged(book, request, delta)
             elif delta > 0 and how == "command":
@@ -409,6 +444,11 @@ class ScopeOracle:
                 book.drift[STORE_LOGIC] += delta
             elif delta < 0:
                 self._spend_lost(book, -delta, how)
+
+    def _migration_took(self, book: KeyBook, amount: int, now_us: int) -> None:
+        if now_us != self.migration_taking_at:
+            self.migration_taking, self.migration_taking_at = [], now_us
+        self.migration_taking.append((book, amount))
 
     def _spend_lost(self, book: KeyBook, amount: int, how: str) -> None:
         """Recorded spend went down: the lab lost it (a restart, a failover, an
@@ -450,10 +490,11 @@ class ScopeOracle:
                                                             "crashed")):
             request = None  # a hold on another request's key, or a second one
         if request is None:
-            # Orphaned from the start. A driver's retry re-sends the same
-            # arguments, so it rewrites a hold rather than adding one: a hold
-            # no request can own is the store's own doing.
-            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms), STORE_LOGIC)
+            # Orphaned from the start: brought back by a restore of older
+            # data (the lab's data loss), or the store's own doing — a
+            # driver's retry re-sends the same id, so it never adds a hold.
+            cause = LOSS_HOW[how][1] if how in LOSS_HOW else STORE_LOGIC
+            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms), cause)
             return
         book.hold_owner[(source, rid)] = request.number
         request.hold, request.hold_id, request.hold_amount = "held", rid, amount
@@ -527,9 +568,16 @@ class ScopeOracle:
                     unseen = book.truth_view - book.store_view(source, now_ms,
                                                                self.holds_expire)
                     weights["per_replica_ledger"] = max(0, unseen - sum(weights.values()))
-                # With nothing the lab did to explain the store's view, the
-                # admission was the store's own mistake.
-                request.wrongful = apportion(excess, weights)
+                # Past what its own record said (as its script judged it), the
+                # store admitted by its own mistake; the rest of the excess
+                # came through the gaps the lab opened between record and
+                # truth, and with none open it is the store's too.
+                own = 0
+                if request.recorded_here:
+                    own = max(0, min(excess, request.store_before + estimate - book.cap))
+                request.wrongful = apportion(excess - own, weights)
+                if own:
+                    request.wrongful[STORE_LOGIC] = request.wrongful.get(STORE_LOGIC, 0) + own
         book.truth_view += estimate
 
     def _recount(self, book: KeyBook, request: RequestTruth) -> None:
@@ -559,6 +607,11 @@ class ScopeOracle:
         whose settlement has not charged it."""
         if request.unheld:
             return "fail_open_admission"
+        if not request.recorded_here:
+            # No command of it ever touched this scope's record: the store's
+            # layout does not keep this scope (a subject-capped store judged
+            # against a namespace cap it does not enforce yet).
+            return "scope_not_enforced"
         if request.hold == "held":
             return ("estimate_underrun" if request.hold_amount >= request.estimate
                     else STORE_LOGIC)
@@ -582,6 +635,10 @@ class ScopeOracle:
         if request.admitted and request.work_done and not request.settle_executed:
             if request.over_at is None:
                 cause = "settlement_in_flight"
+            elif request.unheld:
+                cause = "fail_open_admission"  # nothing held, so nothing to settle
+            elif not request.recorded_here:
+                cause = "scope_not_enforced"
             else:
                 cause = "settlement_lost" if request.lost_by_lab else STORE_LOGIC
             amount = request.actual
@@ -640,7 +697,7 @@ class ScopeOracle:
                 row[f"shortfall_{cause}_microdollars"] = book.buckets.get(cause, 0)
             row["conservation_drift_microdollars"] = (row["recorded_spend_microdollars"]
                                                       - book.true_spend)
-            for cause, amount in book.drift_by_cause(self.migration_interrupted).items():
+            for cause, amount in book.drift_by_cause().items():
                 row[f"drift_{cause}_microdollars"] = amount
             total.update(row)
             if book.cap:
@@ -685,7 +742,8 @@ class ScopeOracle:
             "denials_caused_by_leaked_holds":
                 self.counts.get("denials_caused_by_leaked_holds", 0),
         })
-        return metrics
+        return {name: value for name, value in metrics.items()
+                if not any(cause in name for cause in self.absent_causes)}
 
     def _spend_metrics(self, end_us: int) -> dict[str, Any]:
         true_total = sum(book.true_spend for book in self.books.values())
@@ -708,7 +766,7 @@ class ScopeOracle:
     def _drift_by_cause(self) -> dict[str, int]:
         totals: Counter = Counter({cause: 0 for cause in DRIFT_CAUSES})
         for book in self.books.values():
-            totals.update(book.drift_by_cause(self.migration_interrupted))
+            totals.update(book.drift_by_cause())
         return {f"conservation_drift_by_{cause}_microdollars": totals[cause]
                 for cause in DRIFT_CAUSES}
 

@@ -1,0 +1,257 @@
+"""Every metric of the summary moves: a metric nobody has seen nonzero is untested.
+
+A handful of small exercises — the shipped stores under every kind of fault
+the lab injects, the in-memory store, a migration the lab kills, and a few
+broken stores from the mutant suite — are run once; every numeric metric of
+the budget family's summary must be nonzero in at least one of them. A
+metric that no run can move has no place in the summary.
+
+The same runs check the other half of the verdict: the shipped stores, however
+hard they are hit, never have damage filed under ``store_logic``, while each
+broken store has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.run import run_scenario
+from simulator.scenario import load_scenario, parse_scenario
+from stores import registry
+from stores.axond_budget import redis_kind
+from stores.axond_budget.redis_budget import UNREACHABLE, RedisBudget
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
+
+BASE = {
+    "name": "every-metric", "duration": "6s", "drain": "4s", "store": "axond_budget.redis_v2",
+    "store_settings": {"subject_cap_microdollars": 20_000, "namespace_cap_microdollars": 150_000,
+                       "reservation_ttl": "1s"},
+    "fleet": {"replicas": 40},
+    "network": {"latency": "lognormal(1ms, 0.3)", "timeout": "100ms"},
+    "workload": {"arrivals": "poisson(400/s)", "keys": {"subjects": 10},
+                 "estimate_microdollars": 1000, "actual_microdollars": "uniform(0, 1000)",
+                 "duration": "lognormal(50ms, 0.5)"},
+}
+"""The v2 store with both caps binding, so both scopes take damage."""
+
+
+def merge(base: dict, change: dict) -> dict:
+    merged = dict(base)
+    for key, value in change.items():
+        nested = isinstance(value, dict) and isinstance(base.get(key), dict)
+        merged[key] = merge(base[key], value) if nested else value
+    return merged
+
+
+def exercise(change: dict) -> dict:
+    """``BASE`` with ``change``; an exercise naming another store states its
+    settings whole (they need not fit the v2 store's)."""
+    data = merge(BASE, change)
+    if "store" in change and "store_settings" in change:
+        data["store_settings"] = change["store_settings"]
+    return data
+
+
+def lose(fault: str, call: str, replicas: range, at: str = "1s", count: int = 2) -> list[dict]:
+    return [{"at": at, "fault": fault, "replica": replica, "call": call, "count": count}
+            for replica in replicas]
+
+
+def everyone(fault: str, call: str, at: str, count: int) -> list[dict]:
+    return lose(fault, call, range(BASE["fleet"]["replicas"]), at, count)
+
+
+class CleansUpOnCancel(RedisBudget):
+    """The v2 store with a settle that tidies up in a ``finally``: honest, but
+    a replica that dies mid-settle leaves cleanup I/O the lab must swallow."""
+
+    async def settle(self, key: Any, reservation: Any, actual_microdollars: int) -> None:
+        try:
+            await super().settle(key, reservation, actual_microdollars)
+        finally:
+            with contextlib.suppress(UNREACHABLE):
+                await self.data.ping()
+
+
+def cleans_up_on_cancel() -> str:
+    kind = "coverage.cleans_up_on_cancel"
+    if kind not in registry.kinds():
+        registry.register(redis_kind(kind, "v2, settle tidies up in a finally", layout="v2",
+                                     store_class=CleansUpOnCancel))
+    return kind
+
+
+def shipped_exercises() -> dict[str, dict[str, Any]]:
+    """Honest stores under every kind of fault the lab injects."""
+    return {
+        # Lost, refused and retried messages: leaked holds, charges executed
+        # twice, fail-closed denials.
+        "messages": {
+            "network": {"reply_loss": 0.03, "request_loss": 0.02, "retries": 2},
+            "faults": {"schedule": lose("lose_reply", "reserve_v2", range(10))
+                       + lose("lose_request", "settle_v2", range(10, 20))},
+        },
+        # Settlements lost on their way: holds that outlive them, spend never
+        # recorded, admissions into room already spent.
+        "lost_settlements": {
+            "store_settings": {"reservation_ttl": "300ms"},
+            "faults": {"schedule": everyone("lose_request", "settle_v2", "500ms", 3)
+                       + everyone("lose_request", "settle_v2", "1500ms", 3)},
+        },
+        # Crashed replicas leak their holds; the faults stop so the leaks end.
+        "crashes": {
+            "store_settings": {"reservation_ttl": "2s"},
+            "faults": {"crash": {"rate": "60/m", "restart_after": "300ms"}, "until": "3s"},
+        },
+        # Early, while the budgets still have room and holds are live.
+        "restart_without_persistence": {
+            "server": {"persistence": "none"},
+            "faults": {"schedule": [{"at": "150ms", "fault": "server_restart",
+                                     "down_for": "50ms"}]},
+        },
+        # A failover to a lagging replica brings back holds already released:
+        # with estimates far above the spend, they deny what the truth admits.
+        "failover": {
+            "store_settings": {"reservation_ttl": "3s"},
+            "workload": {"estimate_microdollars": 5000, "actual_microdollars": "uniform(0, 50)",
+                         "duration": "lognormal(200ms, 0.3)"},
+            "faults": {"schedule": [{"at": "1s", "fault": "failover", "lag": "500ms",
+                                     "down_for": "50ms"}]},
+        },
+        "eviction": {"server": {"maxmemory_keys": 12, "eviction_policy": "allkeys-random"}},
+        # Replicas paused, cut off, slowed and skewed, on a store whose settle
+        # tidies up in a finally (the I/O of a dead replica's cleanup).
+        "fleet_and_server": {
+            "store": cleans_up_on_cancel(),
+            "fleet": {"clock_offset": "normal(0ms, 20ms)"},
+            "faults": {"crash": {"rate": "30/m", "restart_after": "300ms"},
+                       "pause": {"rate": "30/m", "duration": "1500ms"},
+                       "partition": {"rate": "30/m", "duration": "300ms", "replicas": 3},
+                       "latency_spike": {"rate": "20/m", "duration": "300ms",
+                                         "extra": "150ms"}},
+        },
+        # A TTL shorter than the requests: premature expiry.
+        "short_ttl": {
+            "store_settings": {"reservation_ttl": "100ms"},
+            "workload": {"duration": "lognormal(300ms, 0.5)"},
+        },
+        # Requests that spend past their estimates, their settlements slow.
+        "underrun": {
+            "store_settings": {"reservation_ttl": "10s"},
+            "network": {"latency": "lognormal(30ms, 0.3)"},
+            "workload": {"actual_microdollars": "uniform(0, 5000)"},
+        },
+        "fail_open": {
+            "store_settings": {"on_unavailable": "allow"},
+            "server": {"persistence": "aof-always"},
+            "faults": {"schedule": [{"at": "1s", "fault": "server_restart",
+                                     "down_for": "1s"}]},
+        },
+        # The run ends with requests still running and holds still leaked.
+        "cut_short": {
+            "drain": "0s",
+            "network": {"latency": "lognormal(40ms, 0.3)", "timeout": "500ms"},
+            "store_settings": {"subject_cap_microdollars": 10_000_000,
+                               "namespace_cap_microdollars": 100_000_000,
+                               "reservation_ttl": "20s"},
+            "workload": {"duration": "lognormal(3s, 0.3)"},
+            "faults": {"crash": {"rate": "20/m", "restart_after": "300ms"}},
+        },
+        # Per-replica ledgers, some evicted to make room.
+        "in_memory": {
+            "store": "axond_budget.in_memory",
+            "store_settings": {"subject_cap_microdollars": 20_000, "reservation_ttl": "1s",
+                               "max_subjects": 4, "idle_ttl": "0ms"},
+        },
+        # Two replicas whose ledgers die with them, often.
+        "in_memory_crashes": {
+            "store": "axond_budget.in_memory",
+            "store_settings": {"subject_cap_microdollars": 20_000, "reservation_ttl": "1s"},
+            "fleet": {"replicas": 2},
+            "faults": {"crash": {"rate": "60/m", "restart_after": "100ms"}},
+        },
+    }
+
+
+def _v2_mutant(name: str, module: str, store_class: str) -> str:
+    """A Python mutant of the suite, on the v2 layout (both scopes broken)."""
+    kind = f"coverage.v2_{name}"
+    if kind not in registry.kinds():
+        imported = __import__(f"mutants.{module}", fromlist=[store_class])
+        registry.register(redis_kind(kind, f"v2 {name}", layout="v2",
+                                     store_class=getattr(imported, store_class)))
+    return kind
+
+
+def mutant_exercises() -> dict[str, dict[str, Any]]:
+    """Broken stores, no fault injected: the store's own damage."""
+    registry.load_plugins(["mutants.reserve_ignores_live_holds", "mutants.settle_charges_twice",
+                           "mutants.caps_in_wrong_order",
+                           "mutants.namespace_total_not_incremented"])
+    keeps_hold = _v2_mutant("settle_with_zero_actual_keeps_hold",
+                            "settle_with_zero_actual_keeps_hold",
+                            "SettleWithZeroActualKeepsHold")
+    short_holds = _v2_mutant("hold_ttl_shorter_than_asked", "hold_ttl_shorter_than_asked",
+                             "HoldTtlShorterThanAsked")
+    v1 = {"store_settings": {"subject_cap_microdollars": 20_000, "reservation_ttl": "1s"}}
+    return {
+        "mutant_ignores_holds": {**v1, "store": "mutants.reserve_ignores_live_holds"},
+        "mutant_charges_twice": {**v1, "store": "mutants.settle_charges_twice"},
+        "mutant_caps_swapped": {"store": "mutants.caps_in_wrong_order"},
+        "mutant_namespace_total": {"store": "mutants.namespace_total_not_incremented"},
+        "mutant_keeps_holds": {"store": keeps_hold,
+                               "workload": {"actual_microdollars": "uniform(0, 2)"}},
+        "mutant_short_holds": {"store": short_holds,
+                               "store_settings": {**BASE["store_settings"],
+                                                  "reservation_ttl": "120ms"},
+                               "workload": {"duration": "lognormal(80ms, 0.3)"}},
+    }
+
+
+@functools.cache
+def summaries() -> dict[str, dict[str, Any]]:
+    runs = {name: exercise(change) for name, change in shipped_exercises().items()}
+    runs.update({name: exercise(change) for name, change in mutant_exercises().items()})
+    found = {name: run_scenario(parse_scenario(data), seed=1).summary
+             for name, data in runs.items()}
+    # A migration the lab kills half-way, on the historical store that loses
+    # the spend in flight.
+    killed = load_scenario(SCENARIOS / "variant-claim-without-slot.toml")
+    found["killed_migration"] = run_scenario(killed, seed=1).summary
+    return found
+
+
+NOT_MEASURES = {"scenario", "store", "backend", "cap_enforced_per", "trace_fingerprint"}
+"""Summary fields that say what ran, not what happened."""
+
+
+def test_every_metric_of_the_summary_is_nonzero_in_some_run():
+    seen: dict[str, list[str]] = {}
+    for name, summary in summaries().items():
+        for metric, value in summary.items():
+            if metric not in NOT_MEASURES:
+                seen.setdefault(metric, [])
+                if value:
+                    seen[metric].append(name)
+    never = sorted(metric for metric, runs in seen.items() if not runs)
+    assert never == [], f"{len(never)} metric(s) no exercise moved: {never}"
+
+
+@pytest.mark.parametrize("exercise", [*shipped_exercises(), "killed_migration"])
+def test_the_shipped_stores_never_have_damage_blamed_on_them(exercise):
+    summary = summaries()[exercise]
+    blamed = {metric: value for metric, value in summary.items()
+              if "store_logic" in metric and value}
+    assert blamed == {}
+
+
+@pytest.mark.parametrize("exercise", sorted(mutant_exercises()))
+def test_every_broken_store_has_damage_blamed_on_it(exercise):
+    summary = summaries()[exercise]
+    assert any(value for metric, value in summary.items() if "store_logic" in metric)
