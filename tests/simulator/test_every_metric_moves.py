@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scenario_data import merge
 
 from simulator.run import run_scenario
 from simulator.scenario import load_scenario, parse_scenario
@@ -39,14 +40,6 @@ BASE = {
                  "duration": "lognormal(50ms, 0.5)"},
 }
 """The v2 store with both caps binding, so both scopes take damage."""
-
-
-def merge(base: dict, change: dict) -> dict:
-    merged = dict(base)
-    for key, value in change.items():
-        nested = isinstance(value, dict) and isinstance(base.get(key), dict)
-        merged[key] = merge(base[key], value) if nested else value
-    return merged
 
 
 def exercise(change: dict) -> dict:

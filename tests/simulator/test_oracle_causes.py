@@ -9,6 +9,7 @@ and the metrics this fault cannot move, stayed at zero.
 from __future__ import annotations
 
 import pytest
+from scenario_data import merge
 
 from simulator.families.axond_budget.causes import CAUSES
 from simulator.run import run_scenario
@@ -23,14 +24,6 @@ BASE = {
                  "estimate_microdollars": 1000, "actual_microdollars": "uniform(0, 1000)",
                  "duration": "lognormal(50ms, 0.5)"},
 }
-
-
-def merge(base: dict, change: dict) -> dict:
-    merged = dict(base)
-    for key, value in change.items():
-        nested = isinstance(value, dict) and isinstance(base.get(key), dict)
-        merged[key] = merge(base[key], value) if nested else value
-    return merged
 
 
 def summary_of(change: dict, seed: int = 1) -> dict:
