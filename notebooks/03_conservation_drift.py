@@ -18,7 +18,7 @@
 # store's recorded spend minus the true spend (`docs/metrics.md`): negative
 # when spend never reached the record, positive when it was recorded twice.
 # The lab's oracle splits it, at every metrics sample, over the causes of
-# `simulator.families.axond_budget.scope_oracle.DRIFT_CAUSES`: a settlement still on its way
+# `simulator.families.axond_budget.causes.DRIFT_CAUSES`: a settlement still on its way
 # (*settlement in flight*, transient), a settlement that never arrived
 # (*settlement lost*), a settle that ran twice (*duplicate execution*), spend
 # a server restart or failover took away (*server data loss*), an evicted key

@@ -38,7 +38,7 @@ from matplotlib.figure import Figure
 from simulator.analysis import lab_path
 from simulator.analysis.overshoot import CAUSE_COLORS
 from simulator.analysis.spread import seed_bands
-from simulator.families.axond_budget.scope_oracle import DRIFT_CAUSES
+from simulator.families.axond_budget.causes import SUBJECT_DRIFT_CAUSES as DRIFT_CAUSES
 from simulator.sweeps import (
     Sweep,
     load_sweep,

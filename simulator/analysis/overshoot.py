@@ -40,7 +40,7 @@ from matplotlib.figure import Figure
 
 from simulator.analysis import lab_path
 from simulator.analysis.spread import seed_bands
-from simulator.families.axond_budget.causes import CAUSES
+from simulator.families.axond_budget.causes import SUBJECT_CAUSES as CAUSES
 from simulator.sweeps import Sweep, load_sweep, read_results, results_dir_for, run_sweep
 
 SWEEP_FILES: dict[str, tuple[str, ...]] = {

@@ -28,7 +28,7 @@ from simulator.analysis.drift import (
     share_column,
     with_drift_shares,
 )
-from simulator.families.axond_budget.scope_oracle import DRIFT_CAUSES
+from simulator.families.axond_budget.causes import SUBJECT_DRIFT_CAUSES as DRIFT_CAUSES
 
 
 def summary_row(point: str, seed: int, true_spend: int = 1_000_000, **drift: int) -> dict:

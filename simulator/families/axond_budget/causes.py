@@ -23,6 +23,11 @@ CAUSES = (
 )
 """Every cause an overshoot can be attributed to (see docs/metrics.md)."""
 
+DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "fail_open_admission",
+                "duplicate_execution", "server_data_loss", "eviction", "crashed_replica_ledger",
+                "scope_not_enforced", "migration_interrupted", STORE_LOGIC)
+"""Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
+
 NAMESPACE_ABSENT_CAUSES = frozenset({"per_replica_ledger", "crashed_replica_ledger",
                                      "migration_interrupted"})
 """Causes a namespace scope cannot have: only shared stores enforce it, so
@@ -46,3 +51,7 @@ DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate
 """Why the store denied a request the truth had room for: holds leaked for
 one of ``LEAK_CAUSES``, spend a driver retry charged twice, the store could
 not be reached, or the store's own decision."""
+
+SUBJECT_CAUSES = tuple(cause for cause in CAUSES if cause not in SUBJECT_ABSENT_CAUSES)
+SUBJECT_DRIFT_CAUSES = tuple(cause for cause in DRIFT_CAUSES if cause not in SUBJECT_ABSENT_CAUSES)
+"""The causes a subject scope's summary reports (the analysis reads those)."""

@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.families.axond_budget.causes import CAUSES, LEAK_CAUSES
+from simulator.families.axond_budget.causes import CAUSES, DRIFT_CAUSES, LEAK_CAUSES
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
 from simulator.oracle.attribution import STORE_LOGIC, apportion, dominant
 from simulator.oracle.protocol import MIGRATION
@@ -52,11 +52,6 @@ from simulator.runtime import EPOCH_MS
 Key = tuple[str, str]
 Holds = dict[str, tuple[int, int]]
 
-
-DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "fail_open_admission",
-                "duplicate_execution", "server_data_loss", "eviction", "crashed_replica_ledger",
-                "scope_not_enforced", "migration_interrupted", STORE_LOGIC)
-"""Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
 
 LOST_MESSAGES = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
                            "reply_to_dead_replica", "late_reply"})
