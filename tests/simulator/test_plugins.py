@@ -16,7 +16,7 @@ import pytest
 from simulator.cli import USER_ERROR, main
 from simulator.run import script_names
 from simulator.scenario import ScenarioError, parse_scenario
-from simulator.sweeps import read_results
+from simulator.sweeps import load_sweep, read_results, run_sweep
 from stores import registry
 from stores.axond_budget import SCRIPTS
 
@@ -235,6 +235,29 @@ def test_a_sweep_with_a_plugin_runs_in_worker_processes(plugin_dir, tmp_path, mo
     assert code == 0, capsys.readouterr().err
     results = read_results(out)
     assert len(results) == 2
+    assert (results["store"] == "plugtest.never_charges").all()
+    assert (results["conservation_drift_microdollars_total"] < 0).all()
+
+
+def test_a_sweep_with_a_plugin_runs_on_a_dask_cluster(plugin_dir, tmp_path, monkeypatch):
+    from distributed import LocalCluster
+
+    # The cluster's workers are started after the plugin's directory is on
+    # the driver's path, as a user's `dask worker` would be started with it
+    # on PYTHONPATH; each worker imports the plugin the task names.
+    monkeypatch.syspath_prepend(str(plugin_dir))
+    monkeypatch.setenv("PYTHONPATH", str(plugin_dir))
+    write_scenario(tmp_path, 'store = "plugtest.never_charges"', name="base.toml")
+    sweep_file = tmp_path / "sweep.toml"
+    sweep_file.write_text('name = "plugged"\nscenario = "base.toml"\nseeds = 1\n'
+                          '[vary]\n"network.reply_loss" = [0.0, 0.05]\n')
+    sweep = load_sweep(sweep_file, plugins=["plugtest_subclass"])
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        outcome = run_sweep(sweep, tmp_path / "out", scheduler=cluster.scheduler_address,
+                            progress=False)
+    assert (outcome.completed, outcome.failed) == (2, {})
+    results = read_results(tmp_path / "out")
     assert (results["store"] == "plugtest.never_charges").all()
     assert (results["conservation_drift_microdollars_total"] < 0).all()
 
