@@ -15,7 +15,9 @@ Rules kept here:
 
 * Each replica incarnation is its own source of record, ``(index, incarnation)``.
 * Only what changed is reported, so a call costs one read of the store and a
-  comparison, not an oracle update per ledger.
+  comparison, not an oracle update per ledger. The comparison is with the
+  oracle's own books (its copy of each source's record), so no second copy
+  of every replica's ledgers is kept.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ class ReplicaLedgers:
 
     def __init__(self, oracle: BudgetOracle) -> None:
         self.oracle = oracle
-        self.seen: dict[Any, dict[Key, tuple[int, dict]]] = {}
-        """Per source of record, every ledger as last reported."""
+        self.keys_of: dict[Any, set[Key]] = {}
+        """Per source of record, the keys its store held at the last read."""
 
     def after_call(self, replica: Replica, tag: int, touched: Key) -> None:
         read = replica.kind.read_ledgers
@@ -45,16 +47,20 @@ class ReplicaLedgers:
         source = replica.source
         now = replica.kernel.now
         ledgers = _ledgers(read(replica.store))
-        before = self.seen.get(source, {})
         observe = self.oracle.observe
-        for key in before.keys() - ledgers.keys():
+        books = self.oracle.subject.books
+        for key in self.keys_of.get(source, set()) - ledgers.keys():
             observe(key, source, now, tag, "command", spent=0, holds={})
         for key, (spent, holds) in ledgers.items():
-            if key != touched and before.get(key) != (spent, holds):
+            if key == touched:
+                continue
+            book = books.get(key)
+            if (book is None or book.spent.get(source, 0) != spent
+                    or book.holds.get(source, {}) != holds):
                 observe(key, source, now, tag, "command", spent=spent, holds=holds)
         spent, holds = ledgers.get(touched, EMPTY)
         observe(touched, source, now, tag, "command", spent=spent, holds=holds)
-        self.seen[source] = ledgers
+        self.keys_of[source] = set(ledgers)
 
     def check(self, replicas: list[Replica]) -> None:
         for replica in replicas:

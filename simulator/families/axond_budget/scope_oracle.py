@@ -40,6 +40,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,10 +112,12 @@ class RequestTruth:
     slack: int = 0  # estimate − actual while its settlement is on its way
     unsettled: int = 0  # spend done but not recorded, counted in ``unsettled_cause``
     unsettled_cause: str | None = None
-    message_faults: set[str] = field(default_factory=set)  # what the network did to it
+    # What the network did to it. Shared empty defaults: a run keeps every
+    # request, and most are never touched by a fault or a leak.
+    message_faults: frozenset[str] = frozenset()
     arrived_us: int = 0
     honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
-    leaked_before_by_cause: dict[str, int] = field(default_factory=dict)
+    leaked_before_by_cause: Mapping[str, int] | None = None  # None: no leak then
     recorded_here: bool = False  # a command of it touched this scope's record
 
     @property
@@ -193,7 +196,9 @@ class KeyBook:
     def leaked_live(self, now_us: int) -> int:
         return sum(amount for _, amount, end, _ in self.open_leaks.values() if end > now_us)
 
-    def leaked_live_by_cause(self, now_us: int) -> dict[str, int]:
+    def leaked_live_by_cause(self, now_us: int) -> Mapping[str, int] | None:
+        if not self.open_leaks:
+            return None
         by_cause: Counter = Counter()
         for _, amount, end, cause in self.open_leaks.values():
             if end > now_us:
@@ -263,7 +268,7 @@ class ScopeOracle:
         request = self.requests.get(number)
         if request is None or what in request.message_faults:
             return
-        request.message_faults.add(what)
+        request.message_faults = request.message_faults | {what}
         self._recount(self.book(request.key), request)
 
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
@@ -338,7 +343,7 @@ class ScopeOracle:
         if book.cap is None or request.store_before + request.estimate <= book.cap:
             return None
         explained = {f"leaked_holds_{cause}": amount
-                     for cause, amount in request.leaked_before_by_cause.items()}
+                     for cause, amount in (request.leaked_before_by_cause or {}).items()}
         explained["duplicate_execution"] = max(0, book.drift.get("duplicate_execution", 0))
         counted_honestly = request.store_before - sum(explained.values())
         if counted_honestly + request.estimate > book.cap:
@@ -403,7 +408,7 @@ class ScopeOracle:
             request.store_before = book.store_view(source, judged_ms, self.holds_expire)
             request.leaked_before_by_cause = book.leaked_live_by_cause(
                 (judged_ms - EPOCH_MS) * 1_000)
-            request.leaked_before = sum(request.leaked_before_by_cause.values())
+            request.leaked_before = sum((request.leaked_before_by_cause or {}).values())
             request.truth_before = book.truth_view + book.settling_slack
         if holds is not None:
             old = book.holds.get(source, {})
