@@ -20,6 +20,7 @@ not read as "nothing broke it".
 
 from __future__ import annotations
 
+import difflib
 import operator
 import re
 from collections.abc import Iterable, Mapping
@@ -180,11 +181,13 @@ def check_metrics(condition: Condition, summary: Mapping[str, Any]) -> None:
     """Refuse a condition that names a metric the summary does not have."""
     unknown = [metric for metric in condition.metrics if metric not in summary]
     if unknown:
-        known = ", ".join(sorted(name for name, value in summary.items()
-                                 if isinstance(value, int | float)
-                                 and not isinstance(value, bool)))
+        known = sorted(name for name, value in summary.items()
+                       if isinstance(value, int | float) and not isinstance(value, bool))
+        close = sorted({match for metric in unknown
+                        for match in difflib.get_close_matches(metric, known, n=3)})
+        hint = (f"did you mean {', '.join(close)}? " if close else "")
         raise ValueError(f"no metric {', '.join(map(repr, unknown))} in the summary; "
-                         f"known metrics: {known}")
+                         f"{hint}known metrics: {', '.join(known)}")
 
 
 def failed_expectations(expectations: dict[str, str], summary: dict[str, Any]) -> list[str]:

@@ -144,7 +144,9 @@ def test_a_misspelt_metric_is_refused_before_the_search(capsys):
     hunt = Hunt(SPLIT, parse_condition("cap_overshoot_microdollars_total > 0 or "
                                        "conservation_drfit_microdollars_total != 0"))
     with pytest.raises(ValueError, match="no metric 'conservation_drfit_microdollars_total' in "
-                                         "the summary; known metrics: .*cap_overshoot"):
+                                         "the summary; did you mean "
+                                         "conservation_drift_microdollars_total.*"
+                                         "known metrics: .*cap_overshoot"):
         hunt.search()
     assert hunt.runs <= 1
     assert main(["hunt", str(SPLIT), "--invariant", "holds_leakd > 0"]) == 2
