@@ -63,20 +63,18 @@ def when_done(outcome: Outcome | Pending, callback: Callable[[Outcome], None]) -
         callback(outcome)
 
 
-ORACLE_FACTS = frozenset({"arrived", "admitted", "denied", "completed", "settled",
-                          "aborted", "observe", "source_lost", "message_fault"})
-"""The oracle's methods that record a fact and answer nothing: these may wait
-in the queue behind the commands that came before them."""
-
-
 class DeferredOracle:
     """The oracle as the simulated world sees it while commands are queued:
-    facts wait in the server's queue, in order; any other use flushes first."""
+    facts wait in the server's queue, in order; any other use flushes first.
 
-    def __init__(self, oracle: Any, server: Any) -> None:
+    ``facts`` names the oracle's methods that record a fact and answer
+    nothing (the core's, ``simulator.oracle.protocol.CORE_FACTS``, and its
+    family's): only those may wait behind the commands that came before them."""
+
+    def __init__(self, oracle: Any, server: Any, facts: frozenset[str]) -> None:
         self._oracle = oracle
         self._server = server
-        for name in ORACLE_FACTS:
+        for name in facts:
             setattr(self, name, _deferred(server, getattr(oracle, name)))
 
     def __getattr__(self, name: str) -> Any:

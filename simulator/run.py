@@ -25,7 +25,7 @@ from simulator.kernel import Kernel
 from simulator.metrics import Sampler
 from simulator.network import LinkSettings
 from simulator.operations import PreparedMigration
-from simulator.oracle.protocol import Oracle, ReplicaObserver
+from simulator.oracle.protocol import CORE_FACTS, Oracle, ReplicaObserver
 from simulator.pipeline import DeferredOracle
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
@@ -154,7 +154,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         server_script_seconds_before = redis_backend.server_script_seconds()
     # While the server holds queued commands, the world reports its facts to
     # the oracle behind them, in order (simulator.pipeline).
-    world_oracle = DeferredOracle(oracle, server) if server is not None else oracle
+    world_oracle = (DeferredOracle(oracle, server, CORE_FACTS | family.oracle_facts)
+                    if server is not None else oracle)
     end_us = scenario.duration_us + scenario.drain_us
     sampler = Sampler(kernel, world_oracle, scenario.metrics.sample_every_us, end_us,
                       scenario.metrics.per_key)

@@ -97,6 +97,10 @@ class Family:
     timeline: TimelineLanes
     invariants: tuple[Any, ...]
     """The family's invariants (``simulator.families.<family>.invariants``)."""
+    oracle_facts: frozenset[str] = frozenset()
+    """Its oracle's methods its lifecycle calls to record a fact, answering
+    nothing: while the server holds queued commands they wait behind them
+    (``simulator.pipeline``); any other call flushes the queue first."""
 
 
 _REGISTERED: dict[str, Family] = {}

@@ -27,6 +27,11 @@ MIGRATION = -2
 """The tag of an operator's migration: its commands belong to no request."""
 
 
+CORE_FACTS = frozenset({"aborted", "source_lost", "message_fault"})
+"""The facts the core itself reports (below); a family adds its lifecycle's
+(``Family.oracle_facts``)."""
+
+
 class Oracle(Protocol):
     """What the core calls on a family's oracle."""
 

@@ -34,4 +34,5 @@ FAMILY = Family(
     summary=SUMMARY,
     timeline=LANES,
     invariants=INVARIANTS,
+    oracle_facts=frozenset({"arrived", "admitted", "denied", "completed", "settled"}),
 )
