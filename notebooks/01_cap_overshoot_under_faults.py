@@ -121,12 +121,14 @@ display(headline_figure(frame))
 #
 # One row per fleet-wide store; one column per fault axis and unavailable
 # policy; one y scale for every panel, so an empty panel is a real zero. The
-# causes are those of `simulator.oracle.attribution.CAUSES`: *estimate
-# underrun* (a request spent more than it reserved), *fail-open admission*
-# (the store was unreachable and the policy let the request in unheld),
-# *settlement lost* (spend that never reached the record, once the hold that
-# stood in for it expired), and so on. In a run with several causes at once
-# the split is proportional, not counterfactual (`docs/metrics.md`).
+# causes are those of `simulator.families.axond_budget.causes.CAUSES`:
+# *estimate underrun* (a request spent more than it reserved), *fail-open
+# admission* (the store was unreachable and the policy let the request in
+# unheld), *settlement lost* (spend that never reached the record, once the
+# hold that stood in for it expired), and so on; *store logic* is what no
+# fault of the lab's explains (zero for the shipped stores). In a run with
+# several causes at once the split is mechanistic, not counterfactual
+# (`docs/metrics.md`; `run --counterfactual` gives the other view).
 
 # %%
 display(causes_figure(frame, per=per))

@@ -17,7 +17,7 @@ class Leak:
     end_us: int
     amount: int
     cause: str
-    """Why the hold outlived its request (``attribution.LEAK_CAUSES``)."""
+    """Why the hold outlived its request (``causes.LEAK_CAUSES``)."""
 
     @property
     def microdollar_seconds(self) -> float:
