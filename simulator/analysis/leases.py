@@ -1,0 +1,342 @@
+"""Sizing concurrency leases: what the lease sweeps say a capacity planner
+should choose for ``max_in_flight`` and the lease TTL (notebook
+``06_sizing_concurrency_leases``). Compute only; the figures are in
+``simulator.analysis.lease_figures``.
+
+A concurrency limiter is sized in two directions at once:
+
+* **the limit** — too few slots, and requests are refused although the
+  backend could serve them. With Poisson arrivals and no faults the share
+  refused is the Erlang-B blocking probability ``B(c, A)`` of ``c`` slots
+  under ``A`` Erlangs of offered load (arrival rate × mean holding time),
+  whatever the shape of the holding time (``erlang_b``);
+* **the lease TTL** — too short, and the store reclaims the lease of a
+  request that is still running, admits another in its place, and more
+  requests run at once than the limit allows (concurrency excess); too long,
+  and the lease of a crashed or stalled caller keeps its slot until the TTL
+  passes (leaked lease-seconds), which refuses requests that had room.
+
+The planner's table has one row per run: the point ``(offered_erlangs,
+max_in_flight, lease_ttl_s)``, its ``seed`` and the three costs
+(``denial_share``, ``leaked_lease_seconds``,
+``concurrency_excess_lease_seconds``). From it this module computes seed
+bands per point (``point_bands``), the simulated denial share against
+Erlang-B with its standard error (``erlang_b_comparison``) and the
+recommended (limit, TTL) region (``recommend_region``, whose docstring is the
+rule). Everything is deterministic: no randomness, only the runs' results.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from simulator.analysis.spread import seed_bands
+
+LIMIT = "max_in_flight"
+"""Column: the limiter's ``max_in_flight`` (slots)."""
+
+OFFERED = "offered_erlangs"
+"""Column: offered load in Erlangs (arrival rate × mean request duration)."""
+
+TTL = "lease_ttl_s"
+"""Column: the lease TTL in seconds."""
+
+SEED = "seed"
+
+DENIAL_SHARE = "denial_share"
+"""Column: requests refused as a share of requests that arrived (0..1)."""
+
+LEAKED = "leaked_lease_seconds"
+"""Column: lease-seconds held by no live caller (crashed, abandoned, release lost)."""
+
+EXCESS = "concurrency_excess_lease_seconds"
+"""Column: lease-seconds of true concurrency above ``max_in_flight``."""
+
+ARRIVED = "requests_arrived"
+"""Optional column: requests that arrived in the run (for a one-seed standard error)."""
+
+POINT = (OFFERED, LIMIT, TTL)
+"""The columns that identify a point of the planner's table."""
+
+COSTS = (DENIAL_SHARE, LEAKED, EXCESS)
+"""The costs the recommendation weighs, each with a target."""
+
+PLANNER_COLUMNS = (*POINT, SEED, *COSTS)
+"""The columns every planner's table has."""
+
+
+# ------------------------------------------------------------------ Erlang-B
+
+
+def erlang_b(servers: int, offered_erlangs: float) -> float:
+    """The Erlang-B blocking probability ``B(c, A)``: the share of Poisson
+    arrivals refused by ``c`` servers (slots) without a queue under ``A``
+    Erlangs of offered load.
+
+    Computed by the recursion ``B(0) = 1``, ``B(k) = A B(k-1) / (k + A B(k-1))``,
+    which never forms ``A^c`` or ``c!`` and so stays exact for thousands of slots."""
+    if isinstance(servers, bool) or not isinstance(servers, int | np.integer) or servers < 0:
+        raise ValueError(f"servers: expected a whole number of slots >= 0, got {servers!r}")
+    if not math.isfinite(offered_erlangs) or offered_erlangs < 0:
+        raise ValueError(f"offered_erlangs: expected a finite load >= 0, got {offered_erlangs!r}")
+    blocking = 1.0
+    for k in range(1, int(servers) + 1):
+        carried = offered_erlangs * blocking
+        blocking = carried / (k + carried)
+    return blocking
+
+
+def erlang_b_servers(offered_erlangs: float, target_blocking: float) -> int:
+    """The fewest slots ``c`` whose Erlang-B blocking ``B(c, A)`` is at most
+    ``target_blocking``: the limit a fault-free fleet would need."""
+    if not 0 < target_blocking <= 1:
+        raise ValueError(f"target_blocking: expected a share in (0, 1], got {target_blocking!r}")
+    erlang_b(0, offered_erlangs)  # validates the load
+    servers, blocking = 0, 1.0
+    # B(c, A) falls strictly with c once c > 0, towards 0: the loop ends.
+    while blocking > target_blocking:
+        servers += 1
+        carried = offered_erlangs * blocking
+        blocking = carried / (servers + carried)
+    return servers
+
+
+# ------------------------------------------------------------------ standard errors
+
+
+def binomial_standard_error(share: float, arrived: int) -> float:
+    """The standard error of a denial share measured over ``arrived`` requests,
+    as if each were refused independently with probability ``share``:
+    ``sqrt(p (1 - p) / n)``.
+
+    Within one run denials come in clusters (the slots stay full for a while
+    once they fill), so this understates the run's true uncertainty; prefer
+    ``seed_standard_error`` when there are several seeds."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"share: expected 0..1, got {share!r}")
+    if arrived <= 0:
+        raise ValueError(f"arrived: expected at least one request, got {arrived!r}")
+    return math.sqrt(share * (1 - share) / arrived)
+
+
+def seed_standard_error(shares: Sequence[float]) -> float:
+    """The standard error of the mean of one point's denial shares over seeds:
+    the sample standard deviation over ``sqrt(seeds)``. Seeds are independent
+    runs, so this counts the clustering of denials inside a run honestly."""
+    values = np.asarray(shares, dtype=float)
+    if len(values) < 2:
+        raise ValueError(f"a standard error over seeds needs two seeds or more, got {len(values)}")
+    return float(values.std(ddof=1) / math.sqrt(len(values)))
+
+
+def erlang_b_comparison(table: pd.DataFrame) -> pd.DataFrame:
+    """Per point ``(offered_erlangs, max_in_flight, lease_ttl_s)``: the simulated
+    denial share (``simulated``: mean over seeds), its ``standard_error``, the
+    Erlang-B share (``erlang_b``), the difference in standard errors
+    (``z``, NaN when the error is 0) and ``runs``.
+
+    The standard error is taken over seeds when a point has two or more;
+    with one seed it is binomial over the run's ``requests_arrived`` (a lower
+    bound, see ``binomial_standard_error``), or NaN without that column.
+    ``standard_error_method`` says which."""
+    _require(table, (*POINT, DENIAL_SHARE))
+    _require_rows(table)
+    rows = []
+    for (offered, limit, ttl), runs in table.groupby(list(POINT), sort=True):
+        shares = runs[DENIAL_SHARE].astype(float)
+        simulated = float(shares.mean())
+        if len(runs) >= 2:
+            error, method = seed_standard_error(shares.tolist()), "seeds"
+        elif ARRIVED in runs.columns and runs[ARRIVED].iloc[0] > 0:
+            error = binomial_standard_error(simulated, int(runs[ARRIVED].iloc[0]))
+            method = "binomial"
+        else:
+            error, method = math.nan, "none"
+        expected = erlang_b(int(limit), float(offered))
+        z = (simulated - expected) / error if error > 0 else math.nan
+        rows.append({OFFERED: offered, LIMIT: limit, TTL: ttl, "simulated": simulated,
+                     "standard_error": error, "standard_error_method": method,
+                     "erlang_b": expected, "z": z, "runs": len(runs)})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ seed bands
+
+
+def point_bands(table: pd.DataFrame, cost: str, x: str = TTL,
+                low: float = 0.1, high: float = 0.9) -> pd.DataFrame:
+    """One cost's spread over seeds at every point: per value of ``x`` within
+    each combination of the other two point columns, the ``median`` over
+    seeds, the ``low``/``high`` quantiles (10th and 90th percentile by
+    default), the ``worst`` seed (the largest value) and ``runs``."""
+    if x not in POINT:
+        raise ValueError(f"x: expected one of {', '.join(POINT)}, got {x!r}")
+    _require(table, (*POINT, cost))
+    by = [column for column in POINT if column != x]
+    bands = seed_bands(table, x, cost, by=by, low=low, high=high)
+    worst = table.groupby([*by, x], sort=True)[cost].max().rename("worst").reset_index()
+    return bands.merge(worst, on=[*by, x])
+
+
+# ------------------------------------------------------------------ the recommendation
+
+
+@dataclass(frozen=True)
+class RegionTargets:
+    """What a planner accepts from a (limit, TTL) pair, in every seed:
+
+    * ``denial_share`` — at most this share of arrived requests refused (0..1);
+    * ``leaked_lease_seconds`` — at most this many lease-seconds leaked per run;
+    * ``concurrency_excess_lease_seconds`` — at most this many lease-seconds
+      above the limit per run (0: the limit is never exceeded).
+
+    Lease-seconds are per run, so they scale with the run's length and load:
+    set them for the scenario the sweep runs."""
+
+    denial_share: float
+    leaked_lease_seconds: float
+    concurrency_excess_lease_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.denial_share <= 1:
+            raise ValueError(f"denial_share: expected a share 0..1, got {self.denial_share!r}")
+        for name in ("leaked_lease_seconds", "concurrency_excess_lease_seconds"):
+            value = getattr(self, name)
+            if math.isnan(value) or value < 0:
+                raise ValueError(f"{name}: expected lease-seconds >= 0, got {value!r}")
+
+    def of(self, cost: str) -> float:
+        """The target of a cost column (``DENIAL_SHARE``, ``LEAKED`` or ``EXCESS``)."""
+        return {DENIAL_SHARE: self.denial_share, LEAKED: self.leaked_lease_seconds,
+                EXCESS: self.concurrency_excess_lease_seconds}[cost]
+
+
+OK_COLUMN = {DENIAL_SHARE: "denial_ok", LEAKED: "leak_ok", EXCESS: "excess_ok"}
+"""Per cost, the column of ``RegionRecommendation.per_point`` saying it met its target."""
+
+
+@dataclass(frozen=True)
+class RegionRecommendation:
+    """The outcome of ``recommend_region``.
+
+    ``per_point`` has one row per tested point (sorted by load, limit, TTL):
+    the point columns, ``runs``, each cost's ``worst_<cost>`` and
+    ``median_<cost>`` over seeds, whether each worst seed met its target
+    (``denial_ok``, ``leak_ok``, ``excess_ok``) and ``acceptable`` (all three).
+    ``pairs`` has one row per tested (limit, TTL) pair: ``loads_tested``,
+    ``loads_acceptable`` and ``recommended``. ``offered_erlangs`` are the
+    loads in the table."""
+
+    per_point: pd.DataFrame
+    pairs: pd.DataFrame
+    targets: RegionTargets
+    offered_erlangs: tuple[float, ...]
+
+    @property
+    def found(self) -> bool:
+        return bool(self.pairs["recommended"].any())
+
+    @property
+    def region(self) -> list[tuple[int, float]]:
+        """The recommended ``(max_in_flight, lease_ttl_s)`` pairs, sorted."""
+        chosen = self.pairs[self.pairs["recommended"]]
+        return [(int(limit), float(ttl)) for limit, ttl in zip(chosen[LIMIT], chosen[TTL],
+                                                                strict=True)]
+
+    @property
+    def smallest_limit(self) -> int | None:
+        """The fewest slots with which some tested TTL is recommended."""
+        region = self.region
+        return min(limit for limit, _ in region) if region else None
+
+    def smallest_limit_by_ttl(self) -> dict[float, int]:
+        """Per tested TTL with a recommended limit, the fewest slots recommended."""
+        found: dict[float, int] = {}
+        for limit, ttl in self.region:
+            found[ttl] = min(limit, found.get(ttl, limit))
+        return dict(sorted(found.items()))
+
+    def ttl_range_at(self, limit: int) -> tuple[float, float] | None:
+        """The shortest and longest recommended TTL at ``limit`` slots (None: none).
+        The TTLs between them were all tested and recommended unless
+        ``ttls_are_contiguous_at(limit)`` says otherwise."""
+        ttls = [ttl for chosen, ttl in self.region if chosen == limit]
+        return (min(ttls), max(ttls)) if ttls else None
+
+    def ttls_are_contiguous_at(self, limit: int) -> bool:
+        """False when a TTL tested at ``limit`` between two recommended ones is not
+        recommended (seed noise, usually: run more seeds)."""
+        span = self.ttl_range_at(limit)
+        if span is None:
+            return True
+        at_limit = self.pairs[(self.pairs[LIMIT] == limit)
+                              & self.pairs[TTL].between(span[0], span[1])]
+        return bool(at_limit["recommended"].all())
+
+    def failing(self, cost: str) -> pd.DataFrame:
+        """The tested points whose worst seed missed ``cost``'s target."""
+        return self.per_point[~self.per_point[OK_COLUMN[cost]]]
+
+
+def recommend_region(table: pd.DataFrame, targets: RegionTargets) -> RegionRecommendation:
+    """The (``max_in_flight``, lease TTL) pairs a planner should choose from.
+
+    The rule. For each tested point ``(A, c, T)`` — offered load, limit,
+    TTL — take the **worst seed** (the largest value over the point's runs) of
+    each cost. The point is *acceptable* when
+
+    * its worst denial share is ``<= targets.denial_share``, and
+    * its worst leaked lease-seconds are ``<= targets.leaked_lease_seconds``, and
+    * its worst concurrency excess is ``<= targets.concurrency_excess_lease_seconds``.
+
+    A run whose cost is missing (NaN) cannot vouch for its point: the point is
+    not acceptable. The pair ``(c, T)`` is **recommended** when it was tested
+    at every offered load in the table and is acceptable at each: a planner
+    sweeps the loads the limit must serve, and a pair that fails at one of
+    them is not a safe choice. The recommended region is the set of those
+    pairs; it may be empty, and then nothing is invented.
+
+    ``table`` is a planner's table (``PLANNER_COLUMNS``, one row per run)."""
+    _require(table, PLANNER_COLUMNS)
+    _require_rows(table)
+    grouped = table.groupby(list(POINT), sort=True)
+    per_point = grouped.size().rename("runs").to_frame()
+    for cost in COSTS:
+        # max() skips NaN; a point with any NaN run is failed explicitly below.
+        per_point[f"worst_{cost}"] = grouped[cost].max()
+        per_point[f"median_{cost}"] = grouped[cost].median()
+        complete = grouped[cost].apply(lambda values: bool(values.notna().all()))
+        per_point[OK_COLUMN[cost]] = complete & (per_point[f"worst_{cost}"] <= targets.of(cost))
+    per_point["acceptable"] = per_point[list(OK_COLUMN.values())].all(axis=1)
+    per_point = per_point.reset_index()
+    loads = tuple(float(load) for load in sorted(per_point[OFFERED].unique()))
+    by_pair = per_point.groupby([LIMIT, TTL], sort=True)
+    pairs = pd.DataFrame({
+        "loads_tested": by_pair[OFFERED].nunique(),
+        "loads_acceptable": by_pair.apply(
+            lambda rows: int(rows.loc[rows["acceptable"], OFFERED].nunique()),
+            include_groups=False),
+    }).reset_index()
+    pairs["recommended"] = ((pairs["loads_tested"] == len(loads))
+                            & (pairs["loads_acceptable"] == len(loads)))
+    return RegionRecommendation(per_point, pairs, targets, loads)
+
+
+# ------------------------------------------------------------------ checks
+
+
+def _require(table: pd.DataFrame, columns: Sequence[str]) -> None:
+    missing = [column for column in columns if column not in table.columns]
+    if missing:
+        raise KeyError(f"no column {', '.join(map(repr, missing))} in this table; "
+                       f"a planner's table has {', '.join(PLANNER_COLUMNS)}")
+
+
+def _require_rows(table: pd.DataFrame) -> None:
+    if table.empty:
+        raise ValueError("no runs in this table")

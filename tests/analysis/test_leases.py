@@ -1,0 +1,253 @@
+"""The lease-sizing notebook's analysis: Erlang-B, the standard errors of a
+denial share, seed bands and the recommended (limit, TTL) region, on
+hand-made tables whose answers can be checked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from simulator.analysis import leases
+
+
+def run(limit: int, ttl: float, seed: int = 1, offered: float = 15.0, denial: float = 0.0,
+        leaked: float = 0.0, excess: float = 0.0, **fields: float) -> dict:
+    """One run of a planner's table."""
+    return {leases.OFFERED: offered, leases.LIMIT: limit, leases.TTL: ttl, leases.SEED: seed,
+            leases.DENIAL_SHARE: denial, leases.LEAKED: leaked, leases.EXCESS: excess, **fields}
+
+
+TARGETS = leases.RegionTargets(denial_share=0.05, leaked_lease_seconds=10.0,
+                               concurrency_excess_lease_seconds=0.0)
+
+
+# ------------------------------------------------------------------ Erlang-B
+
+
+def test_erlang_b_has_its_textbook_value_for_20_slots_under_15_erlangs():
+    assert leases.erlang_b(20, 15.0) == pytest.approx(0.0456, abs=5e-5)
+
+
+@pytest.mark.parametrize(("servers", "offered", "expected"), [
+    (0, 3.0, 1.0),            # no slot: everything is refused
+    (1, 1.0, 0.5),            # A / (1 + A)
+    (2, 1.0, 0.2),            # (1/2) / (1 + 1 + 1/2)
+    (3, 2.0, 4 / 19),         # (8/6) / (1 + 2 + 2 + 8/6)
+    (5, 0.0, 0.0),            # no load: nothing is refused
+])
+def test_erlang_b_matches_hand_computed_values(servers, offered, expected):
+    assert leases.erlang_b(servers, offered) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("servers", "offered"), [(7, 3.5), (20, 15.0), (40, 50.0)])
+def test_the_recursion_agrees_with_the_closed_form(servers, offered):
+    terms = [offered ** k / math.factorial(k) for k in range(servers + 1)]
+    assert leases.erlang_b(servers, offered) == pytest.approx(terms[-1] / sum(terms))
+
+
+def test_erlang_b_stays_finite_for_thousands_of_slots():
+    # The closed form would overflow a float here (4900^5000).
+    blocking = leases.erlang_b(5000, 4900.0)
+    assert 0 < blocking < leases.erlang_b(4950, 4900.0) < 1
+
+
+def test_erlang_b_falls_as_slots_are_added_and_rises_with_the_load():
+    by_slots = [leases.erlang_b(c, 15.0) for c in range(0, 40)]
+    assert all(a > b for a, b in zip(by_slots, by_slots[1:], strict=False))
+    by_load = [leases.erlang_b(20, a) for a in (5.0, 10.0, 15.0, 20.0)]
+    assert by_load == sorted(by_load)
+
+
+def test_the_fewest_slots_for_a_target_are_where_erlang_b_first_meets_it():
+    assert leases.erlang_b_servers(15.0, 0.05) == 20      # B(19) = 0.0637, B(20) = 0.0456
+    assert leases.erlang_b_servers(15.0, 0.0636) == 20    # just under B(19)
+    assert leases.erlang_b_servers(15.0, 0.0637) == 19    # just over it
+    assert leases.erlang_b_servers(1.0, 0.5) == 1
+    assert leases.erlang_b_servers(0.0, 0.01) == 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda: leases.erlang_b(-1, 1.0), lambda: leases.erlang_b(2, -1.0),
+    lambda: leases.erlang_b(2, math.inf), lambda: leases.erlang_b(2.5, 1.0),  # type: ignore[arg-type]
+    lambda: leases.erlang_b_servers(1.0, 0.0), lambda: leases.erlang_b_servers(1.0, 1.5),
+])
+def test_erlang_b_refuses_nonsense(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+# ------------------------------------------------------------------ standard errors
+
+
+def test_the_binomial_standard_error_is_sqrt_p_q_over_n():
+    assert leases.binomial_standard_error(0.05, 10_000) == pytest.approx(
+        math.sqrt(0.05 * 0.95 / 10_000))
+    assert leases.binomial_standard_error(0.0, 100) == 0.0
+    with pytest.raises(ValueError):
+        leases.binomial_standard_error(0.5, 0)
+
+
+def test_the_standard_error_over_seeds_is_the_sample_deviation_over_root_n():
+    # Deviations -0.01, 0, +0.01: sample variance 0.0001, deviation 0.01.
+    assert leases.seed_standard_error([0.04, 0.05, 0.06]) == pytest.approx(0.01 / math.sqrt(3))
+    assert leases.seed_standard_error([0.05, 0.05]) == 0.0
+    with pytest.raises(ValueError, match="two seeds"):
+        leases.seed_standard_error([0.05])
+
+
+def test_the_comparison_puts_the_simulated_share_beside_erlang_b_in_standard_errors():
+    table = pd.DataFrame([run(20, 60.0, seed, denial=share)
+                          for seed, share in enumerate([0.04, 0.05, 0.06], start=1)])
+    row = leases.erlang_b_comparison(table).iloc[0]
+    assert row["simulated"] == pytest.approx(0.05)
+    assert row["standard_error"] == pytest.approx(0.01 / math.sqrt(3))
+    assert row["standard_error_method"] == "seeds"
+    assert row["erlang_b"] == pytest.approx(leases.erlang_b(20, 15.0))
+    assert row["z"] == pytest.approx((0.05 - leases.erlang_b(20, 15.0)) / (0.01 / math.sqrt(3)))
+    assert row["runs"] == 3
+
+
+def test_one_seed_falls_back_to_the_binomial_error_over_its_arrivals():
+    table = pd.DataFrame([run(20, 60.0, denial=0.05, requests_arrived=10_000),
+                          run(21, 60.0, denial=0.03)])
+    compared = leases.erlang_b_comparison(table).set_index(leases.LIMIT)
+    assert compared.loc[20, "standard_error"] == pytest.approx(math.sqrt(0.05 * 0.95 / 10_000))
+    assert compared.loc[20, "standard_error_method"] == "binomial"
+    # Without a count of arrivals there is no error to give, and no z.
+    assert math.isnan(compared.loc[21, "standard_error"]) and math.isnan(compared.loc[21, "z"])
+
+
+# ------------------------------------------------------------------ seed bands
+
+
+def test_bands_give_the_median_spread_and_worst_seed_of_each_point():
+    table = pd.DataFrame(
+        [run(20, 5.0, seed, leaked=value) for seed, value in enumerate([1, 2, 3, 4, 100], 1)]
+        + [run(20, 60.0, seed, leaked=value) for seed, value in enumerate([10, 20], 1)])
+    bands = leases.point_bands(table, leases.LEAKED).set_index(leases.TTL)
+    assert bands.loc[5.0, "median"] == 3
+    assert bands.loc[5.0, "worst"] == 100
+    assert bands.loc[5.0, "runs"] == 5
+    # numpy's linear quantiles: the 10th percentile of 1..4,100 is 1.4.
+    assert bands.loc[5.0, "low"] == pytest.approx(1.4)
+    assert (bands.loc[60.0, "median"], bands.loc[60.0, "worst"]) == (15, 20)
+    assert set(bands.columns) >= {leases.OFFERED, leases.LIMIT}
+
+
+def test_bands_can_run_along_the_limit():
+    table = pd.DataFrame([run(limit, 60.0, seed, denial=0.1 / limit * seed)
+                          for limit in (10, 20) for seed in (1, 2)])
+    bands = leases.point_bands(table, leases.DENIAL_SHARE, x=leases.LIMIT)
+    assert bands[leases.LIMIT].tolist() == [10, 20]
+    assert bands["worst"].tolist() == pytest.approx([0.02, 0.01])
+    with pytest.raises(ValueError, match="x:"):
+        leases.point_bands(table, leases.DENIAL_SHARE, x="seed")
+
+
+# ------------------------------------------------------------------ the region
+
+
+def grid(denial: dict[int, float], leaked: dict[float, float], excess: dict[float, float],
+         seeds: int = 1, offered: float = 15.0) -> list[dict]:
+    """Runs where the denial share depends on the limit only and the leaks and
+    excess on the TTL only, as in a sizing sweep's ideal."""
+    return [run(limit, ttl, seed, offered, denial[limit], leaked[ttl], excess[ttl])
+            for limit in denial for ttl in leaked for seed in range(1, seeds + 1)]
+
+
+DENIAL = {16: 0.12, 20: 0.045, 24: 0.01}        # target 0.05: 20 and 24 slots
+LEAKED = {1.0: 0.0, 5.0: 4.0, 30.0: 40.0}       # target 10: up to 5 s
+EXCESS = {1.0: 3.0, 5.0: 0.0, 30.0: 0.0}        # target 0: from 5 s
+
+
+def test_the_region_is_where_every_cost_meets_its_target():
+    recommendation = leases.recommend_region(pd.DataFrame(grid(DENIAL, LEAKED, EXCESS)),
+                                             TARGETS)
+    assert recommendation.found
+    assert recommendation.region == [(20, 5.0), (24, 5.0)]
+    assert recommendation.smallest_limit == 20
+    assert recommendation.smallest_limit_by_ttl() == {5.0: 20}
+    assert recommendation.ttl_range_at(24) == (5.0, 5.0)
+    assert recommendation.ttl_range_at(16) is None
+    per_point = recommendation.per_point.set_index([leases.LIMIT, leases.TTL])
+    assert not per_point.loc[(16, 5.0), "denial_ok"]
+    assert not per_point.loc[(20, 1.0), "excess_ok"] and per_point.loc[(20, 1.0), "leak_ok"]
+    assert not per_point.loc[(20, 30.0), "leak_ok"] and per_point.loc[(20, 30.0), "excess_ok"]
+
+
+def test_a_cost_exactly_at_its_target_meets_it():
+    table = pd.DataFrame([run(20, 5.0, denial=0.05, leaked=10.0, excess=0.0)])
+    assert leases.recommend_region(table, TARGETS).region == [(20, 5.0)]
+
+
+def test_one_bad_seed_rules_a_point_out():
+    rows = grid(DENIAL, LEAKED, EXCESS, seeds=3)
+    # Seed 3 at (24 slots, 5 s) leaks 11 lease-seconds, the others 4: the median
+    # would pass, the worst seed does not.
+    for row in rows:
+        if (row[leases.LIMIT], row[leases.TTL], row[leases.SEED]) == (24, 5.0, 3):
+            row[leases.LEAKED] = 11.0
+    recommendation = leases.recommend_region(pd.DataFrame(rows), TARGETS)
+    assert recommendation.region == [(20, 5.0)]
+    point = recommendation.per_point.set_index([leases.LIMIT, leases.TTL]).loc[(24, 5.0)]
+    assert point["median_leaked_lease_seconds"] == 4.0
+    assert point["worst_leaked_lease_seconds"] == 11.0
+    assert point["runs"] == 3
+
+
+def test_a_run_without_a_value_cannot_vouch_for_its_point():
+    rows = grid(DENIAL, LEAKED, EXCESS, seeds=2)
+    for row in rows:
+        if (row[leases.LIMIT], row[leases.TTL], row[leases.SEED]) == (20, 5.0, 2):
+            row[leases.EXCESS] = math.nan
+    assert leases.recommend_region(pd.DataFrame(rows), TARGETS).region == [(24, 5.0)]
+
+
+def test_a_pair_must_pass_at_every_offered_load():
+    light = grid(DENIAL, LEAKED, EXCESS, offered=10.0)
+    # At 20 Erlangs 20 slots deny 16%, 24 slots 9%: only a bigger limit would do.
+    heavy = grid({16: 0.25, 20: 0.16, 24: 0.09}, LEAKED, EXCESS, offered=20.0)
+    recommendation = leases.recommend_region(pd.DataFrame(light + heavy), TARGETS)
+    assert recommendation.offered_erlangs == (10.0, 20.0)
+    assert not recommendation.found
+    assert recommendation.region == [] and recommendation.smallest_limit is None
+    pairs = recommendation.pairs.set_index([leases.LIMIT, leases.TTL])
+    assert pairs.loc[(20, 5.0), "loads_acceptable"] == 1
+    assert pairs.loc[(20, 5.0), "loads_tested"] == 2
+    assert len(recommendation.failing(leases.DENIAL_SHARE)) == 3 + 9  # 16 slots light, all heavy
+
+
+def test_a_pair_not_tested_at_every_load_is_not_recommended():
+    rows = grid(DENIAL, LEAKED, EXCESS, offered=10.0) + [run(24, 5.0, offered=12.0,
+                                                           denial=0.02, leaked=4.0)]
+    assert leases.recommend_region(pd.DataFrame(rows), TARGETS).region == [(24, 5.0)]
+
+
+def test_the_ttls_recommended_at_a_limit_may_have_a_gap():
+    leaked = {1.0: 0.0, 2.0: 0.0, 5.0: 4.0, 30.0: 40.0}
+    excess = {1.0: 0.0, 2.0: 2.0, 5.0: 0.0, 30.0: 0.0}   # a stray excess at 2 s
+    recommendation = leases.recommend_region(pd.DataFrame(grid(DENIAL, leaked, excess)),
+                                             TARGETS)
+    assert recommendation.ttl_range_at(20) == (1.0, 5.0)
+    assert not recommendation.ttls_are_contiguous_at(20)
+    assert recommendation.smallest_limit_by_ttl() == {1.0: 20, 5.0: 20}
+
+
+def test_targets_refuse_nonsense():
+    with pytest.raises(ValueError, match="denial_share"):
+        leases.RegionTargets(denial_share=1.5, leaked_lease_seconds=1.0)
+    with pytest.raises(ValueError, match="leaked_lease_seconds"):
+        leases.RegionTargets(denial_share=0.01, leaked_lease_seconds=-1.0)
+    with pytest.raises(ValueError, match="concurrency_excess"):
+        leases.RegionTargets(denial_share=0.01, leaked_lease_seconds=1.0,
+                             concurrency_excess_lease_seconds=math.nan)
+
+
+def test_a_table_without_the_planner_columns_is_refused_naming_them():
+    table = pd.DataFrame([run(20, 5.0)]).drop(columns=[leases.LEAKED])
+    with pytest.raises(KeyError, match="leaked_lease_seconds"):
+        leases.recommend_region(table, TARGETS)
+    with pytest.raises(ValueError, match="no runs"):
+        leases.recommend_region(pd.DataFrame(columns=list(leases.PLANNER_COLUMNS)), TARGETS)
