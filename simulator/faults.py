@@ -19,7 +19,17 @@ failover               a replica lagging by ``lag`` is promoted after
 latency_spike          replies take ``extra`` longer for ``duration``
 lose_request           the next ``count`` matching calls of a replica are
 lose_reply             lost on the way to / from the server (schedule only)
+connection_stall       the connection of a replica's next matching call
+                       executes it and never answers again
+connection_reset       that connection resets once the call has executed
+slow_reply             that call's reply takes ``extra`` longer
+dropped_waiter         that call's waiter is dropped from its connection's
+                       queue: on a multiplexed connection the replies behind
+                       it reach the wrong callers (``simulator.connections``)
 =====================  ==================================================
+
+The four connection faults also come from per-replica rates, each hitting
+the replica's next call (optionally only calls labelled ``call``).
 """
 
 from __future__ import annotations
@@ -35,7 +45,10 @@ from simulator.models import Model
 from stores.quantities import DurationUs, RatePerSecond
 
 FaultName = Literal["crash", "pause", "partition", "server_restart", "failover",
-                    "latency_spike", "lose_request", "lose_reply"]
+                    "latency_spike", "lose_request", "lose_reply", "connection_stall",
+                    "connection_reset", "slow_reply", "dropped_waiter"]
+CONNECTION_FAULT_NAMES = ("connection_stall", "connection_reset", "slow_reply",
+                          "dropped_waiter")
 Direction = Literal["both", "to-server", "from-server"]
 
 
@@ -74,12 +87,23 @@ class LatencySpikeRate(Model):
     extra: DurationDistribution = Field("50ms", description="Extra reply latency meanwhile.")
 
 
+class ConnectionFaultRate(Model):
+    rate: RatePerSecond = Field(description="Faults per replica, e.g. '1/min'.")
+    call: str | None = Field(None, description="Only calls with this label (a script name "
+                             "such as 'acquire', or a verb such as 'PING'); none: any call.")
+
+
+class SlowReplyRate(ConnectionFaultRate):
+    extra: DurationDistribution = Field("300ms", description="How much later the reply comes.")
+
+
 class ScheduledFault(Model):
     """One fault at an exact virtual time (race reports, property tests)."""
 
     at: DurationUs = Field(description="When, in virtual time.")
     fault: FaultName = Field(description="crash, pause, partition, server_restart, failover, "
-                             "latency_spike, lose_request or lose_reply.")
+                             "latency_spike, lose_request, lose_reply, connection_stall, "
+                             "connection_reset, slow_reply or dropped_waiter.")
     replica: int | None = Field(None, ge=0, description="The replica it hits.")
     replicas: list[int] = Field(default_factory=list,
                                 description="Several replicas at once (instead of `replica`).")
@@ -88,16 +112,17 @@ class ScheduledFault(Model):
     direction: Direction = Field("both", description="partition direction.")
     lag: DurationUs = Field("0s", description="failover: replication lag.")
     down_for: DurationUs = Field("0s", description="server_restart/failover downtime.")
-    extra: DurationUs = Field("50ms", description="latency_spike: added latency.")
-    call: str | None = Field(None, description="lose_*: only calls with this label "
-                             "(a script name such as 'settle_v1', or a verb).")
-    count: int = Field(1, ge=1, description="lose_*: how many calls.")
+    extra: DurationUs = Field("50ms", description="latency_spike, slow_reply: added latency.")
+    call: str | None = Field(None, description="lose_* and connection faults: only calls "
+                             "with this label (a script name such as 'settle_v1', or a verb).")
+    count: int = Field(1, ge=1, description="lose_* and connection faults: how many calls.")
     migration: bool = Field(False, description="lose_*: hit the operator's migration process "
                             "instead of a replica.")
 
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:
-        needs_replica = {"crash", "pause", "lose_request", "lose_reply", "partition"}
+        needs_replica = {"crash", "pause", "lose_request", "lose_reply", "partition",
+                         *CONNECTION_FAULT_NAMES}
         if self.migration:
             if not self.fault.startswith("lose_"):
                 raise ValueError("only lose_request and lose_reply can hit the migration")
@@ -118,6 +143,14 @@ class Faults(Model):
     server_restart: ServerRestartRate | None = Field(None, description="Server restarts.")
     failover: FailoverRate | None = Field(None, description="Failovers.")
     latency_spike: LatencySpikeRate | None = Field(None, description="Latency spikes.")
+    connection_stall: ConnectionFaultRate | None = Field(
+        None, description="Connections that stop answering (per replica).")
+    connection_reset: ConnectionFaultRate | None = Field(
+        None, description="Connection resets (per replica).")
+    slow_reply: SlowReplyRate | None = Field(
+        None, description="Replies slower by `extra` (per replica).")
+    dropped_waiter: ConnectionFaultRate | None = Field(
+        None, description="Waiters dropped from a connection's queue (per replica).")
     until: DurationUs | None = Field(
         None, description="Rate-drawn faults stop here (default: the end of the arrival "
         "window), so the drain shows how the store recovers.")
@@ -222,6 +255,13 @@ def plan(faults: Faults, replicas: int, until_us: int, streams) -> list[PlannedF
             planned.append(PlannedFault(at, "latency_spike",
                                         duration_us=max(0, spec.duration.sample(rng)),
                                         extra_us=max(0, spec.extra.sample(rng))))
+    for name in CONNECTION_FAULT_NAMES:
+        spec = getattr(faults, name)
+        for index in range(replicas) if spec else ():
+            rng = streams.get("faults", name, index)
+            for at in _poisson_times(spec.rate, until_us, rng):
+                extra = max(0, spec.extra.sample(rng)) if name == "slow_reply" else 0
+                planned.append(PlannedFault(at, name, (index,), extra_us=extra, call=spec.call))
     for item in faults.schedule:
         targets = tuple(item.replicas) or ((item.replica,) if item.replica is not None else ())
         duration = item.duration if item.duration is not None else item.down_for

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.connections import MultiplexedConnection
 from simulator.families import Family
 from simulator.kernel import Kernel, Owner
 from simulator.network import FaultClock, Link, LinkSettings, ReplicaNetwork
@@ -108,8 +109,26 @@ def start_replica(index: int, incarnation: int, *, kernel: Kernel, streams: Stre
                          jitter=streams.get("replica", index, incarnation, "jitter"))
     port = None
     if server is not None:
-        link = Link(kernel, server, trace, owner, index, incarnation,
-                    streams.get("link", index, incarnation), link_settings, network, faults)
-        port = SimRedis(link, script_names)
+        network = network or ReplicaNetwork()
+
+        def open_connection() -> MultiplexedConnection:
+            # Each connection draws from a stream of its own, named by its
+            # place among the replica's connections: opening one more does
+            # not reshuffle another's latencies.
+            network.connections_opened += 1
+            number = network.connections_opened
+            current = kernel.current
+            trace.record(kernel.now, index, incarnation,
+                         current.tag if current is not None else -1, "connection_opened",
+                         detail=str(number))
+            return MultiplexedConnection(
+                kernel, server, trace, owner, index, incarnation,
+                streams.get("link", index, incarnation, "connection", number), link_settings,
+                network, faults)
+
+        link_class = MultiplexedConnection if link_settings.multiplexed else Link
+        link = link_class(kernel, server, trace, owner, index, incarnation,
+                          streams.get("link", index, incarnation), link_settings, network, faults)
+        port = SimRedis(link, script_names, open_connection)
     return Replica(index, incarnation, owner, kernel, trace, oracle, family, kind, runtime, port,
                    store_observer if kind.per_replica else None)

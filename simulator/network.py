@@ -46,6 +46,9 @@ class LinkSettings:
     retries: int
     backoff_base_us: int
     backoff_cap_us: int
+    multiplexed: bool = False
+    """The replica's own port is one multiplexed connection
+    (``simulator.connections``) instead of a pool (``Link``)."""
 
 
 @dataclass
@@ -56,20 +59,52 @@ class ReplicaNetwork:
     cut_requests_until: int = 0
     cut_replies_until: int = 0
     forced: list[list] = field(default_factory=list)
-    """Scheduled losses: ``[kind, label or None, remaining]`` with kind
-    ``request`` or ``reply``; the next matching calls are lost."""
+    """Scheduled faults armed for the replica's next matching calls:
+    ``[kind, label or None, remaining, extra_us]``. Kinds: ``request`` and
+    ``reply`` (lost), and the connection faults of ``CONNECTION_FAULTS``."""
+    connections_opened: int = 0
+    """Connections its incarnations opened so far: each draws from its own stream."""
 
     def take_forced(self, kind: str, label: str) -> bool:
+        return self.take_forced_entry(kind, label) is not None
+
+    def take_forced_entry(self, kind: str, label: str) -> list | None:
+        """The armed entry of ``kind`` matching a call labelled ``label``,
+        one use of it spent; ``None`` if none is armed."""
         for entry in self.forced:
             if entry[0] == kind and entry[1] in (None, label) and entry[2] > 0:
                 entry[2] -= 1
-                return True
-        return False
+                return entry
+        return None
+
+
+CONNECTION_FAULTS = {
+    "connection_stall": "stall",
+    "connection_reset": "reset",
+    "slow_reply": "slow",
+    "dropped_waiter": "drop_waiter",
+}
+"""The connection faults a schedule (or a rate) arms on a replica's next
+matching call, by fault name, with the armed kind ``ReplicaNetwork.forced`` keeps:
+
+* ``connection_stall``: the call's connection accepts and executes but never
+  answers again (every later reply on it is withheld);
+* ``connection_reset``: the call's connection is reset once the call has
+  executed: every caller waiting on it gets ``ConnectionError``, and requests
+  still on the way are lost;
+* ``slow_reply``: the call's reply takes ``extra`` longer (on a multiplexed
+  connection, the replies behind it wait too);
+* ``dropped_waiter``: the caller's waiter is dropped from its connection's
+  queue while its reply is still coming: on a multiplexed connection the
+  next caller receives this reply, and every later one its predecessor's.
+"""
 
 
 MESSAGE_FAULTS = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
                             "call_retried", "duplicate_execution", "late_reply",
-                            "reply_to_dead_replica"})
+                            "reply_to_dead_replica", "misaligned_reply", "waiter_dropped",
+                            "connection_stalled", "connection_reset", "slow_reply",
+                            "connect_failed"})
 """What the network did to a request's messages: the facts a verdict may blame."""
 
 
@@ -95,7 +130,7 @@ class FaultClock:
 
 class _Call:
     __slots__ = ("process", "token", "command", "attempt", "live_attempt", "resolved",
-                 "executions")
+                 "executions", "armed")
 
     def __init__(self, process: Process, command: Command) -> None:
         self.process = process
@@ -107,9 +142,15 @@ class _Call:
         self.live_attempt = 0
         self.resolved = False
         self.executions = 0
+        # Connection faults armed for this call, by kind, with their extra
+        # time (``ReplicaNetwork.forced``); None while none is.
+        self.armed: dict[str, int] | None = None
 
 
 REFUSED = "CONNREFUSED the server is down"
+RESET = "CONNRESET connection reset by peer"
+CLOSED = "CONNCLOSED the connection was closed"
+ARMED_KINDS = ("stall", "reset", "slow", "drop_waiter")
 
 
 def error_for(message: str) -> Exception:
@@ -118,6 +159,10 @@ def error_for(message: str) -> Exception:
         return NoScriptError(message)
     if message == REFUSED:
         return RedisConnectionError("Connection refused: the server is restarting")
+    if message == RESET:
+        return RedisConnectionError("Connection reset by peer")
+    if message == CLOSED:
+        return RedisConnectionError("Connection closed by the client")
     return ResponseError(message)
 
 
@@ -131,7 +176,9 @@ def describe(value: object, namespace: str) -> str:
 
 
 class Link:
-    """One replica incarnation's connection to the server."""
+    """One replica incarnation's pooled connections to the server: each call
+    travels on a connection of its own, so its reply can only ever reach its
+    own caller (``simulator.connections`` has the multiplexed kind)."""
 
     def __init__(self, kernel: Kernel, server: Server, trace: Trace, owner: Owner,
                  replica: int, incarnation: int, rng: random.Random,
@@ -152,6 +199,9 @@ class Link:
         # Called after each command of this link executes (the lab uses it to
         # kill a migration at an exact point).
         self.after_execute: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        """Closing a pool closes nothing a later call needs: it opens another."""
 
     def send(self, process: Process, command: Command) -> None:
         self.sent += 1
@@ -182,6 +232,8 @@ class Link:
         lost = self.rng.random() < self.settings.request_loss
         latency = self._latency()
         now = self.kernel.now
+        if self.network.forced:
+            self._arm(call)
         if now < self.network.cut_requests_until:
             self._record(call, "request_lost", "partition")
         elif self.network.take_forced("request", call.command.label):
@@ -200,8 +252,7 @@ class Link:
         latency = self._latency()
         if server.down:
             self._record(call, "call_refused")
-            self.kernel.after(latency, self._deliver, call, attempt,
-                              Outcome.failed(REFUSED))
+            self._reply(call, attempt, Outcome.failed(REFUSED), latency)
             return
         outcome = server.execute(call.command, call.process.tag)
         call.executions += 1
@@ -225,9 +276,44 @@ class Link:
         elif lost:
             self._record(call, "reply_lost")
             self.faults.mark(now)
+        elif call.armed is None:
+            self._reply(call, attempt, outcome, latency + server.extra_latency_us)
         else:
-            self.kernel.after(latency + server.extra_latency_us, self._deliver, call, attempt,
-                              outcome)
+            self._armed_reply(call, attempt, outcome, latency + server.extra_latency_us)
+
+    def _reply(self, call: _Call, attempt: int, outcome: Outcome | Pending,
+               delay_us: int) -> None:
+        """Send the reply back: it reaches the caller ``delay_us`` from now."""
+        self.kernel.after(delay_us, self._deliver, call, attempt, outcome)
+
+    def _arm(self, call: _Call) -> None:
+        """Take the connection faults scheduled for this call (``CONNECTION_FAULTS``)."""
+        label = call.command.label
+        for kind in ARMED_KINDS:
+            entry = self.network.take_forced_entry(kind, label)
+            if entry is not None:
+                if call.armed is None:
+                    call.armed = {}
+                call.armed[kind] = entry[3] if len(entry) > 3 else 0
+                self.faults.mark(self.kernel.now)
+
+    def _armed_reply(self, call: _Call, attempt: int, outcome: Outcome | Pending,
+                     delay_us: int) -> None:
+        """A reply whose connection a fault hits. On a pooled connection only
+        this call's caller is affected: a reset answers it with an error, a
+        stall or a dropped waiter leaves it to time out, a slow reply comes late."""
+        armed = call.armed
+        assert armed is not None
+        if "reset" in armed:
+            self._record(call, "connection_reset")
+            self._reply(call, attempt, Outcome.failed(RESET), delay_us)
+        elif "stall" in armed:
+            self._record(call, "connection_stalled")
+        elif "drop_waiter" in armed:
+            self._record(call, "waiter_dropped")
+        else:
+            self._record(call, "slow_reply", str(armed["slow"]))
+            self._reply(call, attempt, outcome, delay_us + armed["slow"])
 
     def _deliver(self, call: _Call, attempt: int, outcome: Outcome | Pending) -> WakeUp | None:
         """The reply reaches the caller: the wake-up with its value or error."""

@@ -9,9 +9,10 @@ server sees byte-for-byte what a real driver would send.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
 from simulator.backends.redis_backend import sha1
@@ -59,11 +60,34 @@ class SimScript:
 
 
 class SimRedis:
-    """``RedisPort`` over a simulated link."""
+    """``RedisPort`` over a simulated link; also a ``Connector``: ``connect``
+    opens another connection of the same replica (``simulator.connections``)."""
 
-    def __init__(self, link: Any, script_names: dict[str, str]) -> None:
+    def __init__(self, link: Any, script_names: dict[str, str],
+                 opener: Callable[[], Any] | None = None) -> None:
         self.link = link
         self.script_names = script_names
+        self.opener = opener
+
+    async def connect(self) -> SimRedis:
+        """A new multiplexed connection of this replica, once it answered a
+        PING: a round trip over the new connection, which may fail (lost,
+        refused, reset) or hang (stalled) like any call; a failure is told to
+        the oracle as ``connect_failed`` for the request that wanted it."""
+        if self.opener is None:
+            raise RedisConnectionError("this port cannot open connections")
+        connection = SimRedis(self.opener(), self.script_names, self.opener)
+        try:
+            await connection.ping()
+        except BaseException:
+            link = connection.link
+            current = link.kernel.current
+            link.faults.hit(current.tag if current is not None else -1, "connect_failed")
+            raise
+        return connection
+
+    async def aclose(self) -> None:
+        self.link.close()
 
     def register_script(self, script: str) -> SimScript:
         return SimScript(self, script)

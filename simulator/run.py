@@ -101,6 +101,7 @@ def link_settings(scenario: Scenario) -> LinkSettings:
         retries=network.retries.count,
         backoff_base_us=network.retries.backoff_base_us,
         backoff_cap_us=network.retries.backoff_cap_us,
+        multiplexed=network.connection == "multiplexed",
     )
 
 

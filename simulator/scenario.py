@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -86,6 +86,12 @@ class Network(Model):
         Retries(),
         description="A count, 'redis-py' (its defaults: 10, 10ms..1s), or "
         "{count, backoff_base, backoff_cap}.",
+    )
+    connection: Literal["pooled", "multiplexed"] = Field(
+        "pooled", description="The replica's own connection: 'pooled' (each call on a "
+        "connection of its own) or 'multiplexed' (one connection shared by every caller, "
+        "replies matched in order). Stores that open connections (the lease limiter) get "
+        "multiplexed ones whatever this says.",
     )
 
 

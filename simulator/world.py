@@ -21,7 +21,7 @@ from simulator.families import Family
 from simulator.faults import PlannedFault, ServerSettings, kept_until
 from simulator.fleet import Replica, start_replica
 from simulator.kernel import Kernel
-from simulator.network import FaultClock, LinkSettings, ReplicaNetwork
+from simulator.network import CONNECTION_FAULTS, FaultClock, LinkSettings, ReplicaNetwork
 from simulator.operations import PreparedMigration, run_migration
 from simulator.oracle.protocol import Oracle, ReplicaObserver
 from simulator.runtime import ReplicaClock
@@ -162,12 +162,20 @@ class World:
                 network.cut_replies_until = max(network.cut_replies_until, until)
 
     def _lose_request(self, fault: PlannedFault) -> None:
-        for network in self._hit(fault):
-            network.forced.append(["request", fault.call, fault.count])
+        self._arm("request", fault)
 
     def _lose_reply(self, fault: PlannedFault) -> None:
+        self._arm("reply", fault)
+
+    def _connection_stall(self, fault: PlannedFault) -> None:
+        self._arm(CONNECTION_FAULTS[fault.fault], fault)
+
+    _connection_reset = _slow_reply = _dropped_waiter = _connection_stall
+
+    def _arm(self, kind: str, fault: PlannedFault) -> None:
+        """Arm ``kind`` for the next ``count`` matching calls of the replicas hit."""
         for network in self._hit(fault):
-            network.forced.append(["reply", fault.call, fault.count])
+            network.forced.append([kind, fault.call, fault.count, fault.extra_us])
 
     def _hit(self, fault: PlannedFault) -> list[ReplicaNetwork]:
         if fault.migration:
