@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.analysis.spread import seed_bands
+from simulator.analysis.ttl import format_seconds
 
 LIMIT = "max_in_flight"
 """Column: the limiter's ``max_in_flight`` (slots)."""
@@ -68,6 +69,9 @@ COSTS = (DENIAL_SHARE, LEAKED, EXCESS)
 
 PLANNER_COLUMNS = (*POINT, SEED, *COSTS)
 """The columns every planner's table has."""
+
+COST_NAMES = {DENIAL_SHARE: "denials", LEAKED: "leaks", EXCESS: "excess"}
+"""Per cost, its short name in text and figures."""
 
 
 # ------------------------------------------------------------------ Erlang-B
@@ -325,6 +329,91 @@ def recommend_region(table: pd.DataFrame, targets: RegionTargets) -> RegionRecom
     pairs["recommended"] = ((pairs["loads_tested"] == len(loads))
                             & (pairs["loads_acceptable"] == len(loads)))
     return RegionRecommendation(per_point, pairs, targets, loads)
+
+
+# ------------------------------------------------------------------ text
+
+
+def format_pair(limit: int, ttl_seconds: float) -> str:
+    """A (limit, TTL) pair as a planner reads it: ``"20 slots, TTL 5 s"``."""
+    return f"{int(limit)} slots, TTL {format_seconds(ttl_seconds)}"
+
+
+def region_line(recommendation: RegionRecommendation) -> str:
+    """The region on one line, for a log or a test: ``"recommended region:
+    20 slots, TTL 5 s; 24 slots, TTL 5 s"`` or ``"recommended region: none"``."""
+    pairs = "; ".join(format_pair(limit, ttl) for limit, ttl in recommendation.region)
+    return f"recommended region: {pairs or 'none'}"
+
+
+def describe_region(recommendation: RegionRecommendation) -> str:
+    """The notebook's conclusion, as Markdown computed from the recommendation:
+    the targets, the region (or that there is none, and which target rules out
+    what), and how many slots Erlang-B alone would have asked for."""
+    targets = recommendation.targets
+    loads = ", ".join(f"{load:g}" for load in recommendation.offered_erlangs)
+    lines = [
+        f"Targets, met by the worst seed of every point at every tested offered load "
+        f"({loads} Erlangs): denial share ≤ **{targets.denial_share:g}**, leaked lease-seconds "
+        f"≤ **{targets.leaked_lease_seconds:g}** and concurrency excess ≤ "
+        f"**{targets.concurrency_excess_lease_seconds:g}** lease-seconds per run.",
+        "",
+    ]
+    if recommendation.found:
+        smallest = recommendation.smallest_limit
+        assert smallest is not None
+        span = recommendation.ttl_range_at(smallest)
+        assert span is not None
+        ttls = (format_seconds(span[0]) if span[0] == span[1]
+                else f"{format_seconds(span[0])} to {format_seconds(span[1])}")
+        lines += [
+            f"**Recommended (max_in_flight, lease TTL): {len(recommendation.region)} tested "
+            f"pair(s); the fewest slots is {smallest}, with a lease TTL of {ttls}.**",
+            "",
+            "- The fewest slots recommended at each TTL: " + "; ".join(
+                f"{format_seconds(ttl)} → {limit}"
+                for ttl, limit in recommendation.smallest_limit_by_ttl().items()) + ".",
+        ]
+        if not recommendation.ttls_are_contiguous_at(smallest):
+            lines.append(f"- At {smallest} slots a TTL between those recommended misses a "
+                         "target: the seeds disagree; run more seeds before trusting the edges.")
+        heaviest = max(recommendation.offered_erlangs)
+        fault_free = erlang_b_servers(heaviest, targets.denial_share) if (
+            targets.denial_share > 0) else None
+        if fault_free is not None:
+            lines.append(f"- Erlang-B alone (no faults) would need {fault_free} slots for a "
+                         f"denial share ≤ {targets.denial_share:g} at {heaviest:g} Erlangs; "
+                         f"the recommendation needs {smallest}.")
+    else:
+        lines.append("**No tested (max_in_flight, lease TTL) pair meets every target**, so "
+                     "the sweep supports no region.")
+        for cost in COSTS:
+            met = recommendation.per_point.groupby([LIMIT, TTL])[OK_COLUMN[cost]].all()
+            within = "; ".join(format_pair(limit, ttl) for (limit, ttl), ok in met.items() if ok)
+            lines.append(f"- Pairs within the {COST_NAMES[cost]} target: {within or 'none'}.")
+        lines.append("\nRaise the limit if the denial target rules everything out, shorten "
+                     "the TTL for the leak target, lengthen it for the excess target, or "
+                     "widen the sweep where one target is met by none.")
+    return "\n".join(lines)
+
+
+def describe_erlang_fit(comparison: pd.DataFrame, within: float = 3.0) -> str:
+    """How the simulated denial shares sit against Erlang-B (Markdown): how many
+    points lie within ``within`` standard errors, and the largest departure."""
+    judged = comparison[comparison["z"].notna()]
+    unjudged = len(comparison) - len(judged)
+    if judged.empty:
+        return (f"None of the {len(comparison)} points has a standard error (one seed and no "
+                "count of arrivals): run two seeds or more to compare with Erlang-B.")
+    close = int((judged["z"].abs() <= within).sum())
+    worst = judged.loc[judged["z"].abs().idxmax()]
+    text = (f"{close} of {len(judged)} points lie within {within:g} standard errors of "
+            f"Erlang-B; the largest departure is {worst['z']:+.2g} standard errors "
+            f"({int(worst[LIMIT])} slots at {worst[OFFERED]:g} Erlangs: simulated "
+            f"{worst['simulated']:.3g}, Erlang-B {worst['erlang_b']:.3g}).")
+    if unjudged:
+        text += f" {unjudged} point(s) without a standard error are not judged."
+    return text
 
 
 # ------------------------------------------------------------------ checks

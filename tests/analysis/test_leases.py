@@ -1,15 +1,20 @@
 """The lease-sizing notebook's analysis: Erlang-B, the standard errors of a
-denial share, seed bands and the recommended (limit, TTL) region, on
-hand-made tables whose answers can be checked by hand."""
+denial share, seed bands, the recommended (limit, TTL) region, its text and
+its figures, on hand-made tables whose answers can be checked by hand."""
 
 from __future__ import annotations
 
 import math
 
+import matplotlib
 import pandas as pd
 import pytest
 
-from simulator.analysis import leases
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from simulator.analysis import lease_figures, leases  # noqa: E402
 
 
 def run(limit: int, ttl: float, seed: int = 1, offered: float = 15.0, denial: float = 0.0,
@@ -251,3 +256,113 @@ def test_a_table_without_the_planner_columns_is_refused_naming_them():
         leases.recommend_region(table, TARGETS)
     with pytest.raises(ValueError, match="no runs"):
         leases.recommend_region(pd.DataFrame(columns=list(leases.PLANNER_COLUMNS)), TARGETS)
+
+
+# ------------------------------------------------------------------ the text
+
+
+def test_the_conclusion_names_the_fewest_slots_and_their_ttls():
+    recommendation = leases.recommend_region(pd.DataFrame(grid(DENIAL, LEAKED, EXCESS)),
+                                             TARGETS)
+    text = leases.describe_region(recommendation)
+    assert "the fewest slots is 20, with a lease TTL of 5 s" in text
+    assert "5 s → 20" in text
+    # B(19, 15) = 0.064 > 0.05 >= B(20, 15) = 0.046.
+    assert "Erlang-B alone (no faults) would need 20 slots" in text
+    assert leases.region_line(recommendation) == (
+        "recommended region: 20 slots, TTL 5 s; 24 slots, TTL 5 s")
+
+
+def test_the_conclusion_says_so_when_no_pair_meets_every_target():
+    light = grid(DENIAL, LEAKED, EXCESS, offered=10.0)
+    heavy = grid({16: 0.25, 20: 0.16, 24: 0.09}, LEAKED, EXCESS, offered=20.0)
+    recommendation = leases.recommend_region(pd.DataFrame(light + heavy), TARGETS)
+    text = leases.describe_region(recommendation)
+    assert "No tested (max_in_flight, lease TTL) pair meets every target" in text
+    assert "Recommended" not in text
+    assert "- Pairs within the denials target: none." in text
+    assert "- Pairs within the leaks target: 16 slots, TTL 1 s; 16 slots, TTL 5 s;" in text
+    assert leases.region_line(recommendation) == "recommended region: none"
+
+
+def test_the_erlang_fit_counts_the_points_within_three_standard_errors():
+    rows = [run(20, 60.0, seed, denial=share)
+            for seed, share in enumerate([0.044, 0.046, 0.047], start=1)]
+    rows += [run(16, 60.0, seed, denial=share)       # B(16, 15) = 0.11: far above it
+             for seed, share in enumerate([0.30, 0.31, 0.32], start=1)]
+    text = leases.describe_erlang_fit(leases.erlang_b_comparison(pd.DataFrame(rows)))
+    assert text.startswith("1 of 2 points lie within 3 standard errors of Erlang-B")
+    assert "(16 slots at 15 Erlangs" in text
+
+
+# ------------------------------------------------------------------ the figures
+
+
+def assert_readable(figure: Figure) -> None:
+    for ax in figure.axes:
+        assert ax.get_xlabel() and ax.get_ylabel()
+        assert "(" in ax.get_ylabel(), "a y label names its unit"
+        assert ax.get_legend() is not None
+
+
+def test_the_erlang_b_figure_draws_each_curve_beside_its_simulated_points():
+    rows = [run(limit, 60.0, seed, offered=load, denial=leases.erlang_b(limit, load) + noise)
+            for load in (10.0, 15.0) for limit in (12, 16, 20)
+            for seed, noise in enumerate([-0.002, 0.0, 0.002], start=1)]
+    comparison = leases.erlang_b_comparison(pd.DataFrame(rows))
+    figure = lease_figures.plot_erlang_b(comparison, target_denial_share=0.05)
+    assert_readable(figure)
+    by_limit, by_load = figure.axes
+    curves = {line.get_label(): line for line in by_limit.lines
+              if line.get_label() and not line.get_label().startswith("_")}
+    fifteen = curves["15 Erlangs"]
+    assert list(fifteen.get_xdata()) == list(range(12, 21))
+    assert list(fifteen.get_ydata()) == pytest.approx([leases.erlang_b(c, 15.0)
+                                                       for c in range(12, 21)])
+    assert {"12 slots", "16 slots", "20 slots"} <= {line.get_label() for line in by_load.lines}
+    # One error-bar container per curve: the simulated points beside it.
+    assert len(by_limit.containers) == 2 and len(by_load.containers) == 3
+    assert any(line.get_ydata()[0] == 0.05 for line in by_limit.lines
+               if line.get_label().startswith("target"))
+
+
+def test_the_ttl_figure_bands_each_limit_and_rings_the_recommended_points():
+    table = pd.DataFrame(grid(DENIAL, LEAKED, EXCESS, seeds=3))
+    recommendation = leases.recommend_region(table, TARGETS)
+    figure = lease_figures.plot_ttl_costs(table, recommendation)
+    assert_readable(figure)
+    assert [ax.get_xscale() for ax in figure.axes] == ["log"] * 3
+    leak_axis = figure.axes[1]
+    assert {"16 slots", "20 slots", "24 slots"} <= {line.get_label()
+                                                    for line in leak_axis.lines}
+    assert len(leak_axis.collections) == 3   # one seed band per limit
+    rings = [line for line in leak_axis.lines if line.get_markeredgecolor() == "tab:green"
+             and len(line.get_xdata())]
+    assert sorted(x for line in rings for x in line.get_xdata()) == [5.0, 5.0]
+    with pytest.raises(ValueError, match="no runs at an offered load"):
+        lease_figures.plot_ttl_costs(table, recommendation, offered_erlangs=99.0)
+
+
+def cell_texts(figure: Figure) -> list[str]:
+    return [text.get_text() for text in figure.axes[0].texts]
+
+
+def test_the_region_figure_marks_each_pair_and_names_what_it_missed():
+    recommendation = leases.recommend_region(pd.DataFrame(grid(DENIAL, LEAKED, EXCESS)),
+                                             TARGETS)
+    figure = lease_figures.plot_region(recommendation)
+    assert_readable(figure)
+    texts = cell_texts(figure)
+    assert len(texts) == 9 and texts.count("✓") == 2
+    assert "denials\nexcess" in texts       # 16 slots, 1 s
+    assert "leaks" in texts                   # 20 slots, 30 s
+    assert "2 recommended pair(s)" in figure.axes[0].get_title()
+
+
+def test_the_region_figure_says_so_when_nothing_is_recommended():
+    light = grid(DENIAL, LEAKED, EXCESS, offered=10.0)
+    heavy = grid({16: 0.25, 20: 0.16, 24: 0.09}, LEAKED, EXCESS, offered=20.0)
+    figure = lease_figures.plot_region(
+        leases.recommend_region(pd.DataFrame(light + heavy), TARGETS))
+    assert "✓" not in cell_texts(figure)
+    assert "no tested pair meets every target" in figure.axes[0].get_title()
