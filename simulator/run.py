@@ -258,7 +258,7 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
     }
     summary.update(oracle.summary(kernel.now, world.fault_clock.last_fault_us))
     counts = _trace_counts(trace)
-    for kind_name in COUNTED_EVENTS:
+    for kind_name in COUNTED_EVENTS + family.counted_events:
         summary[f"{kind_name}_count"] = counts.get(kind_name, 0)
     for name in ("migrations_completed", "migration_reruns", "migration_carried_microdollars"):
         summary[name] = world.counts.get(name, 0)
@@ -279,7 +279,15 @@ COUNTED_EVENTS = (
 )
 """Trace events whose counts go into the summary: how often each situation
 actually occurred, so a clean result can be told from one that exercised
-nothing."""
+nothing. A family adds the ones only its stores meet (``Family.counted_events``)."""
+
+CONNECTION_EVENTS = (
+    "connection_opened", "connection_stalled", "connection_reset", "slow_reply",
+    "waiter_dropped", "misaligned_reply", "fault_connection_stall", "fault_connection_reset",
+    "fault_slow_reply", "fault_dropped_waiter",
+)
+"""What connections did (``simulator.connections``): counted by the families
+whose stores open connections of their own."""
 
 
 def _trace_counts(trace: Trace) -> dict[str, int]:

@@ -97,6 +97,9 @@ class Family:
     timeline: TimelineLanes
     invariants: tuple[Any, ...]
     """The family's invariants (``simulator.families.<family>.invariants``)."""
+    counted_events: tuple[str, ...] = ()
+    """Trace events whose counts its summaries add to the core's
+    (``simulator.run.COUNTED_EVENTS``): those only its kind of store meets."""
     oracle_facts: frozenset[str] = frozenset()
     """Its oracle's methods its lifecycle calls to record a fact, answering
     nothing: while the server holds queued commands they wait behind them
