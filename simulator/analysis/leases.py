@@ -37,6 +37,10 @@ import pandas as pd
 
 from simulator.analysis.spread import seed_bands
 from simulator.analysis.ttl import format_seconds
+from simulator.arrivals import Bursts, Poisson, arrivals_as_written
+from simulator.scenario import Scenario, ScenarioError
+
+MICROSECONDS_PER_SECOND = 1_000_000
 
 LIMIT = "max_in_flight"
 """Column: the limiter's ``max_in_flight`` (slots)."""
@@ -167,6 +171,27 @@ def erlang_b_comparison(table: pd.DataFrame) -> pd.DataFrame:
                      "standard_error": error, "standard_error_method": method,
                      "erlang_b": expected, "z": z, "runs": len(runs)})
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ offered load
+
+
+def offered_erlangs_of(scenario: Scenario) -> float:
+    """The offered load of a scenario in Erlangs: its fleet-wide Poisson arrival
+    rate (per second) times its mean request duration (seconds), the ``A`` of
+    Erlang-B. Other arrival processes have no Erlang-B to compare with: a
+    ``ScenarioError`` naming ``workload.arrivals``."""
+    arrivals = scenario.workload.arrivals
+    # Bursts are Poisson only inside their windows: not the process Erlang-B assumes.
+    if not isinstance(arrivals, Poisson) or isinstance(arrivals, Bursts):
+        raise ScenarioError(f"workload.arrivals: the offered load needs Poisson arrivals "
+                            f"(e.g. 'poisson(300/s)'), got {arrivals_as_written(arrivals)!r}")
+    rate = arrivals.rate_per_second * (scenario.fleet.replicas if arrivals.per_replica else 1)
+    mean_seconds = scenario.workload.duration.mean / MICROSECONDS_PER_SECOND
+    if not math.isfinite(mean_seconds):
+        raise ScenarioError(f"workload.duration: {scenario.workload.duration} has no finite "
+                            "mean, so the offered load is unbounded")
+    return rate * mean_seconds
 
 
 # ------------------------------------------------------------------ seed bands

@@ -14,7 +14,8 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from simulator.analysis import lease_figures, leases  # noqa: E402
+from simulator.analysis import lab_path, lease_figures, leases  # noqa: E402
+from simulator.scenario import ScenarioError, parse_scenario, read_toml  # noqa: E402
 
 
 def run(limit: int, ttl: float, seed: int = 1, offered: float = 15.0, denial: float = 0.0,
@@ -122,6 +123,33 @@ def test_one_seed_falls_back_to_the_binomial_error_over_its_arrivals():
     assert compared.loc[20, "standard_error_method"] == "binomial"
     # Without a count of arrivals there is no error to give, and no z.
     assert math.isnan(compared.loc[21, "standard_error"]) and math.isnan(compared.loc[21, "z"])
+
+
+# ------------------------------------------------------------------ offered load
+
+
+def scenario_with(**workload: str):
+    data = read_toml(lab_path("data", "scenarios", "ttl-tuning.toml"))
+    data["workload"].update(workload)
+    return parse_scenario(data)
+
+
+def test_the_offered_load_is_the_arrival_rate_times_the_mean_duration():
+    # poisson(40/s) and pareto(1s, 1.5), whose mean is 1.5 / 0.5 = 3 s.
+    assert leases.offered_erlangs_of(scenario_with()) == pytest.approx(120.0)
+    # 120 replicas receiving 0.5/s each, 250 ms on average.
+    per_replica = scenario_with(arrivals="poisson(0.5/s) per replica",
+                                duration="exponential(250ms)")
+    assert leases.offered_erlangs_of(per_replica) == pytest.approx(15.0)
+
+
+@pytest.mark.parametrize(("workload", "field"), [
+    ({"arrivals": "bursts(40/s, on=2s, off=8s)"}, "workload.arrivals"),
+    ({"duration": "pareto(1s, 1.0)"}, "workload.duration"),
+])
+def test_a_load_erlang_b_cannot_describe_is_refused_naming_the_field(workload, field):
+    with pytest.raises(ScenarioError, match=field):
+        leases.offered_erlangs_of(scenario_with(**workload))
 
 
 # ------------------------------------------------------------------ seed bands
