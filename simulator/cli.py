@@ -28,7 +28,7 @@ from simulator.races import involved_events, load_report, replay
 from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
 from simulator.scenario import ScenarioError, load_scenario, parse_scenario
-from simulator.strategies import REPLICA_FAULTS
+from simulator.strategies import ALL_FAULTS, REPLICA_FAULTS
 from simulator.sweeps import load_sweep, run_sweep
 from simulator.timeline import draw_timeline
 from stores import registry
@@ -115,8 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--budget", default="10m",
                           help="wall-time budget, search and shrinking (default 10m)")
     hunt_cmd.add_argument("--max-faults", type=int, default=4)
-    hunt_cmd.add_argument("--faults", default="lose_reply,lose_request,crash,pause",
-                          help="fault kinds to draw, comma-separated (default: all four)")
+    hunt_cmd.add_argument("--faults", default=",".join(REPLICA_FAULTS),
+                          help="fault kinds to draw, comma-separated (default: the four "
+                          "message and replica faults); also connection_stall, "
+                          "connection_reset, slow_reply, dropped_waiter")
     hunt_cmd.add_argument("--target", choices=["any", "replicas", "migration"], default="any",
                           help="what lost requests and replies may hit")
     hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
@@ -198,9 +200,9 @@ def _exit_code_of(action: Callable[[], int]) -> int:
 
 def _fault_kinds(text: str) -> tuple[str, ...]:
     kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
-    unknown = set(kinds) - set(REPLICA_FAULTS)
+    unknown = set(kinds) - set(ALL_FAULTS)
     if unknown or not kinds:
-        raise ValueError(f"--faults: expected some of {', '.join(REPLICA_FAULTS)}, got {text!r}")
+        raise ValueError(f"--faults: expected some of {', '.join(ALL_FAULTS)}, got {text!r}")
     return kinds
 
 

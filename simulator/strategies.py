@@ -38,6 +38,10 @@ from hypothesis import strategies as st
 from stores.quantities import parse_duration_us
 
 REPLICA_FAULTS = ("lose_reply", "lose_request", "crash", "pause")
+"""What a hunt draws unless told otherwise."""
+CONNECTION_FAULTS = ("connection_stall", "connection_reset", "slow_reply", "dropped_waiter")
+ALL_FAULTS = REPLICA_FAULTS + CONNECTION_FAULTS
+"""Every fault a strategy can draw (``--faults`` on ``hunt``)."""
 
 
 def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
@@ -59,10 +63,12 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     migration_call = call if migration_calls is None else st.sampled_from(
         [None, *migration_calls])
 
+    def on_calls(kind: str, **more: st.SearchStrategy[Any]) -> st.SearchStrategy[dict]:
+        return st.fixed_dictionaries({"at": at, "fault": st.just(kind), "replica": replica,
+                                      "call": call, "count": st.integers(1, 3), **more})
+
     def losses(kind: str) -> st.SearchStrategy[dict[str, Any]]:
-        on_replica = st.fixed_dictionaries(
-            {"at": at, "fault": st.just(kind), "replica": replica, "call": call,
-             "count": st.integers(1, 3)})
+        on_replica = on_calls(kind)
         on_migration = st.fixed_dictionaries(
             {"at": at, "fault": st.just(kind), "migration": st.just(True),
              "call": migration_call, "count": st.integers(1, 3)})
@@ -79,6 +85,10 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
         "pause": st.fixed_dictionaries(
             {"at": at, "fault": st.just("pause"), "replica": replica,
              "duration": st.sampled_from(["100ms", "1s", "3s"])}),
+        "connection_stall": on_calls("connection_stall"),
+        "connection_reset": on_calls("connection_reset"),
+        "slow_reply": on_calls("slow_reply", extra=st.sampled_from(["300ms", "1s"])),
+        "dropped_waiter": on_calls("dropped_waiter"),
     }
     return st.one_of(*(builders[kind] for kind in kinds)).map(_without_nones)
 
