@@ -37,10 +37,10 @@ def test_a_kind_renamed_by_a_plugin_keeps_the_family_of_the_kind_it_came_from(pl
 
 
 def test_a_store_speaking_a_protocol_no_family_handles_is_a_store_error(plugin_kinds):
-    registry.register(replace(registry.get("axond_budget.in_memory"), name="elsewhere.leases",
-                              protocol="leases"))
-    with pytest.raises(ScenarioError, match="store: .*protocol 'leases'"):
-        run_scenario(parse_scenario({**SMALL, "store": "elsewhere.leases"}))
+    registry.register(replace(registry.get("axond_budget.in_memory"), name="elsewhere.tokens",
+                              protocol="tokens"))
+    with pytest.raises(ScenarioError, match="store: .*protocol 'tokens'"):
+        run_scenario(parse_scenario({**SMALL, "store": "elsewhere.tokens"}))
 
 
 def test_a_plugin_family_serves_its_kinds_and_lays_out_their_summary(plugin_kinds):

@@ -1,0 +1,125 @@
+"""What the lease oracle knows: each request from its caller's side, each
+lease in the store's record, and both per key.
+
+These are the oracle's books, nothing more: plain records the oracle
+(``oracle``) updates from the facts it hears, and the verdict (``excess``,
+``leaks``) reads. A lease belongs to the request whose command wrote it
+(``Lease.owner``), never to whoever its id points at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simulator.runtime import EPOCH_MS
+
+Key = tuple[str, str]
+
+NO_REQUEST = -1
+"""The owner of a lease no request's command wrote (brought back by a restore
+with no known writer), and the tag of a change no command made."""
+
+WAITING, HOLDING, OVER = "waiting", "holding", "over"
+"""A request's state from its caller's side: its acquire is in flight; it
+holds a permit (admitted, work running); it is over (denied, completed or
+aborted)."""
+
+
+def deadline_us(deadline_ms: int) -> int:
+    """A lease's deadline (epoch ms, as a replica's clock wrote it) as virtual time."""
+    return (deadline_ms - EPOCH_MS) * 1_000
+
+
+@dataclass(slots=True, eq=False)
+class Lease:
+    """One lease as the store recorded it, from its writing to its removal."""
+
+    key: Key
+    lease_id: str
+    owner: int
+    """The request whose command wrote it (``NO_REQUEST``: none known)."""
+    written_us: int
+    deadline_ms: int
+    created_how: str
+    """``command``, or how a restore brought it back (``data_loss``)."""
+    removed_us: int | None = None
+    removed_how: str = ""
+    """``command``, ``key_expired``, ``data_loss``, ``evicted``."""
+    removed_by: int = NO_REQUEST
+    """The request whose command removed it."""
+
+    @property
+    def deadline_us(self) -> int:
+        return deadline_us(self.deadline_ms)
+
+    def counted_until(self, end_us: int) -> int:
+        """When the store stopped counting it: removed, or past its deadline
+        (``end_us`` while it still counts)."""
+        removed = end_us if self.removed_us is None else self.removed_us
+        return max(self.written_us, min(removed, self.deadline_us))
+
+    def counts_at(self, now_us: int) -> bool:
+        return self.removed_us is None and self.deadline_us > now_us
+
+
+@dataclass(slots=True, eq=False)
+class LeaseRequest:
+    """One request as its caller lived it, and what the lab did to its messages."""
+
+    number: int
+    key: Key
+    replica: int
+    arrived_us: int
+    honest_deadline_ms: int | None
+    """The writer's clock at arrival plus the configured TTL: the earliest a
+    lease of it may honestly stop counting (``None``: no TTL configured)."""
+    state: str = WAITING
+    enforced: bool = True
+    """Admitted with a lease (``False``: admitted unenforced, fail-open)."""
+    admitted_us: int | None = None
+    over_us: int | None = None
+    completed_us: int | None = None
+    denied_us: int | None = None
+    denial: str = ""
+    aborted_us: int | None = None
+    """When its replica crashed under it: while it waited or held, or while
+    the release (or compensation) it had spawned may still have been running."""
+    lease: Lease | None = None
+    """The lease its command wrote on its key (its first: a second one is
+    no request's, as a driver retry re-sends the same id)."""
+    acquire_faults: frozenset[str] = frozenset()
+    """What the lab did to its acquire's messages (and, once denied, to its
+    compensating release's): shared empty default, as most meet none."""
+    release_failures: int = 0
+    """Faults that may fail a call, on its release after it completed."""
+    release_attempts_failed: int = 0
+    """Release attempts that ended in failure (``causes.ATTEMPT_ENDS``)."""
+    misaligned: bool = False
+    """Its caller received another command's reply while waiting for its acquire."""
+    uncounted_since: int | None = None
+    """Holding with no lease the store counts, since then (and why: ``uncounted_cause``)."""
+    uncounted_cause: str = ""
+    judged: tuple[int, int, int] | None = None
+    """When its acquire ran: (callers an ideal limiter counted, leases the store
+    counted, of those leaked for a reason of the lab's)."""
+
+
+@dataclass(slots=True)
+class KeyBook:
+    """One key: the store's record (its lease hash) and the callers' truth."""
+
+    key: Key
+    leases: dict[str, Lease] = field(default_factory=dict)
+    """The lease hash as the store holds it now, by lease id."""
+    writers: dict[str, int] = field(default_factory=dict)
+    """Who wrote each lease id ever seen on the key: a restore that brings an
+    old lease back brings back its owner too."""
+    holding: set[int] = field(default_factory=set)
+    """The requests holding a permit now."""
+    holder_changes: list[tuple[int, int]] = field(default_factory=list)
+    """``(time, +1 | -1)``: a caller began or stopped holding."""
+    uncounted: list[tuple[int, int, str]] = field(default_factory=list)
+    """``(start, end, cause)``: closed spells of a caller holding with no
+    lease the store counted."""
+    history: list[Lease] = field(default_factory=list)
+    """Every lease ever written on the key, in order."""

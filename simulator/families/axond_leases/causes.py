@@ -1,0 +1,62 @@
+"""The lease family's causes: whom the verdict may blame for each kind of damage.
+
+Every cause but ``store_logic`` names something the lab itself did or
+decided (DESIGN "Who is to blame"): a fault it injected, a message it lost,
+delayed, misaligned or timed out, a restore under a persistence model, an
+eviction, a TTL it configured running out, fail-open admission. What nothing
+the lab did explains is the store's own. The fault names are the network's
+(``simulator.network.MESSAGE_FAULTS``); this module only says which of them
+mean what for a lease.
+"""
+
+from __future__ import annotations
+
+from simulator.network import MESSAGE_FAULTS
+from simulator.oracle.attribution import STORE_LOGIC
+
+EXCESS_CAUSES = ("fail_open", "misaligned_reply", "lease_expired_while_held",
+                 "server_data_loss", "evicted", STORE_LOGIC)
+"""Why a caller held a permit without a lease the store counted, so that
+more callers held than ``max_in_flight``: admitted unenforced by the
+fail-open policy; admitted on another command's reply; its lease expired
+(honestly: at or after the writer's clock at arrival plus the configured
+TTL) while it still ran; a restore or failover lost it; the server evicted
+it. Excess no uncounted holder explains (the store admitted past its own
+count) is ``store_logic``."""
+
+LEAK_CAUSES = ("crash", "abandoned_acquire", "release_lost", "release_gave_up",
+               "server_data_loss", STORE_LOGIC)
+"""Why a lease the store counted was held by no live caller: its replica
+crashed (with the request, or with the release it had spawned); the lab
+lost, delayed, misaligned or timed out a message of its acquire (or the
+caller's configured timeout ran out) so the caller never took the grant;
+one release message failed and no retry landed in time; several release
+attempts failed; a restore of older data brought back a lease already
+released. Anything else (a release never sent, a denial that leaves a lease
+behind, a lease no request's command owns) is ``store_logic``."""
+
+LAB_LEAK_CAUSES = frozenset(LEAK_CAUSES) - {STORE_LOGIC}
+
+DENIAL_CAUSES = ("leaked_leases", "misaligned_reply", "duplicate_execution", STORE_LOGIC)
+"""Why the store answered *exceeded* while the truth had room: leases leaked
+for a reason of the lab's filled the slots; the caller received another
+command's denial; a driver retry's second execution counted the request's own
+lease against it; or the store's own decision (including leases it leaked
+itself)."""
+
+NO_FAILURE = frozenset({"call_retried", "duplicate_execution", "late_reply"})
+"""Message faults that fail no call by themselves: a driver retry re-sends,
+a second execution and a reply after the caller stopped waiting change
+nothing the caller sees."""
+
+CALL_FAILURES = MESSAGE_FAULTS - NO_FAILURE
+"""Message faults after which a call (an acquire, a release) may rightly
+fail: lost, refused, timed out, stalled, reset, slowed past the timeout,
+misaligned, or its connection failed to open."""
+
+ATTEMPT_ENDS = MESSAGE_FAULTS & frozenset({"call_timed_out", "call_refused",
+                                           "connection_reset", "misaligned_reply"})
+"""The faults that end one failed attempt, each reported once per attempt:
+a lost request or reply, a stall, a slow reply and a dropped waiter end in
+``call_timed_out``; a connection that failed to open also reports its PING's
+own end. Counting them counts the release attempts that failed."""

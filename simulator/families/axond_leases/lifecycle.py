@@ -1,0 +1,63 @@
+"""The lease family's request lifecycle: acquire, run, let go of the permit.
+
+What an axond gateway does with a request under a concurrency limit:
+acquire a lease for its key; if refused, answer 429/503; otherwise run the
+upstream work for its duration, then drop the permit, which spawns the
+store's release in the background (retried by the store, never awaited by
+the gateway). Each step is reported to the oracle as it happens, which is
+how the lab knows the truth, and traced:
+
+* ``request_arrived``;
+* ``request_admitted`` (outcome ``enforced``, or ``unenforced`` when the
+  fail-open policy admitted it with no lease) or ``request_denied``
+  (outcome ``exceeded`` or ``store_unavailable``);
+* ``work_completed`` then ``permit_released`` (the release is handed to the
+  store; when it lands is the store's business, seen in the calls it makes).
+
+A request stays in its replica's ``in_flight`` for one network timeout
+after it is over: a crash in that window kills the release or compensation
+it spawned, and the oracle must hear of it (``Oracle.aborted``) to blame
+the crash, not the store, for the lease left behind. A release on its way
+longer than that has failed, and the network would have said so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.traps import Sleep
+from simulator.workload import Request
+
+
+def release_window_us(replica: Any) -> int:
+    """How long what a request spawned may still be running after it is over:
+    the timeout of the replica's link (the oracle's release grace is the same)."""
+    return replica.port.link.settings.timeout_us if replica.port is not None else 0
+
+
+async def serve(replica: Any, store: Any, request: Request) -> None:
+    """Serve ``request`` on ``replica``."""
+    key = (request.namespace, request.subject)
+    lease_key = replica.kind.contract.LeaseKey(request.namespace, request.subject)
+    oracle = replica.oracle
+    kernel = replica.kernel
+    number = request.number
+    oracle.arrived(number, key, replica.index, kernel.now)
+    replica.record("request_arrived", request)
+    admission = await store.acquire(lease_key)
+    if not admission.is_allowed:
+        reason = admission.denial.value
+        oracle.denied(number, reason, kernel.now)
+        replica.record("request_denied", request, outcome=reason)
+    else:
+        permit = admission.permit
+        enforced = permit.lease_id is not None
+        oracle.admitted(number, enforced, kernel.now)
+        replica.record("request_admitted", request,
+                       outcome="enforced" if enforced else "unenforced")
+        await Sleep(request.duration_us)
+        oracle.completed(number, kernel.now)
+        replica.record("work_completed", request)
+        permit.release()
+        replica.record("permit_released", request)
+    kernel.after(release_window_us(replica), replica.finished, number)

@@ -1,0 +1,503 @@
+"""The lease oracle: the callers' truth against the store's lease hashes.
+
+Two streams of facts, as for every family (``docs/metrics.md``):
+
+* **the truth**, from the gateways (``lifecycle``) and the lab: a request
+  arrived, was admitted (with a lease, or unenforced by the fail-open
+  policy) or denied, completed its work, or was aborted by a crash; and
+  every fault the lab did to its messages (``message_fault``). Per key, the
+  callers *holding* a permit at every instant are the admitted ones not yet
+  completed or aborted.
+* **the store's record**: after every command the server reports the lease
+  fields it changed (``observer``), tagged with the request the command was
+  sent for; expiry, restores and evictions likewise. A lease belongs to the
+  request whose command wrote it, never to whoever its id names. It counts
+  while it is in the hash and its deadline has not passed.
+
+Rules kept here:
+
+* **Concurrency excess** is ``max(0, holding - max_in_flight)`` per key,
+  integrated over time (``excess``); its causes are those of the callers
+  holding without a counted lease, and past them the store's.
+* **Leaked leases** are counted leases no live caller holds (``leaks``):
+  from the moment their owner is over until the store stops counting them,
+  a release on its way excepted.
+* **A false denial** is an *exceeded* answer while an ideal limiter had room
+  when the store decided (its acquire ran): fewer than ``max_in_flight``
+  callers holding, waiting for a grant the store already made, or done with
+  a release still (honestly) on its way; those are the callers the ideal
+  limiter knows of. When no acquire of it ran, it is judged at the denial.
+* **Blame comes from what the lab did** (``causes``): a lease expired only
+  if the store wrote an honest deadline (the writer's clock at arrival plus
+  the configured TTL) and it passed, or a reclaim came at or after it by the
+  reclaiming replica's clock; a release failed only if the lab failed a
+  message of it; otherwise the store is to blame (``store_logic``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from simulator.families.axond_leases.books import (
+    HOLDING,
+    NO_REQUEST,
+    OVER,
+    WAITING,
+    Key,
+    KeyBook,
+    Lease,
+    LeaseRequest,
+)
+from simulator.families.axond_leases.causes import (
+    ATTEMPT_ENDS,
+    CALL_FAILURES,
+    DENIAL_CAUSES,
+    EXCESS_CAUSES,
+    LAB_LEAK_CAUSES,
+    LEAK_CAUSES,
+)
+from simulator.families.axond_leases.excess import Excess, concurrency_excess
+from simulator.families.axond_leases.leaks import Grace, Leak, leak_cause, leak_of, peak_concurrent
+from simulator.oracle.attribution import STORE_LOGIC
+from simulator.runtime import EPOCH_MS
+from simulator.scenario import Scenario
+from stores.registry import StoreKind
+
+DUPLICATES = frozenset({"call_retried", "duplicate_execution"})
+"""Faults after which a request's own command may have run twice."""
+
+SAMPLED = ("callers_holding", "leases_counted", "leases_leaked", "callers_uncounted",
+           "concurrency_excess")
+"""The per-key columns of the metrics series (the aggregate row sums them)."""
+
+
+class LeaseOracle:
+    """The oracle of a concurrency-lease store (see the module docstring)."""
+
+    def __init__(self, max_in_flight: int, lease_ttl_ms: int | None = None,
+                 release_grace_us: int = 1_000_000,
+                 acquire_timeout_us: int | None = None) -> None:
+        self.max_in_flight = max_in_flight
+        self.lease_ttl_ms = lease_ttl_ms
+        self.grace = Grace(release_grace_us, acquire_timeout_us)
+        self.clocks: list = []
+        """Every replica's clock, by index (told once by the run)."""
+        self.books: dict[Key, KeyBook] = {}
+        self.requests: dict[int, LeaseRequest] = {}
+        self.counts: Counter = Counter()
+        self.holding = 0
+        self.holding_peak = 0
+
+    # -- what the core tells every oracle ------------------------------------
+
+    def replica_clocks(self, clocks: list) -> None:
+        self.clocks[:] = clocks
+
+    def clock_ms(self, replica: int, now_us: int) -> int:
+        """Replica ``replica``'s clock at true time ``now_us``."""
+        if 0 <= replica < len(self.clocks):
+            return self.clocks[replica].now_ms(now_us)
+        return EPOCH_MS + now_us // 1_000
+
+    def message_fault(self, number: int, what: str) -> None:
+        """The lab did ``what`` to a message of request ``number``: to its
+        acquire while it waited or held, to its compensation once denied, to
+        its release once completed."""
+        if what == "misaligned_reply":
+            self.counts["misaligned_replies"] += 1
+        request = self.requests.get(number)
+        if request is None:
+            return
+        if request.completed_us is not None:
+            request.release_failures += what in CALL_FAILURES
+            request.release_attempts_failed += what in ATTEMPT_ENDS
+            return
+        if what not in request.acquire_faults:
+            request.acquire_faults = request.acquire_faults | {what}
+        if what == "misaligned_reply" and request.state == WAITING:
+            request.misaligned = True
+
+    def aborted(self, number: int, now_us: int) -> None:
+        """Request ``number``'s replica crashed: it stops waiting or holding;
+        if it was already over, what it had spawned (its release, its
+        compensation) died with the replica."""
+        request = self.requests.get(number)
+        if request is None:
+            return
+        if request.state == OVER:
+            if request.aborted_us is None:
+                request.aborted_us = now_us
+            return
+        self.counts["requests_aborted_by_crash"] += 1
+        request.aborted_us = now_us
+        self._over(request, now_us)
+
+    def source_lost(self, source: Any, now_us: int) -> None:
+        """Leases are kept on the server only: a replica's memory holds none."""
+
+    # -- facts from the lifecycle --------------------------------------------
+
+    def book(self, key: Key) -> KeyBook:
+        book = self.books.get(key)
+        if book is None:
+            book = self.books[key] = KeyBook(key)
+        return book
+
+    def arrived(self, number: int, key: Key, replica: int, now_us: int) -> None:
+        self.counts["requests_arrived"] += 1
+        self.book(key)
+        honest = (None if self.lease_ttl_ms is None
+                  else self.clock_ms(replica, now_us) + self.lease_ttl_ms)
+        self.requests[number] = LeaseRequest(number, key, replica, now_us, honest)
+
+    def admitted(self, number: int, enforced: bool, now_us: int) -> None:
+        """The caller took its permit: with a lease, or unenforced (fail-open)."""
+        request = self.requests[number]
+        book = self.book(request.key)
+        self.counts["requests_admitted"] += 1
+        if not enforced:
+            self.counts["requests_admitted_unenforced"] += 1
+        if request.misaligned and enforced:
+            # It took a lease id from another command's reply (a fail-open
+            # admission after one acted on the policy, not on the reply).
+            self.counts["misaligned_results_accepted"] += 1
+        request.state, request.enforced, request.admitted_us = HOLDING, enforced, now_us
+        book.holding.add(number)
+        book.holder_changes.append((now_us, 1))
+        self.holding += 1
+        self.holding_peak = max(self.holding_peak, self.holding)
+        lease = request.lease
+        if lease is None or not lease.counts_at(now_us):
+            self._uncount(request, now_us, self._uncounted_cause(request, lease))
+
+    def denied(self, number: int, reason: str, now_us: int) -> None:
+        """The caller was refused: ``exceeded`` or ``store_unavailable``."""
+        request = self.requests[number]
+        self.counts["requests_denied"] += 1
+        self.counts[f"requests_denied_{reason}"] += 1
+        request.denied_us, request.denial = now_us, reason
+        if reason == "exceeded":
+            self._judge_denial(request, now_us)
+        self._over(request, now_us)
+
+    def completed(self, number: int, now_us: int) -> None:
+        """The caller's work is done: it lets go of its permit (its release
+        runs in the background from now)."""
+        request = self.requests[number]
+        self.counts["requests_completed"] += 1
+        request.completed_us = now_us
+        self._over(request, now_us)
+
+    def _over(self, request: LeaseRequest, now_us: int) -> None:
+        was_holding = request.state == HOLDING
+        request.state, request.over_us = OVER, now_us
+        if not was_holding:
+            return
+        book = self.book(request.key)
+        book.holding.discard(request.number)
+        book.holder_changes.append((now_us, -1))
+        self.holding -= 1
+        spell = self._open_spell(request, now_us)
+        if spell is not None:
+            self._spell(book, *spell)
+        request.uncounted_since = None
+
+    # -- the store's record ----------------------------------------------------
+
+    def observe(self, key: Key, now_us: int, tag: int, how: str,
+                changes: dict[str, int | None] | None = None) -> None:
+        """The store's lease hash of ``key`` changed (``changes``: lease id to
+        its deadline in epoch ms, ``None`` for removed), or a command only
+        read it (``changes`` empty or ``None``). ``tag`` is the request whose
+        command it was (``NO_REQUEST``: none); ``how`` is ``command``,
+        ``key_expired``, ``data_loss`` or ``evicted``."""
+        book = self.book(key)
+        request = self.requests.get(tag) if how == "command" else None
+        if request is not None and request.key == key and request.state == WAITING:
+            # Its acquire ran: judged on the record as the script saw it.
+            request.judged = self._judge(book, request, now_us)
+        if not changes:
+            return
+        # A script reclaims before it writes: removals first.
+        for lease_id in sorted(lid for lid, deadline in changes.items() if deadline is None):
+            if lease_id in book.leases:
+                self._removed(book, lease_id, now_us, tag, how)
+        for lease_id in sorted(lid for lid, deadline in changes.items() if deadline is not None):
+            self._written(book, lease_id, changes[lease_id], now_us, tag, how)
+
+    def _written(self, book: KeyBook, lease_id: str, deadline_ms: int, now_us: int, tag: int,
+                 how: str) -> None:
+        old = book.leases.get(lease_id)
+        if old is not None:
+            if old.deadline_ms == deadline_ms:
+                return
+            if how == "command" and old.owner == tag != NO_REQUEST:
+                old.deadline_ms = deadline_ms  # its own command again: a retry's second run
+                return
+            # Rewritten by another request's command (ids that collide): the
+            # old lease is gone and a new one is written.
+            self._removed(book, lease_id, now_us, tag, how)
+        writer = tag if how == "command" else book.writers.get(lease_id, NO_REQUEST)
+        owner = self.requests.get(writer)
+        if owner is not None and (owner.key != book.key or (
+                owner.lease is not None and owner.lease.lease_id != lease_id)):
+            owner = None  # a lease on another request's key, or a second one
+        lease = Lease(book.key, lease_id, NO_REQUEST if owner is None else owner.number,
+                      now_us, deadline_ms, "command" if how == "command" else how)
+        book.leases[lease_id] = lease
+        book.history.append(lease)
+        if how == "command":
+            self.counts["leases_written"] += 1
+        if owner is None:
+            return
+        owner.lease = lease
+        book.writers[lease_id] = owner.number
+        if owner.state == HOLDING and owner.uncounted_since is not None:
+            # A restore brought its lease back: counted again.
+            self._spell(book, owner.uncounted_since, now_us, owner.uncounted_cause)
+            owner.uncounted_since = None
+
+    def _removed(self, book: KeyBook, lease_id: str, now_us: int, tag: int, how: str) -> None:
+        lease = book.leases.pop(lease_id)
+        lease.removed_us, lease.removed_how, lease.removed_by = now_us, how, tag
+        if how in ("data_loss", "evicted"):
+            self.counts[f"leases_lost_to_{how}"] += 1
+        owner = self.requests.get(lease.owner)
+        if (owner is not None and owner.state == HOLDING and owner.lease is lease
+                and owner.uncounted_since is None):
+            # It still holds, and the store no longer counts it: since now, or
+            # since its deadline passed if that came first.
+            assert owner.admitted_us is not None
+            start = max(owner.admitted_us, min(now_us, lease.deadline_us))
+            self._uncount(owner, start, self._uncounted_cause(owner, lease))
+
+    # -- the verdict's bookkeeping --------------------------------------------
+
+    def _uncount(self, request: LeaseRequest, start_us: int, cause: str) -> None:
+        request.uncounted_since, request.uncounted_cause = start_us, cause
+
+    def _open_spell(self, request: LeaseRequest, now_us: int) -> tuple[int, int, str] | None:
+        """The spell a holder has held uncounted until ``now_us``, if any: an
+        open one, or its lease's deadline passed while it is still in the hash."""
+        if request.uncounted_since is not None:
+            return request.uncounted_since, now_us, request.uncounted_cause
+        lease = request.lease
+        if lease is not None and lease.removed_us is None and lease.deadline_us < now_us:
+            assert request.admitted_us is not None
+            return (max(request.admitted_us, lease.deadline_us), now_us,
+                    self._uncounted_cause(request, lease))
+        return None
+
+    def _spell(self, book: KeyBook, start_us: int, end_us: int, cause: str) -> None:
+        if end_us > start_us:
+            book.uncounted.append((start_us, end_us, cause))
+            if cause == "lease_expired_while_held":
+                self.counts["leases_expired_while_held"] += 1
+
+    def _uncounted_cause(self, request: LeaseRequest, lease: Lease | None) -> str:
+        """Why a holder holds with no lease the store counts."""
+        if not request.enforced:
+            return "fail_open"
+        if lease is None:
+            # Admitted, yet no command of its wrote a lease: it took another
+            # command's grant.
+            return "misaligned_reply" if request.misaligned else STORE_LOGIC
+        if lease.removed_us is None or lease.deadline_us <= lease.removed_us:
+            return self._expiry_cause(request, lease)
+        how = lease.removed_how
+        if how == "data_loss":
+            return "server_data_loss"
+        if how == "evicted":
+            return "evicted"
+        if how == "key_expired" and request.honest_deadline_ms is not None:
+            honest = self.clock_ms(request.replica, lease.removed_us) >= request.honest_deadline_ms
+            return "lease_expired_while_held" if honest else STORE_LOGIC
+        remover = self.requests.get(lease.removed_by)
+        if how == "command" and remover is not None and remover is not request:
+            # A reclaim, judged on the reclaiming replica's clock.
+            now_ms = self.clock_ms(remover.replica, lease.removed_us)
+            if request.honest_deadline_ms is None or now_ms >= request.honest_deadline_ms:
+                return "lease_expired_while_held"
+        return STORE_LOGIC
+
+    @staticmethod
+    def _expiry_cause(request: LeaseRequest, lease: Lease) -> str:
+        """Its lease's deadline passed: the TTL ran out, if the store wrote an honest one."""
+        if request.honest_deadline_ms is None or lease.deadline_ms >= request.honest_deadline_ms:
+            return "lease_expired_while_held"
+        return STORE_LOGIC
+
+    def _judge(self, book: KeyBook, request: LeaseRequest,
+               now_us: int) -> tuple[int, int, int, int]:
+        """When ``request``'s acquire runs: (callers an ideal limiter counts,
+        leases the store counts, of those leaked for a reason of the lab's,
+        of those its own lease written by an earlier run of the same command).
+        The store's count uses the clock its replica sent."""
+        judged_ms = self.clock_ms(request.replica, request.arrived_us)
+        occupying = set(book.holding)
+        counted = lab_leaked = own = 0
+        for lease in book.leases.values():
+            if lease.deadline_ms <= judged_ms:
+                continue  # the script reclaims it
+            counted += 1
+            owner = self.requests.get(lease.owner)
+            if owner is request:
+                own += 1
+                continue
+            cause = leak_cause(lease, owner, now_us, self.grace)
+            if cause is None:
+                if owner is not None:
+                    occupying.add(owner.number)  # holding, granted, or releasing
+            elif cause in LAB_LEAK_CAUSES:
+                lab_leaked += 1
+        occupying.discard(request.number)
+        return len(occupying), counted, lab_leaked, own
+
+    def _judge_denial(self, request: LeaseRequest, now_us: int) -> None:
+        """An *exceeded* answer: false if an ideal limiter had room."""
+        ideal, counted, lab_leaked, own = (request.judged or
+                                           self._judge(self.book(request.key), request, now_us))
+        if ideal >= self.max_in_flight:
+            return
+        limit = self.max_in_flight
+        duplicated = own if not request.acquire_faults.isdisjoint(DUPLICATES) else 0
+        if request.misaligned:
+            cause = "misaligned_reply"
+        elif counted < limit:
+            cause = STORE_LOGIC  # refused what its own count had room for
+        elif counted - lab_leaked < limit:
+            cause = "leaked_leases"
+        elif counted - lab_leaked - duplicated < limit:
+            cause = "duplicate_execution"
+        else:
+            cause = STORE_LOGIC
+        self.counts["false_denials"] += 1
+        self.counts[f"false_denials_by_{cause}"] += 1
+
+    # -- results ---------------------------------------------------------------
+
+    def sample(self, now_us: int, per_key: bool) -> list[dict[str, Any]]:
+        """The state of every key now (and of them all, ``key == "*"``), from
+        the oracle's own books."""
+        total: Counter = Counter(dict.fromkeys(SAMPLED, 0))
+        rows = []
+        for (namespace, subject), book in self.books.items():
+            row = self._key_state(book, now_us)
+            total.update(row)
+            if per_key:
+                rows.append({"time_us": now_us, "namespace": namespace, "subject": subject,
+                             **row})
+        aggregate = {"time_us": now_us, "namespace": "*", "subject": "*", **total,
+                     "requests_in_flight": self.holding, "max_in_flight": self.max_in_flight}
+        for name in ("requests_arrived", "requests_admitted", "requests_denied",
+                     "false_denials", "misaligned_results_accepted"):
+            aggregate[name] = self.counts.get(name, 0)
+        return [aggregate, *rows]
+
+    def _key_state(self, book: KeyBook, now_us: int) -> dict[str, int]:
+        counted = [lease for lease in book.leases.values() if lease.counts_at(now_us)]
+        leaked = sum(1 for lease in counted
+                     if leak_cause(lease, self.requests.get(lease.owner), now_us, self.grace)
+                     is not None)
+        uncounted = 0
+        for number in book.holding:
+            lease = self.requests[number].lease
+            uncounted += lease is None or not lease.counts_at(now_us)
+        return {"callers_holding": len(book.holding), "leases_counted": len(counted),
+                "leases_leaked": leaked, "callers_uncounted": uncounted,
+                "concurrency_excess": max(0, len(book.holding) - self.max_in_flight)}
+
+    def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
+        """Every lease metric, from what happened (see the module docstring)."""
+        arrived = self.counts.get("requests_arrived", 0)
+        denied = self.counts.get("requests_denied", 0)
+        metrics: dict[str, Any] = {
+            name: self.counts.get(name, 0) for name in (
+                "requests_arrived", "requests_admitted", "requests_admitted_unenforced",
+                "requests_denied", "requests_denied_exceeded",
+                "requests_denied_store_unavailable", "requests_completed",
+                "requests_aborted_by_crash")}
+        metrics["denial_share"] = round(denied / arrived, 9) if arrived else 0.0
+        metrics["requests_in_flight_peak"] = self.holding_peak
+        metrics["requests_in_flight_at_end"] = self.holding
+        metrics["keys_total"] = len(self.books)
+        excess, open_spells = self._excess(end_us)
+        leaks, still_leaked, leaked_peak = self._leaks(end_us)
+        metrics["concurrency_excess_lease_seconds"] = round(excess.lease_seconds, 6)
+        metrics["concurrency_excess_peak"] = excess.peak
+        for cause in EXCESS_CAUSES:
+            metrics[f"concurrency_excess_lease_seconds_by_{cause}"] = round(
+                excess.by_cause.get(cause, 0.0), 6)
+        leaked_by_cause: Counter = Counter(dict.fromkeys(LEAK_CAUSES, 0.0))
+        for leak in leaks:
+            leaked_by_cause[leak.cause] += leak.lease_seconds
+        metrics["leaked_lease_seconds"] = round(sum(leak.lease_seconds for leak in leaks), 6)
+        for cause in LEAK_CAUSES:
+            metrics[f"leaked_lease_seconds_by_{cause}"] = round(leaked_by_cause[cause], 6)
+        metrics["leases_leaked"] = len(leaks)
+        metrics["leases_still_leaked_at_end"] = still_leaked
+        metrics["leaked_leases_peak"] = leaked_peak
+        metrics["false_denials"] = self.counts.get("false_denials", 0)
+        for cause in DENIAL_CAUSES:
+            metrics[f"false_denials_by_{cause}"] = self.counts.get(f"false_denials_by_{cause}", 0)
+        metrics["fail_closed_denials"] = self.counts.get("requests_denied_store_unavailable", 0)
+        for name in ("misaligned_results_accepted", "misaligned_replies", "leases_written",
+                     "leases_expired_while_held", "leases_lost_to_data_loss",
+                     "leases_lost_to_evicted"):
+            metrics[name] = self.counts.get(name, 0)
+        metrics["convergence_after_faults_us"] = self._convergence(
+            leaks, still_leaked, open_spells, last_fault_us)
+        return metrics
+
+    def _excess(self, end_us: int) -> tuple[Excess, list[tuple[int, int, str]]]:
+        """The excess of every key, summed; and the spells of uncounted
+        holding still open at ``end_us`` (closed there, without changing the books)."""
+        total = Excess()
+        still_open = []
+        for book in self.books.values():
+            spells = list(book.uncounted)
+            for number in sorted(book.holding):
+                spell = self._open_spell(self.requests[number], end_us)
+                if spell is not None:
+                    spells.append(spell)
+                    still_open.append(spell)
+            total.add(concurrency_excess(book.holder_changes, spells, self.max_in_flight))
+        return total, still_open
+
+    def _leaks(self, end_us: int) -> tuple[list[Leak], int, int]:
+        """Every leak, how many are still leaked at ``end_us``, and the most at once on a key."""
+        leaks: list[Leak] = []
+        still_leaked = peak = 0
+        for book in self.books.values():
+            found = []
+            for lease in book.history:
+                leak = leak_of(lease, self.requests.get(lease.owner), end_us, self.grace)
+                if leak is not None:
+                    found.append(leak)
+                    still_leaked += lease.counts_at(end_us)
+            leaks += found
+            peak = max(peak, peak_concurrent(found))
+        return leaks, still_leaked, peak
+
+    def _convergence(self, leaks: list[Leak], still_leaked: int,
+                     open_spells: list[tuple[int, int, str]],
+                     last_fault_us: int | None) -> int:
+        """Time from the last fault until the store's record matched the truth
+        again (no leaked lease, no caller holding uncounted): -1 if it never did."""
+        if still_leaked or open_spells:
+            return -1
+        ends = [leak.end_us for leak in leaks]
+        ends += [end for book in self.books.values() for _, end, _ in book.uncounted]
+        if last_fault_us is None or not ends:
+            return 0
+        return max(0, max(ends) - last_fault_us)
+
+
+def lease_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> LeaseOracle:
+    """The oracle of ``scenario`` run on ``kind`` with ``settings``."""
+    timeout_ms = getattr(settings, "timeout_ms", None)
+    return LeaseOracle(max_in_flight=settings.max_in_flight,
+                       lease_ttl_ms=getattr(settings, "lease_ttl_ms", None),
+                       release_grace_us=scenario.network.timeout_us,
+                       acquire_timeout_us=None if timeout_ms is None else timeout_ms * 1_000)
