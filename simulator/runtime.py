@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from simulator.kernel import Kernel, Owner
+from simulator.kernel import Kernel, Owner, Process
 from simulator.traps import Join, Sleep
 
 T = TypeVar("T")
@@ -65,8 +65,14 @@ class SimRuntime:
             self.kernel.cancel(child)
             raise
 
-    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
-        self.kernel.spawn(coroutine, self.owner, getattr(coroutine, "__qualname__", "task"))
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> Process:
+        return self.kernel.spawn(coroutine, self.owner,
+                                 getattr(coroutine, "__qualname__", "task"))
+
+    async def wait_ms(self, milliseconds: int, task: Process) -> Any:
+        # A join neither cancels the joined process when it times out nor
+        # when the waiter is cancelled: the task runs on, as the port says.
+        return await Join(task, milliseconds * 1_000)
 
     def new_id(self) -> str:
         # 128 random bits from this incarnation's own stream: unique across

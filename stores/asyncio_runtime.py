@@ -33,10 +33,17 @@ class AsyncioRuntime:
     async def timeout_ms(self, milliseconds: int, awaitable: Awaitable[T]) -> T:
         return await asyncio.wait_for(awaitable, milliseconds / 1000)
 
-    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
+
+    async def wait_ms(self, milliseconds: int, task: asyncio.Task[Any]) -> Any:
+        # The shield is what keeps the task running when the wait times out
+        # or the waiter is cancelled; it also marks a failure the waiter no
+        # longer hears as retrieved, so asyncio does not report it.
+        return await asyncio.wait_for(asyncio.shield(task), milliseconds / 1000)
 
     def new_id(self) -> str:
         return secrets.token_hex(16)

@@ -57,6 +57,26 @@ class RedisPort(Protocol):
     ) -> tuple[int, list[str]]: ...
 
 
+class Connection(RedisPort, Protocol):
+    """A ``RedisPort`` that is one connection to the server: its commands
+    share one link, replies matched to requests in order."""
+
+    async def aclose(self) -> None:
+        """Close the connection; commands in flight on it fail."""
+        ...
+
+
+class Connector(Protocol):
+    """Opens connections to one server, for a store that manages its own (a
+    shared connection replaced when it goes bad, fresh ones for retries)."""
+
+    async def connect(self) -> Connection:
+        """A NEW connection, which has answered one ``PING`` (a round trip).
+        May raise redis-py's ``ConnectionError`` / ``TimeoutError``, or hang:
+        callers bound it with ``Runtime.timeout_ms``."""
+        ...
+
+
 class Runtime(Protocol):
     """Time, concurrency and identity, as seen by one replica."""
 
@@ -72,8 +92,18 @@ class Runtime(Protocol):
         """Await ``awaitable``; past the deadline cancel it and raise ``TimeoutError``."""
         ...
 
-    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
-        """Run ``coroutine`` in the background (e.g. a release retry)."""
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coroutine`` in the background (e.g. a release retry); returns
+        its task, a handle ``wait_ms`` accepts (an ``asyncio.Task`` in
+        production, the kernel's ``Process`` in the simulator)."""
+        ...
+
+    async def wait_ms(self, milliseconds: int, task: Any) -> Any:
+        """Wait for a task ``spawn`` returned: its result (or its exception,
+        re-raised), or ``TimeoutError`` once ``milliseconds`` pass. Unlike
+        ``timeout_ms`` the task runs on either way: neither the timeout nor
+        cancelling the waiter cancels it (a caller that stops waiting for an
+        invoke it does not own)."""
         ...
 
     def new_id(self) -> str:

@@ -3,8 +3,14 @@
 ``now_ms`` starts at 2026-01-01T00:00:00Z and changes only through
 ``advance_ms`` or ``sleep_ms``, so expiry and idle rules are exercised exactly,
 without real sleeping. Ids are a counter (unique and repeatable), ``random``
-is a constant, ``timeout_ms`` never fires, and ``spawn`` only records the
-coroutine in ``spawned`` for the test to run or close.
+is a constant, and ``timeout_ms`` never fires.
+
+Background work runs only when asked: ``spawn`` records the coroutine as a
+``ManualTask`` in ``spawned`` and returns it, and nothing runs it until the
+test does (``ManualTask.run``, ``run_spawned``) or someone waits for it.
+``wait_ms`` never times out either (time moves only when the test says so):
+it runs the task to its end inside the waiter, if nobody has yet, and hands
+back its result or re-raises its exception.
 """
 
 from __future__ import annotations
@@ -15,6 +21,33 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+class ManualTask:
+    """A spawned coroutine, run to its end at most once, on demand."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        self.coroutine = coroutine
+        self.started = False
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    async def run(self) -> Any:
+        """Run the coroutine (the first call only), then give its outcome."""
+        if not self.started:
+            self.started = True
+            try:
+                self.result = await self.coroutine
+            except BaseException as error:  # noqa: BLE001 - kept for every waiter, re-raised
+                self.error = error
+            finally:
+                self.done = True
+        if not self.done:
+            raise RuntimeError("a ManualTask was awaited again while it was still running")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
 class ManualRuntime:
     def __init__(self, now_ms: int = 1_767_225_600_000, id_prefix: str = "manual") -> None:
         # Two stores sharing one server need distinct prefixes, as two real
@@ -22,7 +55,7 @@ class ManualRuntime:
         self._id_prefix = id_prefix
         self._now_ms = now_ms
         self._issued = 0
-        self.spawned: list[Coroutine[Any, Any, Any]] = []
+        self.spawned: list[ManualTask] = []
 
     def advance_ms(self, milliseconds: int) -> None:
         self._now_ms += milliseconds
@@ -36,8 +69,26 @@ class ManualRuntime:
     async def timeout_ms(self, milliseconds: int, awaitable: Awaitable[T]) -> T:
         return await awaitable
 
-    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
-        self.spawned.append(coroutine)
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> ManualTask:
+        task = ManualTask(coroutine)
+        self.spawned.append(task)
+        return task
+
+    async def wait_ms(self, milliseconds: int, task: ManualTask) -> Any:
+        return await task.run()
+
+    async def run_spawned(self) -> None:
+        """Run every spawned task nobody has run yet, in spawn order, including
+        those they spawn; their failures stay on the tasks (``error``)."""
+        index = 0
+        while index < len(self.spawned):
+            task = self.spawned[index]
+            index += 1
+            if not task.started:
+                try:
+                    await task.run()
+                except Exception:  # noqa: BLE001, S112 - recorded on the task for the test
+                    continue
 
     def new_id(self) -> str:
         self._issued += 1

@@ -1,0 +1,136 @@
+"""The lease limiter's background release under asyncio, on fakeredis and a
+real server: axond's test cases of the release path, ported.
+
+The first attempt on the shared connection (which generation, within which
+budget), the fall-through to fresh connections, and a slow release that must
+not cost a healthy connection. The seed's stubs delaying or swallowing
+releases are the relay's ``delay_ms`` and ``blackholed`` here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from test_lease_relay import Relay, backend_connector, eventually, lease_settings, run
+
+from stores.asyncio_runtime import AsyncioRuntime
+from stores.axond_leases import LeaseLimiter
+from stores.axond_leases.contract import LeaseKey
+from stores.axond_leases.timing import release_timeout_ms
+
+KEY = LeaseKey("acme", "subject")
+
+
+@pytest.fixture
+def relay(backend_name, request):
+    """A relay to the parametrised backend."""
+    return Relay(backend_connector(backend_name, request))
+
+
+def test_release_uses_the_current_connection_after_replacement(relay, key_prefix):
+    """The seed's live stub counting connections and releases."""
+    async def scenario() -> None:
+        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(key_prefix))
+        try:
+            admission = await limiter.acquire(KEY)
+            assert admission.is_allowed
+            old_generation = limiter.generation
+            limiter.mark_connection_suspect(old_generation)
+            await eventually(lambda: limiter.generation != old_generation, 1,
+                             "shared connection replacement did not complete")
+            connections_after_swap = len(relay.connections)
+            admission.permit.release()
+
+            await eventually(lambda: relay.count("release") >= 1, 1,
+                             "release did not reach the relay")
+            assert len(relay.connections) == connections_after_swap, \
+                "release fell through to a fresh connection despite a healthy current manager"
+            assert relay.reached["release"] == [connections_after_swap], \
+                "release did not go over the replacement connection"
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+def test_stalled_shared_release_retires_after_release_budget(relay, key_prefix):
+    """The seed's live stub holding releases for twice the release budget.
+    Takes about a second: the budget has a one-second floor."""
+    async def scenario() -> None:
+        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(
+            key_prefix, timeout="250ms", connect_timeout="25ms"))
+        try:
+            admission = await limiter.acquire(KEY)
+            generation = limiter.generation
+            budget_ms = release_timeout_ms(250)
+            assert budget_ms > 250
+            relay.delay_ms["release"] = budget_ms * 2
+            admission.permit.release()
+
+            await eventually(lambda: relay.count("release") >= 1, 0.25,
+                             "shared release did not reach the relay")
+            await eventually(
+                lambda: limiter.generation > generation
+                or limiter.suspect_generation >= generation,
+                budget_ms * 2 / 1000, "stalled shared release was not bounded by its budget")
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+def test_stalled_shared_release_falls_through_to_fresh_retry(relay, key_prefix):
+    """The seed's retry stub swallowing the release on the first connection;
+    here connection 1 blackholes releases, and the lease is a real one, so
+    the fresh retry must actually delete it. About a second (the budget)."""
+    async def scenario() -> None:
+        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(key_prefix))
+        try:
+            admission = await limiter.acquire(KEY)
+            assert admission.is_allowed
+            relay.connections[0].blackholed.add("release")
+            admission.permit.release()
+
+            await eventually(lambda: len(relay.connections) >= 2, 2.5,
+                             "bounded shared release did not reach a fresh retry connection")
+            assert relay.sent_on("release", 1) == 1, \
+                "shared release was not attempted exactly once before fresh retry"
+            await eventually(lambda: relay.count("release") >= 1, 2.5,
+                             "fresh retry did not release the lease")
+            assert min(relay.reached["release"]) >= 2, \
+                "lease was not released by a fresh connection"
+            await asyncio.sleep(0.05)  # the release reached the server; let it run
+            assert (await limiter.acquire(KEY)).is_allowed, "the lease was not released"
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+def test_slow_shared_release_stays_within_release_budget(relay, key_prefix):
+    """The seed's live stub answering releases 2 x the timeout late, inside
+    the release budget (4 x the timeout, at least 1 s)."""
+    async def scenario() -> None:
+        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(
+            key_prefix, timeout="250ms"))
+        try:
+            admission = await limiter.acquire(KEY)
+            generation = limiter.generation
+            assert release_timeout_ms(250) > 250
+            relay.delay_ms["release"] = 500
+            admission.permit.release()
+
+            await eventually(lambda: relay.count("release") >= 1, 1,
+                             "slow release did not reach the relay")
+            await asyncio.sleep(0.75)
+            assert limiter.suspect_generation < generation, \
+                "ordinary slow release retired a healthy generation"
+            assert limiter.generation == generation, \
+                "ordinary slow release triggered an unnecessary replacement"
+            assert len(relay.connections) == 1
+            assert (await limiter.acquire(KEY)).is_allowed
+        finally:
+            await relay.aclose()
+
+    run(scenario())
