@@ -106,6 +106,7 @@ CAUSE_COLORS: dict[str, str] = {
     "per_replica_ledger": "#8c8c8c",
     "crashed_replica_ledger": "#64b5cd",
     "migration_interrupted": "#ccb974",
+    "misaligned_reply": "#4c4c9a",
     "store_logic": "#000000",
 }
 """One fixed colour per cause, so every figure of the lab reads the same way."""

@@ -118,6 +118,10 @@ def shipped_exercises() -> dict[str, dict[str, Any]]:
                                      "down_for": "50ms"}]},
         },
         "eviction": {"server": {"maxmemory_keys": 12, "eviction_policy": "allkeys-random"}},
+        # One multiplexed connection per replica, replies lost on it: the
+        # replies behind each loss reach the wrong callers, which act on them.
+        "misaligned": {"network": {"connection": "multiplexed", "reply_loss": 0.02},
+                       "workload": {"arrivals": "poisson(1500/s)"}},
         # Replicas paused, cut off, slowed and skewed, on a store whose settle
         # tidies up in a finally (the I/O of a dead replica's cleanup).
         "fleet_and_server": {

@@ -19,6 +19,7 @@ CAUSES = (
     "crashed_replica_ledger",
     "scope_not_enforced",
     "migration_interrupted",
+    "misaligned_reply",
     STORE_LOGIC,
 )
 """Every cause an overshoot can be attributed to (see docs/metrics.md)."""
@@ -47,10 +48,11 @@ settlement was lost, a restore of older data brought it back, or the store
 kept it."""
 
 DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate_execution",
-                 "store_unavailable", STORE_LOGIC)
+                 "store_unavailable", "misaligned_reply", STORE_LOGIC)
 """Why the store denied a request the truth had room for: holds leaked for
 one of ``LEAK_CAUSES``, spend a driver retry charged twice, the store could
-not be reached, or the store's own decision."""
+not be reached, the reply it acted on was another call's (a multiplexed
+connection the lab misaligned), or the store's own decision."""
 
 SUBJECT_CAUSES = tuple(cause for cause in CAUSES if cause not in SUBJECT_ABSENT_CAUSES)
 SUBJECT_DRIFT_CAUSES = tuple(cause for cause in DRIFT_CAUSES if cause not in SUBJECT_ABSENT_CAUSES)

@@ -55,8 +55,12 @@ Holds = dict[str, tuple[int, int]]
 
 
 LOST_MESSAGES = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
-                           "reply_to_dead_replica", "late_reply"})
-"""Message faults after which a gateway may rightly give up on a call."""
+                           "reply_to_dead_replica", "late_reply", "connection_stalled",
+                           "connection_reset", "waiter_dropped", "connect_failed",
+                           "misaligned_reply"})
+"""Message faults after which a gateway may rightly give up on a call: its
+reply never came, came too late, or (on a multiplexed connection) was
+another call's, so the one it sent is as good as lost to it."""
 
 
 LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "eviction"),
@@ -124,6 +128,12 @@ class RequestTruth:
     def lost_by_lab(self) -> bool:
         """The lab crashed its replica or lost, refused or timed out a message of it."""
         return self.aborted or not self.message_faults.isdisjoint(LOST_MESSAGES)
+
+    @property
+    def misaligned(self) -> bool:
+        """A reply it acted on was another call's: the lab misaligned its
+        multiplexed connection (``simulator.connections``)."""
+        return "misaligned_reply" in self.message_faults
 
     @property
     def duplicated(self) -> bool:
@@ -295,6 +305,10 @@ class ScopeOracle:
             # observed only after the call): decide now.
             self._decide(book, request, now_us, source=None)
         request.confirmed = True
+        if request.misaligned and request.wrongful:
+            # Admitted on another call's answer: whatever its own command
+            # decided, the admission the gateway acted on was not the store's.
+            request.wrongful = {"misaligned_reply": sum(request.wrongful.values())}
         book.wrongful.update(request.wrongful)
         if request.wrongful:
             # Counted once the gateway acts on it: a reserve whose answer was
@@ -338,6 +352,8 @@ class ScopeOracle:
         """Why the store refused: it could not be reached (and the lab is why),
         its record counted holds leaked for a reason of the lab's or spend a
         retry charged twice, or its own decision."""
+        if request.misaligned:
+            return "misaligned_reply"
         if reason != "exceeded":
             return "store_unavailable" if request.lost_by_lab else STORE_LOGIC
         if book.cap is None or request.store_before + request.estimate <= book.cap:
@@ -626,6 +642,8 @@ class ScopeOracle:
         if request.hold == "released":
             # Released by its own settlement, not (yet) charged.
             return "settlement_lost" if request.lost_by_lab else STORE_LOGIC
+        if request.misaligned:
+            return "misaligned_reply"  # admitted on another call's answer
         return STORE_LOGIC  # removed by the store, or admitted with no hold written
 
     def _recount_unsettled(self, book: KeyBook, request: RequestTruth) -> None:
