@@ -63,7 +63,7 @@ from stores.axond_leases.outcome import InvokeOutcome, compensate_abandoned_resu
 from stores.axond_leases.release import LeaseRelease
 from stores.axond_leases.settings import LeaseSettings
 from stores.axond_leases.slots import Slot, release_retry_slots
-from stores.axond_leases.timing import invoke_timeout_ms
+from stores.axond_leases.timing import RELEASE_MAX_ATTEMPTS, invoke_timeout_ms
 from stores.ports import Connection, Connector, Runtime
 from stores.scripts import ScriptSet
 
@@ -90,6 +90,9 @@ class LeaseLimiter:
     name = "redis"
     scripts: ClassVar[ScriptSet] = SCRIPTS
     """The scripts this class runs unless given others (a variant replaces one)."""
+    release_attempts: ClassVar[int] = RELEASE_MAX_ATTEMPTS
+    """Attempts a release makes: the first on the shared connection, the rest
+    on fresh ones (a class attribute, so a variant can make it one)."""
 
     def __init__(self, connection: Connection, connector: Connector, runtime: Runtime,
                  settings: LeaseSettings, scripts: ScriptSet | None = None) -> None:
@@ -138,7 +141,8 @@ class LeaseLimiter:
         from the generation current now."""
         settings = self.settings
         return LeaseRelease(self.recovery, self.recovery.current, self.retry_slots,
-                            settings.timeout_ms, settings.lease_ttl_ms, redis_key, lease_id)
+                            settings.timeout_ms, settings.lease_ttl_ms, redis_key, lease_id,
+                            self.release_attempts)
 
     async def aclose(self) -> None:
         """Close the shared connection (a gateway shutting down)."""
@@ -146,6 +150,27 @@ class LeaseLimiter:
 
     def _unavailable(self, reason: str) -> Admission:
         return unavailable(self.settings.on_unavailable, reason)
+
+    # The three seams below (and ``release_attempts``) each hold one rule in
+    # one place, so that a historical variant (``variants.py``) states only
+    # the rule it lacked.
+
+    def new_lease_id(self) -> str:
+        """A lease id unique fleet-wide (a hash field another replica's
+        acquire must never overwrite)."""
+        return self.runtime.new_id()
+
+    def _echoes_another_lease(self, generation: int, outcome: InvokeOutcome,
+                              lease_id: str) -> bool:
+        """Whether ``outcome`` echoes another acquire's lease id (then
+        ``generation`` is marked suspect): the check that keeps a caller from
+        acting on a reply misaligned onto it."""
+        return self.recovery.mark_if_mismatched(generation, outcome, lease_id)
+
+    def _compensate(self, release: LeaseRelease) -> None:
+        """Release a lease this acquire may have written that nobody will own:
+        its caller gave up or was cancelled, or its outcome is ambiguous."""
+        release.spawn()
 
     # -- acquire -------------------------------------------------------------
 
@@ -158,7 +183,7 @@ class LeaseLimiter:
         slot = recovery.invoke_slots.try_take()
         if slot is None:
             return self._unavailable("shared Redis invoke cap is exhausted")
-        lease_id = self.runtime.new_id()
+        lease_id = self.new_lease_id()
         release = self.lease_release(self.key(key), lease_id)
         handoff: Handoff[InvokeOutcome] = Handoff()
         task = self.runtime.spawn(self._owned_invoke(snapshot, release, handoff, slot))
@@ -184,15 +209,15 @@ class LeaseLimiter:
                 if not outcome.elapsed:
                     invoke.complete()
             result_untrusted = recovery.is_untrusted(generation)
-            mismatched = recovery.mark_if_mismatched(generation, outcome, lease_id)
+            mismatched = self._echoes_another_lease(generation, outcome, lease_id)
             if outcome.ambiguous:
                 # An error or the deadline: the script may have written the
                 # lease. Whoever waits, nobody can tell, so release it.
-                release.spawn()
+                self._compensate(release)
             compensate_on_send_failure = (
                 mismatched or compensate_abandoned_result(outcome, result_untrusted))
             if not handoff.send(outcome) and compensate_on_send_failure:
-                release.spawn()
+                self._compensate(release)
         finally:
             handoff.drop_sender()
             slot.release()
@@ -217,15 +242,15 @@ class LeaseLimiter:
         if isinstance(taken, Nothing):
             # The task ended without handing anything over: its invoke may
             # have written the lease, and no other path can clean it up.
-            release.spawn()
+            self._compensate(release)
             return self._unavailable("operation timed out")
         outcome = taken
         result_untrusted = self.recovery.is_untrusted(generation)
-        if self.recovery.mark_if_mismatched(generation, outcome, release.lease_id):
-            release.spawn()
+        if self._echoes_another_lease(generation, outcome, release.lease_id):
+            self._compensate(release)
             return self._unavailable("shared Redis response echoed a different lease id")
         if result_untrusted and outcome.answered:
-            release.spawn()
+            self._compensate(release)
             return self._unavailable("shared Redis connection was replaced during acquire")
         if outcome.granted:
             return Admission.allowed(Permit(release.lease_id, release))
@@ -241,14 +266,14 @@ class LeaseLimiter:
         outcome = reclaimed.result
         if outcome is None:
             if reclaimed.compensate:
-                release.spawn()
+                self._compensate(release)
             return self._unavailable("operation timed out")
-        if self.recovery.mark_if_mismatched(generation, outcome, release.lease_id):
-            release.spawn()
+        if self._echoes_another_lease(generation, outcome, release.lease_id):
+            self._compensate(release)
             return self._unavailable("shared Redis response echoed a different lease id")
         result_untrusted = self.recovery.is_untrusted(generation)
         if reclaimed.compensate or compensate_abandoned_result(outcome, result_untrusted):
-            release.spawn()
+            self._compensate(release)
         if result_untrusted:
             return self._unavailable("shared Redis connection was replaced during acquire")
         if outcome.granted:

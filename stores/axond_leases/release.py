@@ -75,6 +75,8 @@ class LeaseRelease:
     lease_ttl_ms: int
     lease_key: str
     lease_id: str
+    max_attempts: int = RELEASE_MAX_ATTEMPTS
+    """Attempts in all, the shared one included (``LeaseLimiter.release_attempts``)."""
 
     def spawn(self) -> None:
         """Release in the background (what dropping the permit does)."""
@@ -89,7 +91,7 @@ class LeaseRelease:
         shared = self._shared_connection()
         if shared is not None and await self._on_shared(shared, budget_ms, deadline_ms):
             return True
-        for attempt in range(2, RELEASE_MAX_ATTEMPTS + 1):
+        for attempt in range(2, self.max_attempts + 1):
             remaining_ms = deadline_ms - runtime.now_ms()
             if remaining_ms <= 0:
                 break

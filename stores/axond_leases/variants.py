@@ -1,13 +1,118 @@
 """Historical variants of the lease limiter: the bugs the fixed one fixed.
 
 Each variant is ``LeaseLimiter`` with one thing changed, stating only that
-thing, and registers through ``KINDS`` here with ``kinds.redis_kind``
-(``store_class=`` a subclass, or ``scripts=SCRIPTS.replacing(...)``); the
-package's ``KINDS`` includes them. None is written yet.
+thing through one of the limiter's seams (``new_lease_id``,
+``_echoes_another_lease``, ``_compensate``, ``release_attempts``), and
+registers through ``KINDS`` here with ``kinds.redis_kind``; the package's
+``KINDS`` includes them. The lab runs a variant and the fixed store on the
+same scenario and seed to show what the fix is worth
+(``data/scenarios/leases-variant-*.toml``), and each has a race report in
+``data/races/`` that ``hunt`` found.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
+from typing import Any
+
+from stores.axond_leases.kinds import redis_kind
+from stores.axond_leases.limiter import LeaseLimiter
+from stores.axond_leases.outcome import InvokeOutcome
+from stores.axond_leases.release import LeaseRelease
 from stores.registry import StoreKind
 
-KINDS: tuple[StoreKind, ...] = ()
+logger = logging.getLogger("stores.axond_leases")
+
+
+class UncompensatedAbandon(LeaseLimiter):
+    """An acquire nobody will act on is never compensated.
+
+    The bug: the caller's wait is shorter than the invoke, so an acquire can
+    write its lease after its caller gave up (timed out, was cancelled), or
+    end with an outcome nobody can read (an error, the invoke's deadline, a
+    reply on a connection no longer trusted). This store walks away from
+    such a lease: nobody holds it, yet it takes a slot until its TTL, and
+    callers are refused while the fleet has room. The fix releases it
+    (``LeaseLimiter._compensate``): whoever cannot own a lease gives it back.
+    """
+
+    def _compensate(self, release: LeaseRelease) -> None:
+        logger.debug("lease %s of an abandoned acquire is left to its TTL", release.lease_id)
+
+
+class TrustsMisalignedReply(LeaseLimiter):
+    """No echoed-lease-id check: whatever reply comes back is taken as this
+    acquire's.
+
+    The bug: on the shared, multiplexed connection replies are matched to
+    callers by order alone, so once a reply goes missing (or a waiter is
+    dropped) each caller receives a reply meant for another. Without
+    comparing the echoed lease id with its own, a caller takes another
+    acquire's grant for its permit (when its own acquire was refused, it runs
+    with no lease counting it) or another's refusal for its answer (while its
+    own acquire wrote a lease that nobody gives back). Nor is the connection
+    retired for it, so one lost reply shifts it until an invoke happens to
+    outlive its deadline. The fix checks the echo
+    (``LeaseLimiter._echoes_another_lease``): a reply echoing another id is
+    unavailable, its lease compensated, its generation replaced.
+    """
+
+    def _echoes_another_lease(self, generation: int, outcome: InvokeOutcome,
+                              lease_id: str) -> bool:
+        return False
+
+
+class ReleaseNeverRetried(LeaseLimiter):
+    """A release makes its first attempt only, on the shared connection.
+
+    The bug: dropping a permit sends one release; when that one is lost, its
+    reply is lost, or the shared connection stalls, resets or is suspect,
+    nothing tries again, and the lease keeps its slot until its TTL although
+    its caller is long done. The fix retries with backoff on fresh
+    connections within the release budget (``release.LeaseRelease.run``).
+    """
+
+    release_attempts = 1
+
+
+class ProcessLocalLeaseIds(LeaseLimiter):
+    """Lease ids unique within one process only: a counter from 1.
+
+    The bug (the seed's comment on ``next_id``: lease ids are hash fields, so
+    they must be globally unique): every replica counts 1, 2, 3... so two
+    replicas acquiring on one key write the same field. The second ``HSET``
+    overwrites the first replica's live lease -- one lease now stands for two
+    callers -- and the first release deletes it for both. The store counts
+    fewer leases than callers hold, and the fleet admits past
+    ``max_in_flight``, with no fault at all. The fix draws ids unique
+    fleet-wide (``Runtime.new_id``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # One counter per limiter: one per gateway process, as axond's static.
+        self._lease_counter = itertools.count(1)
+
+    def new_lease_id(self) -> str:
+        return str(next(self._lease_counter))
+
+
+KINDS: tuple[StoreKind, ...] = (
+    redis_kind("axond_leases.variants.uncompensated_abandon",
+               "historical: an acquire whose caller gave up, or whose outcome is ambiguous, "
+               "leaves its lease to the TTL (no compensation)",
+               store_class=UncompensatedAbandon),
+    redis_kind("axond_leases.variants.trusts_misaligned_reply",
+               "historical: no echoed-lease-id check; a reply misaligned onto a caller is "
+               "taken as its grant",
+               store_class=TrustsMisalignedReply),
+    redis_kind("axond_leases.variants.release_never_retried",
+               "historical: a release makes its first attempt only (no retries on fresh "
+               "connections)",
+               store_class=ReleaseNeverRetried),
+    redis_kind("axond_leases.variants.process_local_lease_ids",
+               "historical: lease ids from a per-process counter; replicas collide and "
+               "overwrite each other's live leases",
+               store_class=ProcessLocalLeaseIds),
+)

@@ -1,0 +1,250 @@
+"""The historical variants of the lease limiter, and what their bugs cost.
+
+Each variant is tried twice: under plain asyncio against fakeredis and a real
+server, through the lease tests' relay (the bug itself, one call at a time,
+beside the fixed store), and as a whole simulation (its scenario,
+``data/scenarios/leases-variant-*.toml``, on the variant and on the fixed
+store with the same seed: the damage on one, none on the other, filed under
+the lab's fault that triggered it and never under ``store_logic`` where the
+lab injected one). Their race reports are replayed by
+``tests/simulator/test_races.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from test_lease_acquire import abort, held_leases
+from test_lease_relay import Relay, backend_connector, eventually, lease_settings, run
+
+from simulator.run import run_scenario
+from simulator.scenario import load_scenario
+from stores import registry
+from stores.asyncio_runtime import AsyncioRuntime
+from stores.axond_leases import LeaseLimiter, variants
+from stores.axond_leases.contract import Denial, LeaseKey
+from stores.axond_leases.timing import release_timeout_ms
+from stores.axond_leases.variants import (
+    ProcessLocalLeaseIds,
+    ReleaseNeverRetried,
+    TrustsMisalignedReply,
+    UncompensatedAbandon,
+)
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
+FIXED = "axond_leases.redis"
+KEY = LeaseKey("acme", "subject")
+
+
+@dataclass(frozen=True)
+class Damage:
+    """What a variant's scenario breaks, and where the lab files it."""
+
+    metric: str
+    """Above zero on the variant, zero on the fixed store under the same seed."""
+    filed_under: tuple[str, ...]
+    """The metrics split by cause that carry it on the variant (each above zero)."""
+    fault_injected: bool = True
+    """The scenario injects the fault that triggers it: then nothing is ``store_logic``."""
+
+
+DAMAGE = {
+    "uncompensated_abandon": Damage(
+        "false_denials",
+        ("false_denials_by_leaked_leases", "leaked_lease_seconds_by_abandoned_acquire")),
+    "trusts_misaligned_reply": Damage(
+        "misaligned_results_accepted",
+        ("false_denials_by_misaligned_reply", "leaked_lease_seconds_by_abandoned_acquire")),
+    "release_never_retried": Damage(
+        "false_denials",
+        ("false_denials_by_leaked_leases", "leaked_lease_seconds_by_release_lost")),
+    "process_local_lease_ids": Damage(
+        "concurrency_excess_lease_seconds", ("concurrency_excess_lease_seconds_by_store_logic",),
+        fault_injected=False),
+}
+"""Each variant's damage in its scenario (no fault at all for colliding ids)."""
+
+
+def blamed_on_the_store(summary: dict) -> dict[str, float]:
+    return {name: value for name, value in summary.items()
+            if name.endswith("_by_store_logic") and value}
+
+
+@pytest.fixture(scope="module")
+def summaries():
+    """The summaries of a variant's scenario on the variant and on the fixed
+    store, with the scenario's seed (each pair run once per module)."""
+    runs: dict[str, tuple[dict, dict]] = {}
+
+    def of(name: str) -> tuple[dict, dict]:
+        if name not in runs:
+            path = SCENARIOS / f"leases-variant-{name.replace('_', '-')}.toml"
+            variant = load_scenario(path)
+            assert variant.store == f"axond_leases.variants.{name}"
+            fixed = load_scenario(path, {"store": FIXED})
+            runs[name] = (run_scenario(variant, seed=variant.seed).summary,
+                          run_scenario(fixed, seed=variant.seed).summary)
+        return runs[name]
+
+    return of
+
+
+# -- whole simulations ---------------------------------------------------------
+
+
+def test_every_variant_is_a_lease_kind_with_a_scenario_showing_its_damage():
+    names = {kind.name for kind in variants.KINDS}
+    assert names == {f"axond_leases.variants.{name}" for name in DAMAGE}
+    fixed = registry.get(FIXED)
+    for name in names:
+        kind = registry.get(name)
+        assert kind.protocol == fixed.protocol  # run and judged as the lease family
+        assert kind.scripts == fixed.scripts  # each changes Python, never a script
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_the_variant_breaks_its_metric_and_the_fixed_store_does_not_under_one_seed(
+        summaries, name):
+    variant, fixed = summaries(name)
+    metric = DAMAGE[name].metric
+    assert variant["requests_arrived"] == fixed["requests_arrived"]  # the same traffic
+    assert variant[metric] > 0, f"{name}: {metric} = {variant[metric]}"
+    assert fixed[metric] == 0, f"the fixed store: {metric} = {fixed[metric]}"
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_the_damage_is_filed_under_the_fault_that_triggered_it(summaries, name):
+    variant, _ = summaries(name)
+    damage = DAMAGE[name]
+    for split in damage.filed_under:
+        assert variant[split] > 0, f"{name}: {split} = {variant[split]}"
+    if damage.fault_injected:
+        assert blamed_on_the_store(variant) == {}
+    else:  # nothing the lab did explains it: all of it is the store's
+        assert variant[f"{damage.metric}_by_store_logic"] == variant[damage.metric]
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_the_fixed_store_is_never_blamed_in_a_variant_scenario(summaries, name):
+    _, fixed = summaries(name)
+    assert blamed_on_the_store(fixed) == {}
+
+
+# -- the bug itself, one call at a time ------------------------------------------
+
+
+@pytest.fixture
+def relay(backend_name, request):
+    """A relay to the parametrised backend."""
+    return Relay(backend_connector(backend_name, request))
+
+
+@pytest.mark.parametrize("cls", [LeaseLimiter, UncompensatedAbandon],
+                         ids=["fixed", "uncompensated_abandon"])
+def test_a_lease_written_after_its_caller_left_is_given_back_only_by_the_fixed_store(
+        relay, key_prefix, cls):
+    """The relay holds the acquire 100 ms before the server runs it; its
+    caller is aborted first (as the fixed store's own test does)."""
+    async def scenario() -> None:
+        limiter = await cls.connect(relay, AsyncioRuntime(), lease_settings(key_prefix))
+        try:
+            relay.delay_ms["acquire"] = 100
+            acquire = asyncio.create_task(limiter.acquire(KEY))
+            await eventually(lambda: relay.count("acquire") >= 1, 1,
+                             "acquire did not reach the relay")
+            await abort(acquire)
+            await asyncio.sleep(0.3)  # past the delay and the invoke's 200 ms deadline
+            leases = await held_leases(relay.target, limiter)
+            if cls is LeaseLimiter:
+                assert relay.count("release") >= 1 and leases == {}
+            else:
+                assert relay.count("release") == 0
+                assert len(leases) == 1, "the abandoned lease should wait for its TTL"
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("cls", [LeaseLimiter, TrustsMisalignedReply],
+                         ids=["fixed", "trusts_misaligned_reply"])
+def test_a_grant_meant_for_another_acquire_is_a_permit_only_without_the_echo_check(
+        relay, key_prefix, cls):
+    """One reply lost on the shared connection: the second acquire's grant
+    lands on the first caller."""
+    async def scenario() -> None:
+        limiter = await cls.connect(relay, AsyncioRuntime(), lease_settings(
+            key_prefix, max_in_flight=2, timeout="1s"))
+        try:
+            relay.connections[0].drop_next_reply()
+            first = asyncio.create_task(limiter.acquire(KEY))
+            await eventually(lambda: relay.count("acquire") >= 1, 1, "first acquire not sent")
+            second = asyncio.create_task(limiter.acquire(KEY))
+
+            admission = await first
+            if cls is LeaseLimiter:
+                assert admission.denial is Denial.STORE_UNAVAILABLE
+                assert limiter.suspect_generation >= 1
+            else:
+                assert admission.is_allowed, "the variant should take the second's grant"
+                assert limiter.suspect_generation == 0, "nothing retires the shifted connection"
+            await abort(second)
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+def test_a_release_whose_one_attempt_is_lost_leaves_the_lease_to_its_ttl(relay, key_prefix):
+    """Connection 1 swallows releases (the fixed store's retry on a fresh
+    connection is ``test_stalled_shared_release_falls_through_to_fresh_retry``).
+    About a second: the attempt's budget has a one-second floor."""
+    async def scenario() -> None:
+        limiter = await ReleaseNeverRetried.connect(relay, AsyncioRuntime(),
+                                                    lease_settings(key_prefix))
+        try:
+            admission = await limiter.acquire(KEY)
+            assert admission.is_allowed
+            relay.connections[0].blackholed.add("release")
+            admission.permit.release()
+
+            await eventually(lambda: relay.sent_on("release", 1) >= 1, 1,
+                             "the shared release was not attempted")
+            await asyncio.sleep(release_timeout_ms(50) / 1000 + 0.2)
+            assert relay.count("release") == 0, "the variant retried its release"
+            assert len(await held_leases(relay.target, limiter)) == 1
+            assert (await limiter.acquire(KEY)).denial is not None
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("cls", [LeaseLimiter, ProcessLocalLeaseIds],
+                         ids=["fixed", "process_local_lease_ids"])
+def test_lease_ids_from_a_per_process_counter_let_three_callers_hold_two_slots(
+        backend_name, request, key_prefix, cls):
+    """Three gateway processes (a runtime each) acquire on one key limited to two."""
+    target = backend_connector(backend_name, request)
+    settings = lease_settings(key_prefix, max_in_flight=2, timeout="250ms",
+                              connect_timeout="250ms")
+
+    async def scenario() -> None:
+        limiters = [await cls.connect(target, AsyncioRuntime(), settings) for _ in range(3)]
+        try:
+            admissions = [await limiter.acquire(KEY) for limiter in limiters]
+            leases = await held_leases(target, limiters[0])
+            if cls is LeaseLimiter:
+                assert [admission.is_allowed for admission in admissions] == [True, True, False]
+                assert len(leases) == 2
+            else:
+                assert all(admission.is_allowed for admission in admissions)
+                assert list(leases) == ["1"], "every process's first lease is field 1"
+        finally:
+            for limiter in limiters:
+                await limiter.aclose()
+
+    run(scenario())
