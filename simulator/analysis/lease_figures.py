@@ -46,7 +46,7 @@ def plot_erlang_b(comparison: pd.DataFrame, target_denial_share: float | None = 
     _erlang_panel(by_limit, comparison, group=leases.OFFERED, x=leases.LIMIT,
                   curve=lambda load, limits: [leases.erlang_b(int(c), load) for c in limits],
                   grid=lambda xs: np.arange(min(xs), max(xs) + 1),
-                  name=lambda load: f"{load:g} Erlangs")
+                  name=lambda load: f"{load:.3g} Erlangs")
     by_limit.set_xlabel("max_in_flight (slots)")
     by_limit.set_title("Denials against the limit, per offered load", fontsize=10)
     _erlang_panel(by_load, comparison, group=leases.LIMIT, x=leases.OFFERED,
@@ -100,7 +100,7 @@ def plot_ttl_costs(table: pd.DataFrame, recommendation: leases.RegionRecommendat
     load = max(recommendation.offered_erlangs) if offered_erlangs is None else offered_erlangs
     at_load = table[table[leases.OFFERED] == load]
     if at_load.empty:
-        raise ValueError(f"no runs at an offered load of {load:g} Erlangs")
+        raise ValueError(f"no runs at an offered load of {load:.3g} Erlangs")
     region = set(recommendation.region)
     figure = Figure(figsize=(15, 4.4), layout="constrained")
     axes = figure.subplots(1, len(leases.COSTS))
@@ -128,7 +128,7 @@ def plot_ttl_costs(table: pd.DataFrame, recommendation: leases.RegionRecommendat
                               markerfacecolor="none", markeredgecolor="tab:green",
                               markeredgewidth=2, label="in the recommended region"))
         ax.legend(handles=handles, fontsize=8, loc="best")
-    figure.suptitle(f"What the lease TTL costs at {load:g} Erlangs (median over seeds; band: "
+    figure.suptitle(f"What the lease TTL costs at {load:.3g} Erlangs (median over seeds; band: "
                     "10th–90th percentile over seeds)", fontsize=11)
     return figure
 
@@ -161,7 +161,7 @@ def plot_region(recommendation: leases.RegionRecommendation) -> Figure:
     ax.legend(handles=[Patch(color="tab:green", alpha=0.6, label="recommended"),
                        Patch(color="lightgrey", alpha=0.6, label="misses a target (named)")],
               fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    loads = ", ".join(f"{load:g}" for load in recommendation.offered_erlangs)
+    loads = ", ".join(f"{load:.3g}" for load in recommendation.offered_erlangs)
     verdict = (f"{len(recommendation.region)} recommended pair(s)" if recommendation.found
                else "no tested pair meets every target")
     ax.set_title(f"(max_in_flight, lease TTL): {verdict}\n"

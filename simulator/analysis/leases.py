@@ -29,16 +29,21 @@ rule). Everything is deterministic: no randomness, only the runs' results.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from simulator.analysis import lab_path
 from simulator.analysis.spread import seed_bands
 from simulator.analysis.ttl import format_seconds
 from simulator.arrivals import Bursts, Poisson, arrivals_as_written
 from simulator.scenario import Scenario, ScenarioError
+from simulator.sweeps import Sweep, load_sweep
+from stores.quantities import parse_duration_us
 
 MICROSECONDS_PER_SECOND = 1_000_000
 
@@ -194,6 +199,80 @@ def offered_erlangs_of(scenario: Scenario) -> float:
     return rate * mean_seconds
 
 
+# ------------------------------------------------------------------ a sweep's results
+
+LIMIT_PARAMETER = "store_settings.max_in_flight"
+TTL_PARAMETER = "store_settings.lease_ttl"
+ARRIVALS_PARAMETER = "workload.arrivals"
+
+
+def load_lease_sweep(sweep_file: str | Path, seeds: int | list[int] | None = None,
+                     limits: list[int] | None = None, arrivals: list[str] | None = None,
+                     lease_ttls: list[str] | None = None,
+                     set_fields: Mapping[str, Any] | None = None) -> Sweep:
+    """A lease sweep as a notebook's parameters adjust it: the sweep file, with
+    ``seeds``, the limits (``store_settings.max_in_flight``), the offered loads
+    as arrival processes (``workload.arrivals``, e.g. ``["poisson(36/s)"]``)
+    and the lease TTLs (``store_settings.lease_ttl``) varied instead of the
+    file's when given, and other scenario fields (``set_fields``, dotted paths)
+    set at every point. A relative ``sweep_file`` is inside the lab's checkout."""
+    path = Path(sweep_file)
+    if not path.is_absolute():
+        path = lab_path(str(path))
+    vary: dict[str, Any] = {}
+    for parameter, values in ((LIMIT_PARAMETER, limits), (ARRIVALS_PARAMETER, arrivals),
+                              (TTL_PARAMETER, lease_ttls)):
+        if values is not None:
+            vary[parameter] = list(values)
+    return load_sweep(path, seeds=seeds, set_fields=dict(set_fields or {}) or None,
+                      vary=vary or None)
+
+
+def planner_table(results: pd.DataFrame, sweep: Sweep) -> pd.DataFrame:
+    """A lease sweep's results (``simulator.sweeps.read_results``) as a planner's
+    table: every run of the sweep's points, with ``offered_erlangs``,
+    ``max_in_flight`` and ``lease_ttl_s`` read from the scenario at its point
+    (whether the sweep varied them or not) beside every summary metric.
+    Runs of points the sweep no longer has (a narrower re-run in the same
+    folder) are left out."""
+    missing = [column for column in ("point", SEED, *COSTS) if column not in results.columns]
+    if missing:
+        raise KeyError(f"no column {', '.join(map(repr, missing))} in these results; "
+                       "are they a lease store's?")
+    points = pd.DataFrame([{"point": point.point_id, **_sizing_of(sweep.scenario_at(point))}
+                           for point in sweep.points])
+    # The point's own values replace any column of the same name in the results.
+    kept = results.drop(columns=[column for column in POINT if column in results.columns])
+    table = points.merge(kept, on="point", how="inner")
+    return table.sort_values([*POINT, SEED], ignore_index=True)
+
+
+def run_seconds_of(sweep: Sweep) -> float:
+    """How long each run of the sweep lasts in virtual time (arrivals and drain),
+    in seconds: what turns a target in slots into one in lease-seconds.
+    A sweep whose points last differently is refused (``ScenarioError``)."""
+    lengths = {(scenario.duration_us + scenario.drain_us) / MICROSECONDS_PER_SECOND
+               for scenario in (sweep.scenario_at(point) for point in sweep.points)}
+    if len(lengths) != 1:
+        raise ScenarioError(f"sweep {sweep.name!r}: its points last "
+                            f"{', '.join(f'{s:g} s' for s in sorted(lengths))}; targets per run "
+                            "need runs of one length (vary neither duration nor drain)")
+    return lengths.pop()
+
+
+def _sizing_of(scenario: Scenario) -> dict[str, float]:
+    """A scenario's offered load, limit and lease TTL (seconds)."""
+    settings = scenario.settings.model_dump(by_alias=True)
+    for name in ("max_in_flight", "lease_ttl"):
+        if name not in settings:
+            raise ScenarioError(f"store_settings.{name}: the store {scenario.store!r} has no "
+                                "such setting; lease sizing needs a concurrency-lease store")
+    # Dumped as written ("5s"), whatever unit the store's model keeps it in.
+    ttl_us = parse_duration_us(settings["lease_ttl"])
+    return {OFFERED: offered_erlangs_of(scenario), LIMIT: int(settings["max_in_flight"]),
+            TTL: ttl_us / MICROSECONDS_PER_SECOND}
+
+
 # ------------------------------------------------------------------ seed bands
 
 
@@ -238,6 +317,17 @@ class RegionTargets:
             value = getattr(self, name)
             if math.isnan(value) or value < 0:
                 raise ValueError(f"{name}: expected lease-seconds >= 0, got {value!r}")
+
+    @classmethod
+    def in_average_slots(cls, denial_share: float, leaked_slots: float, excess_slots: float,
+                         run_seconds: float) -> RegionTargets:
+        """Targets whose lease-seconds are written as slots held on average over a
+        run of ``run_seconds`` (arrivals and drain): one slot leaked on average
+        over an 80 s run is 80 leaked lease-seconds."""
+        if not run_seconds > 0:
+            raise ValueError(f"run_seconds: expected a run longer than 0 s, got {run_seconds!r}")
+        return cls(denial_share=denial_share, leaked_lease_seconds=leaked_slots * run_seconds,
+                   concurrency_excess_lease_seconds=excess_slots * run_seconds)
 
     def of(self, cost: str) -> float:
         """The target of a cost column (``DENIAL_SHARE``, ``LEAKED`` or ``EXCESS``)."""
@@ -376,7 +466,7 @@ def describe_region(recommendation: RegionRecommendation) -> str:
     the targets, the region (or that there is none, and which target rules out
     what), and how many slots Erlang-B alone would have asked for."""
     targets = recommendation.targets
-    loads = ", ".join(f"{load:g}" for load in recommendation.offered_erlangs)
+    loads = ", ".join(f"{load:.3g}" for load in recommendation.offered_erlangs)
     lines = [
         f"Targets, met by the worst seed of every point at every tested offered load "
         f"({loads} Erlangs): denial share ≤ **{targets.denial_share:g}**, leaked lease-seconds "
@@ -407,7 +497,7 @@ def describe_region(recommendation: RegionRecommendation) -> str:
             targets.denial_share > 0) else None
         if fault_free is not None:
             lines.append(f"- Erlang-B alone (no faults) would need {fault_free} slots for a "
-                         f"denial share ≤ {targets.denial_share:g} at {heaviest:g} Erlangs; "
+                         f"denial share ≤ {targets.denial_share:g} at {heaviest:.3g} Erlangs; "
                          f"the recommendation needs {smallest}.")
     else:
         lines.append("**No tested (max_in_flight, lease TTL) pair meets every target**, so "
@@ -434,11 +524,50 @@ def describe_erlang_fit(comparison: pd.DataFrame, within: float = 3.0) -> str:
     worst = judged.loc[judged["z"].abs().idxmax()]
     text = (f"{close} of {len(judged)} points lie within {within:g} standard errors of "
             f"Erlang-B; the largest departure is {worst['z']:+.2g} standard errors "
-            f"({int(worst[LIMIT])} slots at {worst[OFFERED]:g} Erlangs: simulated "
+            f"({int(worst[LIMIT])} slots at {worst[OFFERED]:.3g} Erlangs: simulated "
             f"{worst['simulated']:.3g}, Erlang-B {worst['erlang_b']:.3g}).")
     if unjudged:
         text += f" {unjudged} point(s) without a standard error are not judged."
     return text
+
+
+FLEET_WIDE_FAULTS = frozenset({"partition", "server_restart", "failover", "latency_spike"})
+"""Faults whose rate is the fleet's, not each replica's."""
+
+
+def describe_sweep(sweep: Sweep) -> str:
+    """What a lease sweep ran, in a planner's words (Markdown): the store and
+    fleet, the request durations, the faults, the run length, and the offered
+    loads, limits and lease TTLs tried with their seeds (faults as at the
+    sweep's first point)."""
+    scenarios = [sweep.scenario_at(point) for point in sweep.points]
+    first = scenarios[0]
+    sizing = pd.DataFrame([_sizing_of(scenario) for scenario in scenarios])
+    rates = {name: fault["rate"] for name, fault in first.faults.model_dump(
+        exclude_none=True).items() if isinstance(fault, dict) and fault.get("rate", 0) > 0}
+    faults = [f"{name.replace('_', ' ')} {rate * 3600:.3g}/h"
+              + ("" if name in FLEET_WIDE_FAULTS else " per replica")
+              for name, rate in rates.items()]
+    if first.network.request_loss > 0:
+        faults.append(f"{100 * first.network.request_loss:.3g}% of requests lost")
+    if first.network.reply_loss > 0:
+        faults.append(f"{100 * first.network.reply_loss:.3g}% of replies lost")
+    run_seconds = (first.duration_us + first.drain_us) / MICROSECONDS_PER_SECOND
+
+    def listed(column: str, spell) -> str:
+        return ", ".join(spell(value) for value in sorted(sizing[column].unique()))
+
+    return "\n".join([
+        f"**Sweep {sweep.name!r}** on `{first.store}`: {first.fleet.replicas} replicas, "
+        f"request durations `{first.workload.duration}`.",
+        f"- Faults: {'; '.join(faults) or 'none'}.",
+        f"- Each run: {format_seconds(first.duration_us / MICROSECONDS_PER_SECOND)} of "
+        f"arrivals and {format_seconds(first.drain_us / MICROSECONDS_PER_SECOND)} of drain "
+        f"({format_seconds(run_seconds)} of virtual time).",
+        f"- Offered loads: {listed(OFFERED, lambda load: f'{load:.3g}')} Erlangs; limits: "
+        f"{listed(LIMIT, lambda limit: str(int(limit)))} slots; lease TTLs: "
+        f"{listed(TTL, format_seconds)}; seeds {', '.join(map(str, sweep.seeds))}.",
+    ])
 
 
 # ------------------------------------------------------------------ checks

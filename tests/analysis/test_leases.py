@@ -15,7 +15,14 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from simulator.analysis import lab_path, lease_figures, leases  # noqa: E402
-from simulator.scenario import ScenarioError, parse_scenario, read_toml  # noqa: E402
+from simulator.run import run_scenario  # noqa: E402
+from simulator.scenario import (  # noqa: E402
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+    read_toml,
+)
+from simulator.sweeps import load_sweep  # noqa: E402
 
 
 def run(limit: int, ttl: float, seed: int = 1, offered: float = 15.0, denial: float = 0.0,
@@ -394,3 +401,93 @@ def test_the_region_figure_says_so_when_nothing_is_recommended():
         leases.recommend_region(pd.DataFrame(light + heavy), TARGETS))
     assert "✓" not in cell_texts(figure)
     assert "no tested pair meets every target" in figure.axes[0].get_title()
+
+
+# ------------------------------------------------------------------ the sweeps
+
+
+def test_the_lab_sweeps_size_a_lease_store_with_and_without_faults():
+    erlang = leases.load_lease_sweep("data/sweeps/lease-sizing-erlang.toml")
+    sizing = leases.load_lease_sweep("data/sweeps/lease-sizing.toml")
+    quiet = erlang.scenario_at(erlang.points[0])
+    assert quiet.store == "axond_leases.redis"
+    assert quiet.faults.crash.rate == 0 and quiet.network.reply_loss == 0
+    assert {leases.LIMIT_PARAMETER, leases.ARRIVALS_PARAMETER} == set(erlang.parameters)
+    faulty = sizing.scenario_at(sizing.points[0])
+    assert faulty.faults.crash.rate > 0 and faulty.faults.connection_stall.rate > 0
+    assert {leases.LIMIT_PARAMETER, leases.TTL_PARAMETER} == set(sizing.parameters)
+    assert len(sizing.seeds) >= 3 and len(sizing.points) >= 20
+    assert leases.run_seconds_of(sizing) == 80.0
+    assert "Faults: none." in leases.describe_sweep(erlang)
+    assert "crash 20/h per replica" in leases.describe_sweep(sizing)
+
+
+def test_the_notebook_parameters_reach_the_sweep():
+    sweep = leases.load_lease_sweep("data/sweeps/lease-sizing.toml", seeds=2, limits=[4, 6],
+                                    arrivals=["poisson(8/s)"], lease_ttls=["500ms", "5s"],
+                                    set_fields={"fleet.replicas": 7})
+    assert sweep.seeds == (1, 2)
+    assert sorted((p.parameters[leases.LIMIT_PARAMETER], p.parameters[leases.TTL_PARAMETER])
+                  for p in sweep.points) == [(4, "500ms"), (4, "5s"), (6, "500ms"), (6, "5s")]
+    assert {p.parameters[leases.ARRIVALS_PARAMETER] for p in sweep.points} == {"poisson(8/s)"}
+    assert sweep.scenario_at(sweep.points[0]).fleet.replicas == 7
+
+
+def test_a_planner_table_reads_each_point_from_its_scenario():
+    sweep = leases.load_lease_sweep("data/sweeps/lease-sizing.toml", seeds=2, limits=[4, 6],
+                                    lease_ttls=["500ms"],
+                                    set_fields={"workload.arrivals": "poisson(10/s)",
+                                                "workload.duration": "exponential(2s)"})
+    rows = [{"point": point.point_id, "seed": seed, leases.DENIAL_SHARE: 0.1 * seed,
+             leases.LEAKED: 1.0, leases.EXCESS: 0.0, "requests_arrived": 100}
+            for point in sweep.points for seed in (1, 2)]
+    rows.append({**rows[0], "point": "gone"})   # a point of an earlier, wider sweep
+    table = leases.planner_table(pd.DataFrame(rows), sweep)
+    assert len(table) == 4
+    assert table[leases.OFFERED].tolist() == pytest.approx([20.0] * 4)   # 10/s × 2 s
+    assert table[leases.LIMIT].tolist() == [4, 4, 6, 6]
+    assert table[leases.TTL].tolist() == [0.5] * 4
+    assert table[leases.DENIAL_SHARE].tolist() == pytest.approx([0.1, 0.2, 0.1, 0.2])
+    with pytest.raises(KeyError, match="leaked_lease_seconds"):
+        leases.planner_table(pd.DataFrame(rows).drop(columns=[leases.LEAKED]), sweep)
+
+
+def test_a_sweep_of_another_family_is_refused_naming_the_setting():
+    sweep = load_sweep(lab_path("data", "sweeps", "ttl-tuning.toml"), seeds=1)
+    results = pd.DataFrame([{"point": sweep.points[0].point_id, "seed": 1,
+                             leases.DENIAL_SHARE: 0.0, leases.LEAKED: 0.0,
+                             leases.EXCESS: 0.0}])
+    with pytest.raises(ScenarioError, match="store_settings.max_in_flight"):
+        leases.planner_table(results, sweep)
+
+
+def test_targets_in_slots_are_lease_seconds_over_the_run():
+    targets = leases.RegionTargets.in_average_slots(0.05, leaked_slots=1.5, excess_slots=0.25,
+                                                    run_seconds=80.0)
+    assert targets == leases.RegionTargets(0.05, 120.0, 20.0)
+    with pytest.raises(ValueError, match="run_seconds"):
+        leases.RegionTargets.in_average_slots(0.05, 1.0, 0.0, run_seconds=0.0)
+
+
+def test_targets_per_run_need_runs_of_one_length():
+    sweep = leases.load_lease_sweep("data/sweeps/lease-sizing.toml", seeds=1, limits=[4],
+                                    lease_ttls=["5s"])
+    varied = load_sweep(lab_path("data", "sweeps", "lease-sizing.toml"), seeds=1, vary={
+        leases.LIMIT_PARAMETER: [4], leases.TTL_PARAMETER: ["5s"], "duration": ["10s", "20s"]})
+    assert leases.run_seconds_of(sweep) == 80.0
+    with pytest.raises(ScenarioError, match="30 s, 40 s"):
+        leases.run_seconds_of(varied)
+
+
+# ------------------------------------------------------------------ the demo
+
+
+def test_the_leases_demo_leaks_leases_and_refuses_more_than_erlang_b():
+    scenario = load_scenario(lab_path("data", "scenarios", "leases.toml"))
+    summary = run_scenario(scenario).summary
+    assert summary["leaked_lease_seconds"] > 0
+    assert summary["false_denials_by_leaked_leases"] > 0
+    expected = leases.erlang_b(scenario.settings.max_in_flight,
+                               leases.offered_erlangs_of(scenario))
+    assert summary["denial_share"] > expected
+    assert summary["requests_denied_exceeded"] > 0   # the limit itself binds too
