@@ -82,15 +82,7 @@ class MultiplexedConnection(Link):
             self.stalled = True
             self.trace.record(now, self.replica, self.incarnation, call.process.tag,
                               "connection_stalled_from", detail=call.command.label)
-        if now < self.network.cut_requests_until:
-            self._record(call, "request_lost", "partition")
-        elif self.network.take_forced("request", call.command.label):
-            self._record(call, "request_lost", "scheduled")
-            self.faults.mark(now)
-        elif lost:
-            self._record(call, "request_lost")
-            self.faults.mark(now)
-        else:
+        if self._on_its_way(call, lost, now):
             arrival = max(now + latency, self.last_arrival_us)
             self.last_arrival_us = arrival
             self.kernel.at(arrival, self._arrive_on_stream, call, call.attempt, self.stream)

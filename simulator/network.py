@@ -234,6 +234,13 @@ class Link:
         now = self.kernel.now
         if self.network.forced:
             self._arm(call)
+        if self._on_its_way(call, lost, now):
+            self.kernel.after(latency, self._arrive, call, call.attempt)
+        self.kernel.after(self.settings.timeout_us, self._time_out, call, call.attempt)
+
+    def _on_its_way(self, call: _Call, lost: bool, now: int) -> bool:
+        """Whether the request leaves for the server: a partition, a scheduled
+        loss or the loss draw (``lost``) keeps it from ever arriving."""
         if now < self.network.cut_requests_until:
             self._record(call, "request_lost", "partition")
         elif self.network.take_forced("request", call.command.label):
@@ -243,8 +250,8 @@ class Link:
             self._record(call, "request_lost")
             self.faults.mark(now)
         else:
-            self.kernel.after(latency, self._arrive, call, call.attempt)
-        self.kernel.after(self.settings.timeout_us, self._time_out, call, call.attempt)
+            return True
+        return False
 
     def _arrive(self, call: _Call, attempt: int) -> None:
         server = self.server
