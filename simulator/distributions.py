@@ -120,6 +120,9 @@ def parse_distribution(value: Any, unit: Unit) -> Distribution:
     text = str(value)
     call = _CALL.match(text)
     if call is None:
+        if isinstance(value, int) and unit == "amount":
+            # Kept an integer: an amount may be past what a float holds exactly.
+            return Distribution("constant", (value,), unit, text)
         return Distribution("constant", (_location(text, unit),), unit, text)
     family = call["family"]
     if family not in FAMILIES:

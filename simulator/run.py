@@ -152,6 +152,9 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                                 streams.get("server", "eviction"))
         server = Server(kernel, redis_backend, trace, observer=observer, eviction=eviction,
                         pipelined=pipelined)
+        # An observer may read what the server knows besides post-states (a
+        # key's virtual deadline, say): it gets the server itself.
+        observer.server = server
         server_script_seconds_before = redis_backend.server_script_seconds()
     # While the server holds queued commands, the world reports its facts to
     # the oracle behind them, in order (simulator.pipeline).

@@ -23,6 +23,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, field_validator
 from simulator.arrivals import NO_PINS, Arrivals, Pins, arrivals_as_written, parse_arrivals
 from simulator.empirical import AmountSampler, DurationSampler
 from simulator.models import Model
+from simulator.sessions import SessionPlan, Sessions, plan_session
 
 _ZIPF = re.compile(r"^\s*zipf\(\s*([0-9.]+)\s*\)\s*$")
 
@@ -90,6 +91,10 @@ class Workload(Model):
         "duration_ms, duration_us or duration_s).",
     )
     streaming: Streaming = Field(Streaming(), description="Streamed responses.")
+    sessions: Sessions | None = Field(
+        None, description="Each arrival is a session of tool calls over several counters "
+        "(lifetime, call_every, call_duration, counters, refunds, retries, retry_after, "
+        "cleanup_after, prefix_from): for stores that keep session budgets.")
 
 
 # ------------------------------------------------------------------ runtime
@@ -107,6 +112,8 @@ class Request:
     actual_microdollars: int
     duration_us: int
     kind: str = "unary"  # "unary", "stream" or "stream_cut" (the client left part way)
+    session: SessionPlan | None = None
+    """With ``workload.sessions``: the session this arrival opens."""
 
 
 class KeySpace:
@@ -175,7 +182,12 @@ class RequestSource:
             # The upstream charges only for what it streamed before the disconnect.
             fields["duration_us"] = round(fields["duration_us"] * fraction)
             fields["actual_microdollars"] = round(fields["actual_microdollars"] * fraction)
-        return Request(number=next(self._numbers), kind=kind, **fields)
+        number = next(self._numbers)
+        sessions = workload.sessions
+        # No draws without sessions, so other scenarios keep their traces.
+        session = (plan_session(sessions, number, fields["subject"], rng)
+                   if sessions is not None else None)
+        return Request(number=number, kind=kind, session=session, **fields)
 
     def _stream(self) -> tuple[str, float]:
         """The request's kind, and the fraction of it that runs."""
