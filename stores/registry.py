@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from stores.scripts import ScriptSet
 
-FAMILIES = ("axond_budget", "axond_leases")
+FAMILIES = ("axond_budget", "axond_leases", "av_state")
 
 
 @dataclass(frozen=True)
