@@ -1,14 +1,74 @@
 """Historical variants of the Redis state store: the bugs the seed's comments
 say the fixed one fixed.
 
-Each variant will be ``RedisStateStore`` with one thing changed (a script
-replaced through ``SCRIPTS.replacing``, or one seam of the class), registered
-through ``KINDS`` here with ``kinds.redis_kind``; the package's ``KINDS``
-includes them. None is written yet.
+Each variant is ``RedisStateStore`` running the shipped scripts with one
+thing changed: one script, or the two refund scripts where the fix went into
+both, replaced by its historical text (``stores/av_state/historical/``). The
+Python is the fixed store's, so the calls, their keys and their arguments are
+the same; only what the server does with them differs. Each registers through
+``KINDS`` here with ``kinds.redis_kind``; the package's ``KINDS`` includes
+them. The lab runs a variant and the fixed store on the same scenario and
+seed to show what the fix is worth (``data/scenarios/av-state-variant-*.toml``),
+and each has a race report in ``data/races/`` that ``hunt`` found.
 """
 
 from __future__ import annotations
 
+from stores.av_state.kinds import redis_kind
+from stores.av_state.redis_store import SCRIPTS
 from stores.registry import StoreKind
+from stores.scripts import ScriptSet
 
-KINDS: tuple[StoreKind, ...] = ()
+HISTORICAL = ScriptSet.shipped("stores.av_state.historical")
+"""The historical scripts, by file name (``refund_without_marker``...)."""
+
+REFUND_WITHOUT_MARKER = SCRIPTS.replacing(
+    # The bug: no one-shot marker on either refund script. A driver that
+    # re-sends a refund whose reply was lost credits it twice: budget minted
+    # out of a network flap. The fix: SET NX on a marker first (refund.lua).
+    refund=HISTORICAL["refund_without_marker"],
+    refund_many=HISTORICAL["refund_many_without_marker"],
+)
+
+REFUND_NOT_EXISTS_GATED = SCRIPTS.replacing(
+    # The bug: DECRBY on the raw key. A refund landing after the session's
+    # remove_prefix re-creates its counter, and the clamp at zero is a SET
+    # with no TTL: a permanent key per racing refund, and a recycled session
+    # prefix inherits it. The fix: refund only a counter that EXISTS, and
+    # clamp with SET ... EX.
+    refund=HISTORICAL["refund_not_exists_gated"],
+    refund_many=HISTORICAL["refund_many_not_exists_gated"],
+)
+
+REFUND_MANY_TONUMBER = SCRIPTS.replacing(
+    # The bug: refund_many's amounts through tonumber. An amount near I64_MAX
+    # rounds to 2^63, DECRBY rejects it mid-loop, and the batch half-commits
+    # (Redis keeps the writes made before the error). The fix: DECRBY takes
+    # the caller's exact integer string.
+    refund_many=HISTORICAL["refund_many_tonumber"],
+)
+
+ADD_WITHOUT_TTL = SCRIPTS.replacing(
+    # The bug: add's INCRBY with no EXPIRE. A counter touched only through
+    # add never expires, and an abandoned session's leaks until Redis runs
+    # out of memory. The fix: the same 24 h TTL as every spend.
+    add=HISTORICAL["add_without_ttl"],
+)
+
+KINDS: tuple[StoreKind, ...] = (
+    redis_kind("av_state.variants.refund_without_marker",
+               "historical: refunds with no replay marker; a re-sent refund credits twice "
+               "(budget minted)",
+               scripts=REFUND_WITHOUT_MARKER),
+    redis_kind("av_state.variants.refund_not_exists_gated",
+               "historical: refunds DECRBY the raw key; one after cleanup resurrects the "
+               "counter at 0 with no TTL",
+               scripts=REFUND_NOT_EXISTS_GATED),
+    redis_kind("av_state.variants.refund_many_tonumber",
+               "historical: refund_many converts amounts through tonumber; an I64_MAX amount "
+               "fails mid-batch and the batch half-commits",
+               scripts=REFUND_MANY_TONUMBER),
+    redis_kind("av_state.variants.add_without_ttl",
+               "historical: add sets no TTL; counters touched only by add never expire",
+               scripts=ADD_WITHOUT_TTL),
+)

@@ -39,6 +39,7 @@ from stores.av_state.contract import (
     Spend,
 )
 from stores.av_state.keys import refund_marker_key
+from stores.scripts import ScriptSet
 
 DAY_MS = COUNTER_TTL_SECONDS * 1_000
 # A test's calls take well under this; a TTL within it of a day is "fresh".
@@ -83,8 +84,10 @@ def client(backend: str, url: str | None, server: Any) -> Any:
 Scenario = Callable[[Bench], Awaitable[None]]
 
 
-def runner(backend: str, url: str | None, prefix: str) -> Callable[..., None]:
-    """``run(scenario, runtime=None)``: the scenario against a fresh store."""
+def runner(backend: str, url: str | None, prefix: str,
+           scripts: ScriptSet | None = None) -> Callable[..., None]:
+    """``run(scenario, runtime=None)``: the scenario against a fresh store
+    (on Redis, running ``scripts``: a variant's, or by default the shipped)."""
 
     def run(scenario: Scenario, runtime: AsyncioRuntime | None = None) -> None:
         async def main() -> None:
@@ -93,7 +96,7 @@ def runner(backend: str, url: str | None, prefix: str) -> Callable[..., None]:
                 return
             server = fakeredis.FakeServer()
             data, reader = client(backend, url, server), client(backend, url, server)
-            store = await RedisStateStore.connect(data, runtime or AsyncioRuntime())
+            store = await RedisStateStore.connect(data, runtime or AsyncioRuntime(), scripts)
             try:
                 await scenario(Bench(store, reader, prefix))
             finally:

@@ -1,0 +1,148 @@
+"""The historical variants of av_state's Redis store, and what their bugs cost.
+
+Each variant is tried twice: under plain asyncio against fakeredis and a real
+server (the bug itself, a few calls in a row, beside the fixed store making
+the same calls), and as a whole simulation (its scenario,
+``data/scenarios/av-state-variant-*.toml``, on the variant and on the fixed
+store with the same seed: the damage on one, none on the other, and never
+``store_logic`` on the fixed store where the lab injected a fault). Their race
+reports are replayed by ``tests/simulator/test_races.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from test_av_state_store import Bench, FixedIdRuntime, runner
+
+from stores import registry
+from stores.av_state import variants
+from stores.av_state.contract import COUNTER_TTL_SECONDS, I64_MAX, Refund, Spend
+
+FIXED = "av_state.redis"
+VARIANTS = ("refund_without_marker", "refund_not_exists_gated", "refund_many_tonumber",
+            "add_without_ttl")
+
+
+def kind_name(variant: str) -> str:
+    return f"av_state.variants.{variant}"
+
+
+@pytest.fixture
+def on_kind(backend_name, request, key_prefix):
+    """``on_kind(kind)(scenario, runtime=None)``: a scenario against a fresh
+    store of ``kind``, on fakeredis and on the real server."""
+    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+
+    def of(kind: str):
+        return runner(backend_name, url, key_prefix, registry.get(kind).scripts)
+
+    return of
+
+
+# -- the kinds -------------------------------------------------------------------
+
+
+def test_every_variant_is_the_fixed_store_with_a_script_or_two_replaced():
+    assert {kind.name for kind in variants.KINDS} == {kind_name(name) for name in VARIANTS}
+    fixed = registry.get(FIXED)
+    for name in VARIANTS:
+        kind = registry.get(kind_name(name))
+        assert kind.protocol == fixed.protocol  # run and judged as the av_state family
+        assert set(kind.scripts) == set(fixed.scripts)  # every call keeps its label
+        replaced = {script for script in fixed.scripts
+                    if kind.scripts[script] != fixed.scripts[script]}
+        assert replaced, f"{name} replaces no script"
+        assert replaced <= {"refund", "refund_many", "add"}
+
+
+def test_the_historical_scripts_are_not_among_the_fixed_stores():
+    """Kept apart, so the fixed store's set holds exactly what it runs."""
+    assert not set(variants.HISTORICAL) & set(registry.get(FIXED).scripts)
+
+
+# -- the bug itself, a few calls in a row ------------------------------------------
+
+
+async def counters(bench: Bench, *keys: str) -> list[int]:
+    return [await bench.store.get(key) for key in keys]
+
+
+@pytest.mark.parametrize(("kind", "after_two_sends"), [
+    (FIXED, [70, 70, 60]),
+    (kind_name("refund_without_marker"), [40, 40, 20]),
+], ids=["fixed", "refund_without_marker"])
+def test_a_re_sent_refund_credits_twice_only_without_its_marker(on_kind, kind,
+                                                                 after_two_sends):
+    """Each refund sent twice with the same marker, as a driver re-sends one
+    whose reply it lost."""
+    async def scenario(bench: Bench) -> None:
+        one, first, second = bench.key("one"), bench.key("first"), bench.key("second")
+        for key in (one, first, second):
+            await bench.store.try_spend(Spend(key, 100, 1_000))
+        for _ in range(2):
+            await bench.store.refund(one, 30)
+            await bench.store.refund_many([Refund(first, 30), Refund(second, 40)])
+        # Debited 100 once each: the variant gave back 60 and 80.
+        assert await counters(bench, one, first, second) == after_two_sends
+
+    on_kind(kind)(scenario, FixedIdRuntime())
+
+
+@pytest.mark.parametrize("kind", [FIXED, kind_name("refund_not_exists_gated")],
+                         ids=["fixed", "refund_not_exists_gated"])
+def test_a_refund_after_cleanup_resurrects_the_counter_without_a_ttl_only_ungated(
+        on_kind, kind):
+    async def scenario(bench: Bench) -> None:
+        tokens, calls = bench.key("tokens"), bench.key("calls")
+        await bench.store.try_spend_many([Spend(tokens, 500, 1_000), Spend(calls, 1, 10)])
+        await bench.store.remove_prefix(f"{bench.prefix}:")
+        await bench.store.refund(tokens, 200)
+        await bench.store.refund_many([Refund(calls, 1)])
+        for key in (tokens, calls):
+            if kind == FIXED:
+                assert not await bench.exists(key)
+            else:
+                assert await bench.store.get(key) == 0
+                assert await bench.pttl(key) == -1, "resurrected with no TTL: never expires"
+
+    on_kind(kind)(scenario)
+
+
+@pytest.mark.parametrize(("kind", "after"), [
+    (FIXED, [7, 0, 6]),
+    (kind_name("refund_many_tonumber"), [7, 10, 10]),
+], ids=["fixed", "refund_many_tonumber"])
+def test_an_i64_max_refund_half_commits_a_batch_only_through_tonumber(on_kind, kind, after,
+                                                                       caplog):
+    async def scenario(bench: Bench) -> None:
+        first, everything, last = bench.key("calls"), bench.key("tokens"), bench.key("tool")
+        for key in (first, everything, last):
+            await bench.store.add(key, 10)
+        with caplog.at_level(logging.WARNING, logger="stores.av_state"):
+            # Best effort either way: the variant's failure is logged, not raised.
+            await bench.store.refund_many(
+                [Refund(first, 3), Refund(everything, I64_MAX), Refund(last, 4)])
+        # The variant refunded the key before the huge amount, and no other.
+        assert await counters(bench, first, everything, last) == after
+        assert bool(caplog.records) == (kind != FIXED)
+
+    on_kind(kind)(scenario)
+
+
+@pytest.mark.parametrize("kind", [FIXED, kind_name("add_without_ttl")],
+                         ids=["fixed", "add_without_ttl"])
+def test_a_counter_only_add_touches_expires_only_when_add_sets_its_ttl(on_kind, kind):
+    async def scenario(bench: Bench) -> None:
+        bookkeeping = bench.key("bookkeeping")
+        await bench.store.add(bookkeeping, 1)
+        await bench.store.add(bookkeeping, 1)
+        assert await bench.store.get(bookkeeping) == 2
+        ttl_ms = await bench.pttl(bookkeeping)
+        if kind == FIXED:
+            assert COUNTER_TTL_SECONDS * 1_000 - 10_000 < ttl_ms <= COUNTER_TTL_SECONDS * 1_000
+        else:
+            assert ttl_ms == -1
+
+    on_kind(kind)(scenario)
