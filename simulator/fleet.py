@@ -44,6 +44,9 @@ class Replica:
     """Reads the replica's own store after each call (stores kept in the
     replica; a shared store is observed by the server)."""
     store: Any = None
+    settings: Any = None
+    """The settings its store was built with (a lifecycle may need them:
+    where a store that takes whole keys puts them)."""
     in_flight: set[int] = field(default_factory=set)
     """Requests this incarnation is serving: a crash ends them."""
     stopping: bool = False
@@ -75,6 +78,7 @@ class Replica:
         keyspace is in a state it must not serve) makes the gateway exit; its
         orchestrator starts it again after ``boot_retry_us``, like a crash loop.
         """
+        self.settings = settings
         while True:
             try:
                 self.store = await self.kind.build(self.port, self.runtime, settings)

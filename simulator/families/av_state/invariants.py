@@ -1,0 +1,21 @@
+"""The session-counter family's invariants: the metrics its stores promise to keep down.
+
+``hunt --reference KIND`` compares a candidate store with a reference on
+each of these under the same scenario, seed and schedule: the candidate is
+broken where it does strictly worse.
+"""
+
+from __future__ import annotations
+
+from simulator.expectations import Invariant
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant("budget_overshoot_units"),
+    Invariant("budget_minted_units"),
+    Invariant("double_debits"),
+    Invariant("false_refusals"),
+    Invariant("counters_resurrected"),
+    Invariant("counters_without_ttl"),
+    Invariant("partial_batches"),
+    Invariant("counter_resets"),
+)

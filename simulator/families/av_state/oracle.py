@@ -1,0 +1,811 @@
+"""The session-counter oracle: what callers were told against the store's counters.
+
+Two streams of facts, as for every family (``docs/metrics.md``):
+
+* **the truth**, from the gateways (``lifecycle``) and the lab: a session
+  opened; each call's spend was sent (and re-sent), and its caller was told
+  it committed, was refused or failed; a refund was sent; the cleanup began
+  and ended; a crash dropped the session; and every fault the lab did to its
+  messages (``message_fault``).
+* **the store's record**: after every command, the post-state of the keys
+  it declared (``observer``), tagged with the session the command was sent
+  for; expiry, eviction and restores likewise, tagged with no session. The
+  in-memory twin's counters are read after each call instead.
+
+Rules kept here:
+
+* A counter's budget runs from its first use until a session using it
+  closes it (the cleanup begins, or the session crashes); its truth is what
+  callers were told committed minus what they refunded. **Budget overshoot**
+  is a budget's truth past its limit at the end, blamed on the causes of the
+  commits that passed it: the part the store's own record already forbade
+  is ``store_logic``, the rest goes to why the record was below the truth.
+* The record minus the truth is kept per cause as it forms (``books``): a
+  charge whose caller heard nothing, a second charge of one call, a credit
+  beyond a refund, a counter that vanished or came back each file their
+  difference under the cause the lab gives them, never under a guess from
+  how the record changed. With no fault and no race the workload decides,
+  whatever differs is the store's.
+* A command belongs to the operation of its session that was open when it
+  ran (a spend attempt, a refund, the cleanup); when the cleanup and a call
+  overlap, its declared keys tell which (a refund writes a replay marker; a
+  cleanup deletes). A command that runs after its caller gave up belongs to
+  the attempt that sent it, or to the session's latest call (a reply later
+  than the session's next call is beyond any network the lab models).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from simulator.families.av_state import verdict
+from simulator.families.av_state.books import (
+    ACKED,
+    IN_FLIGHT,
+    LEFTOVER,
+    NEUTRAL,
+    REFUND_PENDING,
+    SERVER,
+    UNCHANGED,
+    Attempt,
+    Charge,
+    Epoch,
+    Intent,
+    KeyChange,
+    KeyView,
+    Ledger,
+    RefundIntent,
+    SessionBook,
+)
+from simulator.families.av_state.causes import (
+    CLEANUP_RACE,
+    DUPLICATES,
+    HIDDEN,
+    IN_MEMORY_TWIN,
+    PER_REPLICA,
+    SHARED_PREFIX,
+    VANISHED,
+)
+from simulator.oracle.attribution import STORE_LOGIC, apportion, dominant
+from simulator.scenario import ScenarioError
+
+MARKER_INFIX = ":r:"
+"""What separates a counter's key from a refund id in a replay marker's key."""
+
+
+class CounterOracle:
+    """The oracle of a session-counter store (see the module docstring)."""
+
+    def __init__(self, counter_ttl_us: int, per_replica: bool = False) -> None:
+        self.counter_ttl_us = counter_ttl_us
+        """The TTL a Redis store gives every counter: past it, a counter the
+        store still holds untouched is one Redis would have expired."""
+        self.per_replica = per_replica
+        """The store keeps counters in each replica (the in-memory twin)."""
+        self.sessions: dict[int, SessionBook] = {}
+        self.ledgers: dict[tuple[Any, str], Ledger] = {}
+        self.by_key: dict[str, dict[Any, Ledger]] = {}
+        self.sources: dict[Any, dict[str, Ledger]] = {}
+        self.epochs: list[Epoch] = []
+        self.others: dict[Any, dict[str, Any]] = {}
+        """Keys under the store's prefix that are not counters (refund
+        markers), as the record holds them, per source."""
+        self.counts: Counter = Counter()
+        self.kept_past_ttl_us = 0
+
+    # -- what the core tells every oracle ------------------------------------
+
+    def replica_clocks(self, clocks: list) -> None:
+        """Counters carry no deadlines written by a replica's clock."""
+
+    def message_fault(self, number: int, what: str) -> None:
+        """The lab did ``what`` to a message of session ``number``: filed
+        under every operation of it still open (the latest when none is)."""
+        session = self.sessions.get(number)
+        if session is None:
+            return
+        open_ops = self._open_faults(session)
+        for faults in open_ops or ([session.last_faults] if session.last_faults is not None
+                                   else []):
+            faults.add(what)
+
+    def aborted(self, number: int, now_us: int) -> None:
+        """Session ``number``'s replica crashed: what it had in flight is
+        hidden from it for good, and the budgets it alone used are closed,
+        leaving their counters behind."""
+        session = self.sessions.get(number)
+        if session is None or session.over:
+            return
+        self.counts["sessions_aborted_by_crash"] += 1
+        session.over = True
+        intent = session.current
+        if intent is not None:
+            attempt = intent.attempts[-1]
+            if not attempt.answer:
+                attempt.answer = "aborted"
+                self._hide_charges(intent, attempt, "crash")
+            if intent.refund is not None and intent.refund.open:
+                intent.refund.open = False
+                self._unsettle_refund(intent, "crash")
+        for key in session.counters:
+            ledger = self._ledger(session.source, key)
+            if session.live:
+                ledger.sessions.discard(number)
+                if not ledger.sessions:
+                    self._close(ledger, number, "crash")
+            else:
+                self._leftover(ledger, "crash")
+        session.live = False
+
+    def source_lost(self, source: Any, now_us: int) -> None:
+        """A replica's twin vanished with its counters."""
+        for ledger in list(self.of_source(source).values()):
+            if ledger.value is not None:
+                self._vanished(ledger, None, VANISHED["source_lost"], now_us)
+        self.others.pop(source, None)
+
+    def of_source(self, source: Any) -> dict[str, Ledger]:
+        """Every counter of ``source`` the books know, by key."""
+        return self.sources.get(source, {})
+
+    # -- facts from the lifecycle --------------------------------------------
+
+    def opened(self, number: int, prefix: str, plan: Any, source: Any, where: tuple[str, str],
+               now_us: int) -> None:
+        """Session ``number`` opened on ``source`` with ``plan``: its counters
+        are ``prefix`` plus each counter its calls spend on."""
+        names = list(dict.fromkeys(part.counter for call in plan.calls for part in call.spends))
+        session = SessionBook(number, prefix, source, where,
+                              tuple(prefix + name for name in names), now_us, plan)
+        self.sessions[number] = session
+        self.counts["sessions_opened"] += 1
+        self.counts["calls_planned"] += len(plan.calls)
+        for key in session.counters:
+            ledger = self._ledger(source, key)
+            ledger.sessions.add(number)
+            ledger.where = where
+            if self.per_replica and any(
+                    other is not ledger and other.value is not None
+                    for other in self.by_key.get(key, {}).values()):
+                # Redis would have shared that counter with this session; the
+                # twin keeps it in another replica, which this session never sees.
+                self._count("counter_resets", PER_REPLICA)
+
+    def spend_sent(self, number: int, index: int, attempt: int, now_us: int) -> None:
+        """Call ``index`` of session ``number`` sent its spend (``attempt`` 0
+        first, then each retry with the same intent)."""
+        session = self.sessions[number]
+        intent = session.calls.get(index)
+        if intent is None:
+            intent = self._intent(session, index)
+            self.counts["calls_started"] += 1
+        session.current = intent
+        sent = Attempt(attempt)
+        intent.attempts.append(sent)
+        session.last_faults = sent.faults
+        self.counts["spend_attempts"] += 1
+        self.counts["spend_attempts_retried"] += attempt > 0
+
+    def spend_answered(self, number: int, index: int, answer: str, refused_index: int | None,
+                       now_us: int) -> None:
+        """The caller of call ``index`` was told ``answer`` (``committed``,
+        ``refused`` naming ``refused_index``, ``failed``, ``rejected``)."""
+        intent = self.sessions[number].calls[index]
+        attempt = intent.attempts[-1]
+        attempt.answer = intent.told = answer
+        self.counts[f"spend_attempts_{answer}"] += 1
+        if answer == "committed":
+            self._told_committed(intent, attempt)
+            return
+        if answer == "refused" and not attempt.faults & HIDDEN:
+            cause = STORE_LOGIC  # it answered a refusal, yet charged
+        else:
+            cause = self._hidden_cause(attempt)
+        self._hide_charges(intent, attempt, cause)
+        if answer == "refused":
+            self._judge_refusal(intent, attempt, refused_index)
+
+    def refund_sent(self, number: int, index: int, now_us: int) -> None:
+        """Call ``index`` gives back its unused amounts: the truth drops now."""
+        session = self.sessions[number]
+        intent = session.calls[index]
+        plan = session.plan
+        parts: dict[str, int] = {}
+        for part in plan.calls[index].refunds:
+            key = session.prefix + part.counter
+            parts[key] = parts.get(key, 0) + part.amount
+        refund = intent.refund = RefundIntent(parts, dict(parts))
+        session.last_faults = refund.faults
+        self.counts["refunds_sent"] += 1
+        for key, amount in parts.items():
+            ledger = self._ledger(session.source, key)
+            epoch = intent.epochs.get(key) or ledger.epoch
+            epoch.truth -= amount
+            if epoch is ledger.epoch:
+                ledger.settle_gap(REFUND_PENDING, amount)
+                ledger.pending_refunds.append(refund)
+
+    def refund_returned(self, number: int, index: int, now_us: int) -> None:
+        """The refund call returned (it never fails its caller): what it did
+        not credit stays in the record, filed under why."""
+        intent = self.sessions[number].calls[index]
+        refund = intent.refund
+        if refund is None or not refund.open:
+            return
+        refund.open = False
+        if refund.faults & HIDDEN:
+            cause = "refund_lost"
+        else:
+            cause = STORE_LOGIC  # it ran, with no fault, and credited less than asked
+        self._unsettle_refund(intent, cause)
+
+    def cleanup_began(self, number: int, now_us: int) -> None:
+        """The session's end: its budgets close, and its counters are being cleared."""
+        session = self.sessions[number]
+        session.live = False
+        session.cleanup = "running"
+        session.last_faults = session.cleanup_faults
+        self.counts["cleanups_begun"] += 1
+        for key in session.counters:
+            ledger = self._ledger(session.source, key)
+            ledger.sessions.discard(number)
+            self._close(ledger, number, LEFTOVER)
+
+    def cleanup_ended(self, number: int, now_us: int) -> None:
+        """``remove_prefix`` returned (it never fails its caller): what it left
+        of the closed budgets stays behind, filed under why."""
+        session = self.sessions[number]
+        session.cleanup = "done"
+        self.counts["cleanups_ended"] += 1
+        cause = "cleanup_lost" if session.cleanup_faults & HIDDEN else STORE_LOGIC
+        for key in session.counters:
+            self._leftover(self._ledger(session.source, key), cause)
+
+    def closed(self, number: int, now_us: int) -> None:
+        """The session is over: every call made, its counters cleared."""
+        session = self.sessions[number]
+        if not session.over:
+            session.over = True
+            self.counts["sessions_closed"] += 1
+
+    # -- the store's record ----------------------------------------------------
+
+    def observe(self, source: Any, now_us: int, tag: int, how: str,
+                changes: list[KeyChange], op: str = "") -> None:
+        """Keys of ``source`` changed (or a command only read them). ``how``
+        is ``command`` (of session ``tag``, doing ``op`` if its caller says:
+        ``spend``, ``refund``, ``cleanup``), ``key_expired``, ``evicted`` or
+        ``data_loss``."""
+        counters: dict[str, KeyChange] = {}
+        markers: dict[str, Any] = {}
+        others = self.others.setdefault(source, {})
+        for change in changes:
+            if (source, change.key) in self.ledgers:
+                counters[change.key] = change
+            else:
+                if change.after is not UNCHANGED:
+                    markers[change.key] = others.get(change.key)
+                    if change.after is None:
+                        others.pop(change.key, None)
+                    else:
+                        others[change.key] = change.after
+        if how != "command":
+            for key, change in counters.items():
+                after = self._value(self.ledgers[source, key], change)
+                self._vanished(self.ledgers[source, key], after, VANISHED[how], now_us,
+                               change.no_ttl)
+            return
+        session = self.sessions.get(tag)
+        if session is None:
+            self._stray(source, counters, now_us)
+            return
+        op = op or self._operation(session, counters, changes)
+        if op == "cleanup":
+            self._cleared(session, counters, now_us)
+        elif op == "refund":
+            self._credited(session, counters, markers, now_us)
+        else:
+            self._charged(session, counters, now_us)
+
+    def _operation(self, session: SessionBook, counters: dict[str, KeyChange],
+                   changes: list[KeyChange]) -> str:
+        """Which operation of the session a server command was: the one open
+        when it ran; when the cleanup overlaps a call, or none is open (a
+        command that ran after its caller gave up), what it did to the keys
+        it declared says: a refund writes its replay marker (or, with none,
+        lowers counters), a cleanup's delete leaves every key it named gone,
+        anything else is a spend."""
+        intent = session.current
+        call_op = ""
+        if intent is not None and intent.attempts and not intent.attempts[-1].answer:
+            call_op = "spend"
+        elif intent is not None and intent.refund is not None and intent.refund.open:
+            call_op = "refund"
+        deleting = bool(changes) and all(change.after is None and change.written
+                                         for change in changes)
+        if session.cleanup == "running" and (deleting or not call_op):
+            if deleting:
+                return "cleanup"
+        elif call_op:
+            return call_op
+        elif deleting:
+            return "cleanup"
+        # No operation open explains it: it ran after its caller gave up.
+        if any(MARKER_INFIX in change.key and change.after not in (None, UNCHANGED)
+               for change in changes):
+            return "refund"
+        held = self.sources.get(session.source, {})
+        if any(change.after is not UNCHANGED and change.after is not None
+               and (held[key].value or 0) > change.after for key, change in counters.items()):
+            return "refund"
+        return "spend"
+
+    def _value(self, ledger: Ledger, change: KeyChange) -> int | None:
+        return ledger.value if change.after is UNCHANGED else change.after
+
+    def _write(self, ledger: Ledger, change: KeyChange, now_us: int) -> tuple[int | None,
+                                                                                int | None]:
+        """Apply a command's post-state to a ledger: ``(before, after)``."""
+        before = ledger.value
+        after = self._value(ledger, change)
+        ledger.value = after
+        if change.written and after is not None:
+            if self.per_replica and before is None:
+                self._without_ttl(ledger, IN_MEMORY_TWIN)
+            elif change.no_ttl and not self.per_replica:
+                self._without_ttl(ledger, STORE_LOGIC)
+            else:
+                ledger.no_ttl = False
+        if change.written or self.per_replica:
+            self._touched(ledger, before, now_us)
+        return before, after
+
+    def _without_ttl(self, ledger: Ledger, cause: str) -> None:
+        ledger.no_ttl = True
+        if not ledger.ever_no_ttl:
+            ledger.ever_no_ttl = True
+            self._count("counters_without_ttl", cause)
+
+    def _touched(self, ledger: Ledger, before: int | None, now_us: int) -> None:
+        """A command touched the counter: one held untouched past the TTL is
+        one a Redis store would have expired (the twin keeps them all)."""
+        if before is not None:
+            idle = now_us - ledger.touched_us
+            if idle >= self.counter_ttl_us:
+                self.counts["counters_kept_past_ttl"] += 1
+                self.kept_past_ttl_us += idle - self.counter_ttl_us
+        ledger.touched_us = now_us
+
+    # -- spends ----------------------------------------------------------------
+
+    def _charged(self, session: SessionBook, counters: dict[str, KeyChange],
+                 now_us: int) -> None:
+        """A spend of the session's current call ran: each counter it charged
+        is filed as on its way to the caller, or as why the caller will
+        never hear of it (a second charge of one call is a double debit)."""
+        intent = session.current
+        if intent is None:
+            self._stray(session.source, counters, now_us)
+            return
+        attempt = intent.attempts[-1]
+        before_all: dict[str, int] = {}
+        charged, uncharged = [], []
+        doubled: list[tuple[str, int]] = []
+        for key, change in counters.items():
+            ledger = self.ledgers[session.source, key]
+            before, after = self._write(ledger, change, now_us)
+            delta = (after or 0) - (before or 0)
+            before_all[key] = before or 0
+            amount = intent.parts.get(key, (None, 0))[0]
+            if amount is None:
+                ledger.settle_gap(STORE_LOGIC, delta)  # a key its call does not spend on
+                continue
+            old = intent.epochs[key] is not ledger.epoch
+            if before is None and after is not None and ledger.cleared:
+                ledger.cleared = False
+                if old:
+                    self._resurrected(change, self._closed_cause(intent, intent.epochs[key]))
+            if amount == 0:
+                ledger.settle_gap(STORE_LOGIC, delta)
+                continue
+            if not (change.written and after is not None and delta == amount):
+                (uncharged if delta == 0 else charged).append(key)
+                ledger.settle_gap(STORE_LOGIC, delta)  # charged a wrong amount, if anything
+                continue
+            charged.append(key)
+            cause = self._charge(intent, attempt, ledger, old)
+            if cause is not None:
+                doubled.append((cause, amount))
+        if charged and uncharged:
+            self._count("partial_batches", STORE_LOGIC)
+            self.counts["partial_spends"] += 1
+        if doubled:
+            self._count("double_debits", doubled[0][0])
+            self.counts["double_debit_units"] += sum(amount for _, amount in doubled)
+        if charged:
+            attempt.record_before = before_all
+        else:
+            attempt.refusal = {key: self._view(intent, self._ledger(session.source, key),
+                                               before_all.get(key))
+                               for key in intent.parts}
+
+    def _charge(self, intent: Intent, attempt: Attempt, ledger: Ledger,
+                old: bool) -> str | None:
+        """File one charge of ``intent`` on ``ledger``; the cause of the double
+        debit it makes, if it is not the call's first charge there."""
+        amount = intent.parts[ledger.key][0]
+        charges = intent.charges.setdefault(ledger.key, [])
+        prior = [charge for charge in charges if charge.incarnation == ledger.incarnation]
+        if old:
+            status = self._closed_cause(intent, intent.epochs[ledger.key])
+        elif any(charge.attempt == attempt.number for charge in prior):
+            status = "duplicate_execution" if attempt.faults & DUPLICATES else STORE_LOGIC
+        elif attempt.answer:
+            status = self._hidden_cause(attempt)  # its caller already stopped waiting
+        else:
+            status = IN_FLIGHT
+        ledger.settle_gap(status, amount)
+        charges.append(Charge(attempt.number, ledger.incarnation, status))
+        if not prior:
+            return None
+        if any(charge.attempt == attempt.number for charge in prior):
+            return status
+        earlier = prior[-1].status
+        return earlier if earlier not in (IN_FLIGHT, ACKED) else STORE_LOGIC
+
+    def _view(self, intent: Intent, ledger: Ledger, record: int | None) -> KeyView:
+        neutral = sum(ledger.gap.get(part, 0) for part in NEUTRAL)
+        blamable = {cause: gap for cause, gap in ledger.gap.items()
+                    if gap > 0 and cause not in NEUTRAL}
+        return KeyView(record if record is not None else (ledger.value or 0),
+                       ledger.epoch.truth + neutral, blamable)
+
+    def _hide_charges(self, intent: Intent, attempt: Attempt, cause: str) -> None:
+        """The attempt's charges still on their way will never reach its caller."""
+        session = self.sessions[intent.session]
+        for key, charges in intent.charges.items():
+            ledger = self._ledger(session.source, key)
+            for charge in charges:
+                if charge.attempt == attempt.number and charge.status == IN_FLIGHT:
+                    charge.status = cause
+                    if (charge.incarnation == ledger.incarnation
+                            and intent.epochs[key] is ledger.epoch):
+                        ledger.move_gap(IN_FLIGHT, cause, intent.parts[key][0])
+
+    def _hidden_cause(self, attempt: Attempt) -> str:
+        return "reply_lost" if attempt.faults & HIDDEN else STORE_LOGIC
+
+    def _told_committed(self, intent: Intent, attempt: Attempt) -> None:
+        """The caller was told its call committed: the truth grows by every
+        part; a part the store never charged leaves the record short."""
+        session = self.sessions[intent.session]
+        for key, (amount, limit) in intent.parts.items():
+            ledger = self._ledger(session.source, key)
+            epoch = intent.epochs[key]
+            epoch.truth += amount
+            if epoch is ledger.epoch and amount:
+                charge = next((charge for charge in reversed(intent.charges.get(key, []))
+                               if charge.status == IN_FLIGHT
+                               and charge.incarnation == ledger.incarnation), None)
+                if charge is not None:
+                    charge.status = ACKED
+                    ledger.settle_gap(IN_FLIGHT, -amount)
+                else:
+                    ledger.settle_gap(self._uncharged_cause(intent, attempt, ledger), -amount)
+            self._judge_commit(intent, attempt, ledger, epoch, amount, limit)
+
+    def _uncharged_cause(self, intent: Intent, attempt: Attempt, ledger: Ledger) -> str:
+        """Why a call its caller was told committed has no charge in the record."""
+        if "misaligned_reply" in attempt.faults:
+            return "misaligned_reply"
+        wiped = [charge.incarnation for charge in intent.charges.get(ledger.key, [])
+                 if charge.incarnation != ledger.incarnation]
+        if wiped:
+            return self._ended_cause(intent, ledger, wiped[-1])
+        return STORE_LOGIC
+
+    def _judge_commit(self, intent: Intent, attempt: Attempt, ledger: Ledger, epoch: Epoch,
+                      amount: int, limit: int) -> None:
+        """A commit that took its budget's truth past the limit: its excess
+        splits exactly into what the store's record already forbade
+        (``store_logic``) and what came through the record lagging the truth,
+        shared over why it lagged."""
+        over = epoch.truth - limit
+        if over <= 0 or not amount:
+            return
+        excess = min(amount, over)
+        seen = None if attempt.record_before is None else attempt.record_before.get(ledger.key)
+        own = 0 if seen is None else max(0, min(excess, seen + amount - limit))
+        epoch.wrongful[STORE_LOGIC] += own
+        if epoch is ledger.epoch:
+            weights = {cause: -gap for cause, gap in ledger.gap.items()
+                       if gap < 0 and cause not in NEUTRAL}
+        else:
+            weights = {self._closed_cause(intent, epoch): 1}
+        for cause, part in apportion(excess - own, weights).items():
+            epoch.wrongful[cause] += part
+
+    def _judge_refusal(self, intent: Intent, attempt: Attempt, index: int | None) -> None:
+        """A refusal an exactly-once limiter would not have made: the call was
+        already charged (by an attempt hidden from its caller), or every part
+        had room in the truth when the store decided."""
+        session = self.sessions[intent.session]
+        hidden = [charge.status for key, charges in intent.charges.items()
+                  for charge in charges
+                  if charge.status not in (IN_FLIGHT, ACKED)
+                  and charge.incarnation == self._ledger(session.source, key).incarnation]
+        if hidden:
+            self._false_refusal(hidden[0])
+            return
+        views = attempt.refusal or {key: self._view(intent, self._ledger(session.source, key),
+                                                    None) for key in intent.parts}
+        if any(views[key].ideal + amount > limit
+               for key, (amount, limit) in intent.parts.items()):
+            return
+        if "misaligned_reply" in attempt.faults:
+            self._false_refusal("misaligned_reply")
+            return
+        keys = list(intent.parts)
+        refused = keys[index] if index is not None and 0 <= index < len(keys) else None
+        if refused is None:
+            refused = next(key for key, (amount, limit) in intent.parts.items()
+                           if views[key].record + amount > limit) if any(
+                views[key].record + amount > limit
+                for key, (amount, limit) in intent.parts.items()) else keys[0]
+        amount, limit = intent.parts[refused]
+        view = views[refused]
+        if view.record + amount <= limit:
+            self._false_refusal(STORE_LOGIC)  # its own record had room
+        else:
+            self._false_refusal(dominant(view.blamable))
+
+    def _false_refusal(self, cause: str) -> None:
+        self._count("false_refusals", cause)
+        if cause in ("duplicate_execution", "reply_lost"):
+            self.counts["false_refusals_from_double_debits"] += 1
+
+    # -- refunds ---------------------------------------------------------------
+
+    def _credited(self, session: SessionBook, counters: dict[str, KeyChange],
+                  markers: dict[str, Any], now_us: int) -> None:
+        """A refund of the session's current call ran: each credit is its
+        refund's (up to what it gives back of a charge still in the record),
+        or minted budget, filed under why."""
+        intent = session.current
+        refund = None if intent is None else intent.refund
+        if intent is None or refund is None:
+            self._stray(session.source, counters, now_us)
+            return
+        refund.executions += 1
+        if any(before is not None for key, before in markers.items() if MARKER_INFIX in key):
+            self.counts["refund_replays_blocked"] += 1
+        written, skipped = 0, 0
+        for key, change in counters.items():
+            ledger = self.ledgers[session.source, key]
+            before, after = self._write(ledger, change, now_us)
+            asked = refund.parts.get(key, 0)
+            if before is None:
+                if after is not None:
+                    # A refund never may create a counter (the EXISTS gate).
+                    ledger.cleared = False
+                    self._resurrected(change, STORE_LOGIC)
+                    ledger.settle_gap(STORE_LOGIC, after)
+                continue
+            if asked:
+                if change.written:
+                    written += 1
+                else:
+                    skipped += 1
+            credit = before - (after or 0)
+            if credit < 0:
+                ledger.settle_gap(STORE_LOGIC, -credit)  # a refund that charged
+            elif credit:
+                self._credit(intent, refund, ledger, credit)
+        if written and skipped:
+            self._count("partial_batches", STORE_LOGIC)
+            self.counts["partial_refunds"] += 1
+
+    def _credit(self, intent: Intent, refund: RefundIntent, ledger: Ledger, credit: int) -> None:
+        key = ledger.key
+        epoch = intent.epochs.get(key)
+        charges = intent.charges.get(key, [])
+        in_record = any(charge.incarnation == ledger.incarnation for charge in charges)
+        legit = min(credit, refund.pending.get(key, 0)) if in_record else 0
+        if legit:
+            refund.pending[key] -= legit
+            if epoch is ledger.epoch:
+                ledger.settle_gap(REFUND_PENDING, -legit)
+            else:
+                # A closed budget's refund: it takes back what its call left
+                # behind (or charged after the cleanup).
+                from_leftover = min(legit, max(0, ledger.gap.get(LEFTOVER, 0)))
+                ledger.settle_gap(LEFTOVER, -from_leftover)
+                ledger.settle_gap(self._closed_cause(intent, epoch), from_leftover - legit)
+        minted = credit - legit
+        if not minted:
+            return
+        if in_record and refund.executions > 1:
+            cause = "duplicate_execution" if refund.faults & DUPLICATES else STORE_LOGIC
+        elif charges and not in_record:
+            cause = self._ended_cause(intent, ledger, charges[-1].incarnation)
+        elif not charges and intent.attempts and "misaligned_reply" in intent.attempts[-1].faults:
+            cause = "misaligned_reply"
+        else:
+            cause = STORE_LOGIC
+        ledger.settle_gap(cause, -minted)
+        self._count("budget_minted_units", cause, minted)
+        self.counts["refunds_minting"] += 1
+
+    def _unsettle_refund(self, intent: Intent, cause: str) -> None:
+        """What a finished refund did not credit stays in the record, as ``cause``'s."""
+        refund = intent.refund
+        assert refund is not None
+        session = self.sessions[intent.session]
+        for key, pending in refund.pending.items():
+            ledger = self._ledger(session.source, key)
+            if pending and refund in ledger.pending_refunds:
+                ledger.move_gap(REFUND_PENDING, cause, pending)
+            if refund in ledger.pending_refunds:
+                ledger.pending_refunds.remove(refund)
+            refund.pending[key] = 0
+
+    # -- cleanup, budgets and vanishing counters ---------------------------------
+
+    def _close(self, ledger: Ledger, number: int, leftover_cause: str) -> None:
+        """Close the ledger's budget (session ``number`` ended it): a new one
+        begins with nothing true, and all the record holds is left over."""
+        ledger.epoch.closed_by = number
+        ledger.epoch = self._epoch(ledger.key, None)  # its calls bring its limit
+        # Refunds of the closed budget still on their way keep what they may
+        # credit (``_credit``), but no longer count in the new budget's gap.
+        ledger.pending_refunds = []
+        ledger.reset_gap(leftover_cause)
+
+    def _leftover(self, ledger: Ledger, cause: str) -> None:
+        """The cleanup is over: what it left of a closed budget is ``cause``'s."""
+        left = ledger.gap.get(LEFTOVER, 0)
+        if left:
+            ledger.move_gap(LEFTOVER, cause, left)
+
+    def _cleared(self, session: SessionBook, counters: dict[str, KeyChange],
+                 now_us: int) -> None:
+        """The cleanup deleted counters of its prefix."""
+        for key, change in counters.items():
+            ledger = self.ledgers[session.source, key]
+            if ledger.value is None or change.after is not None:
+                self._write(ledger, change, now_us)
+                continue
+            live = ledger.sessions - {session.number}
+            if live:
+                # Another session of the prefix still spends on it.
+                self._count("counter_resets", SHARED_PREFIX)
+            self._end_incarnation(ledger, "cleanup")
+            ledger.value = None
+            ledger.cleared = True
+            ledger.reset_gap(SHARED_PREFIX)
+
+    def _vanished(self, ledger: Ledger, after: int | None, cause: str, now_us: int,
+                  no_ttl: bool = False) -> None:
+        """A counter vanished or changed with no command of a session, for
+        ``cause``: its TTL ran out, the server evicted it, a restore rewrote
+        it, its replica crashed (or a command the store sent on its own)."""
+        before = ledger.value
+        if after == before:
+            return
+        if before is not None and (after is None or after < before) and ledger.sessions:
+            self._count("counter_resets", cause)
+        if before is None and ledger.cleared:
+            self._resurrected(KeyChange(ledger.key, after, no_ttl=no_ttl), cause)
+        self._end_incarnation(ledger, cause)
+        ledger.value = after
+        if after is not None:
+            ledger.cleared = False
+            if no_ttl and not self.per_replica:
+                self._without_ttl(ledger, STORE_LOGIC)
+        ledger.reset_gap(cause)
+
+    def _end_incarnation(self, ledger: Ledger, how: str) -> None:
+        """The key's current content is gone: charges and refunds on it end with it."""
+        ledger.ended[ledger.incarnation] = (how, ledger.epoch)
+        ledger.incarnation += 1
+        for refund in ledger.pending_refunds:
+            refund.pending[ledger.key] = 0
+        ledger.pending_refunds = []
+
+    def _ended_cause(self, intent: Intent, ledger: Ledger, incarnation: int) -> str:
+        """Why the incarnation of ``ledger`` holding ``intent``'s charge ended."""
+        how, epoch_then = ledger.ended.get(incarnation, (STORE_LOGIC, ledger.epoch))
+        if how != "cleanup":
+            return how
+        return self._closed_cause(intent, intent.epochs.get(ledger.key, epoch_then))
+
+    def _closed_cause(self, intent: Intent, epoch: Epoch) -> str:
+        """Whose cleanup a call ran into: its own session's, or another's of the prefix."""
+        if epoch.closed_by is None or epoch.closed_by == intent.session:
+            return CLEANUP_RACE
+        return SHARED_PREFIX
+
+    def _resurrected(self, change: KeyChange, cause: str) -> None:
+        self._count("counters_resurrected", cause)
+        if change.no_ttl and not self.per_replica:
+            self.counts["counters_resurrected_without_ttl"] += 1
+
+    def _stray(self, source: Any, counters: dict[str, KeyChange], now_us: int) -> None:
+        """A command no open operation of a known session explains: whatever it
+        did to a counter is the store's."""
+        for key, change in counters.items():
+            ledger = self.ledgers[source, key]
+            if ledger.value is not None and change.after is None:
+                self._vanished(ledger, None, STORE_LOGIC, now_us)
+            else:
+                before, after = self._write(ledger, change, now_us)
+                ledger.settle_gap(STORE_LOGIC, (after or 0) - (before or 0))
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _open_faults(self, session: SessionBook) -> list[set[str]]:
+        found = []
+        intent = session.current
+        if intent is not None:
+            if intent.attempts and not intent.attempts[-1].answer:
+                found.append(intent.attempts[-1].faults)
+            if intent.refund is not None and intent.refund.open:
+                found.append(intent.refund.faults)
+        if session.cleanup == "running":
+            found.append(session.cleanup_faults)
+        return found
+
+    def _ledger(self, source: Any, key: str) -> Ledger:
+        ledger = self.ledgers.get((source, key))
+        if ledger is None:
+            ledger = self.ledgers[source, key] = Ledger(key, source, self._epoch(key, None))
+            self.by_key.setdefault(key, {})[source] = ledger
+            self.sources.setdefault(source, {})[key] = ledger
+        return ledger
+
+    def _epoch(self, key: str, limit: int | None) -> Epoch:
+        epoch = Epoch(key, limit)
+        self.epochs.append(epoch)
+        return epoch
+
+    def _intent(self, session: SessionBook, index: int) -> Intent:
+        plan = session.plan
+        parts: dict[str, tuple[int, int]] = {}
+        epochs: dict[str, Epoch] = {}
+        for part in plan.calls[index].spends:
+            key = session.prefix + part.counter
+            parts[key] = (part.amount, part.limit)
+            ledger = self._ledger(session.source, key)
+            epochs[key] = ledger.epoch
+            if ledger.epoch.limit is None or part.limit > ledger.epoch.limit:
+                ledger.epoch.limit = part.limit
+        intent = session.calls[index] = Intent(session.number, index, parts, epochs)
+        return intent
+
+    def _count(self, metric: str, cause: str, amount: int = 1) -> None:
+        self.counts[metric] += amount
+        self.counts[f"{metric}_by_{cause}"] += amount
+
+    # -- results -------------------------------------------------------------------
+
+    def sample(self, now_us: int, per_key: bool) -> list[dict[str, Any]]:
+        """The counters now, from the oracle's own books (``verdict``)."""
+        return verdict.sample(self, now_us, per_key)
+
+    def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
+        """Every metric of the family, from what happened (``verdict``)."""
+        return verdict.summary(self, end_us)
+
+
+def counter_oracle(scenario: Any, kind: Any, settings: Any) -> CounterOracle:
+    """The oracle of ``scenario`` run on ``kind`` with ``settings``; a
+    scenario with no sessions is refused, naming the field."""
+    if scenario.workload.sessions is None:
+        raise ScenarioError(f"workload.sessions: the store {kind.name!r} keeps session "
+                            "counters; give the scenario a [workload.sessions] table")
+    return CounterOracle(counter_ttl_us=kind.contract.COUNTER_TTL_SECONDS * 1_000_000,
+                         per_replica=kind.per_replica)
+
+
+__all__ = ["SERVER", "CounterOracle", "counter_oracle"]
