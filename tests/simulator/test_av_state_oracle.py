@@ -149,10 +149,21 @@ class Story:
         return self.oracle.summary(self.now if end_us is None else end_us, None)
 
     def check_gaps(self) -> None:
-        """The books' invariant: each counter's gap adds up to record minus truth."""
-        for ledger in self.oracle.ledgers.values():
+        """The books' invariants: each counter's gap adds up to record minus
+        truth, and the running totals a sample reads are the books' sums."""
+        oracle = self.oracle
+        for ledger in oracle.ledgers.values():
             assert sum(ledger.gap.values()) == (ledger.value or 0) - ledger.epoch.truth, (
                 ledger.key, dict(ledger.gap), ledger.value, ledger.epoch.truth)
+        present = [ledger for ledger in oracle.ledgers.values() if ledger.value is not None]
+        totals = oracle.totals
+        assert totals.record == sum(ledger.value for ledger in present)
+        assert totals.present == len(present)
+        assert totals.without_ttl == sum(ledger.no_ttl for ledger in present)
+        assert totals.truth == sum(ledger.epoch.truth for ledger in oracle.ledgers.values())
+        assert totals.overshoot == sum(max(0, epoch.truth - epoch.limit) for epoch in oracle.epochs
+                                       if epoch.limit is not None)
+        assert totals.live_sessions == sum(session.live for session in oracle.sessions.values())
 
 
 DAMAGE = ("budget_overshoot_units", "budget_minted_units", "double_debits", "false_refusals",

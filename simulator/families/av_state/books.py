@@ -41,6 +41,25 @@ UNCHANGED = object()
 """A key's post-state when the command only read it: what the books last had."""
 
 
+@dataclass(slots=True)
+class Totals:
+    """Running sums over every counter, kept as the books change: a sample
+    of the aggregate costs nothing per counter (a run samples every second
+    of days of virtual time)."""
+
+    record: int = 0
+    """What the store's counters hold, summed."""
+    truth: int = 0
+    """The truth of every budget still open, summed."""
+    overshoot: int = 0
+    """Every budget's truth past its limit, summed."""
+    present: int = 0
+    """Counters the store holds."""
+    without_ttl: int = 0
+    """Counters the store holds with no expiry."""
+    live_sessions: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class KeyChange:
     """One key's post-state after a command (or an expiry, eviction, restore)."""

@@ -57,6 +57,7 @@ from simulator.families.av_state.books import (
     Ledger,
     RefundIntent,
     SessionBook,
+    Totals,
 )
 from simulator.families.av_state.causes import (
     CLEANUP_RACE,
@@ -93,6 +94,7 @@ class CounterOracle:
         markers), as the record holds them, per source."""
         self.counts: Counter = Counter()
         self.kept_past_ttl_us = 0
+        self.totals = Totals()
 
     # -- what the core tells every oracle ------------------------------------
 
@@ -136,7 +138,7 @@ class CounterOracle:
                     self._close(ledger, number, "crash")
             else:
                 self._leftover(ledger, "crash")
-        session.live = False
+        self._end_life(session)
 
     def source_lost(self, source: Any, now_us: int) -> None:
         """A replica's twin vanished with its counters."""
@@ -159,6 +161,7 @@ class CounterOracle:
         session = SessionBook(number, prefix, source, where,
                               tuple(prefix + name for name in names), now_us, plan)
         self.sessions[number] = session
+        self.totals.live_sessions += 1
         self.counts["sessions_opened"] += 1
         self.counts["calls_planned"] += len(plan.calls)
         for key in session.counters:
@@ -221,7 +224,7 @@ class CounterOracle:
         for key, amount in parts.items():
             ledger = self._ledger(session.source, key)
             epoch = intent.epochs.get(key) or ledger.epoch
-            epoch.truth -= amount
+            self._add_truth(epoch, -amount)
             if epoch is ledger.epoch:
                 ledger.settle_gap(REFUND_PENDING, amount)
                 ledger.pending_refunds.append(refund)
@@ -243,7 +246,7 @@ class CounterOracle:
     def cleanup_began(self, number: int, now_us: int) -> None:
         """The session's end: its budgets close, and its counters are being cleared."""
         session = self.sessions[number]
-        session.live = False
+        self._end_life(session)
         session.cleanup = "running"
         session.last_faults = session.cleanup_faults
         self.counts["cleanups_begun"] += 1
@@ -261,6 +264,11 @@ class CounterOracle:
         cause = "cleanup_lost" if session.cleanup_faults & HIDDEN else STORE_LOGIC
         for key in session.counters:
             self._leftover(self._ledger(session.source, key), cause)
+
+    def _end_life(self, session: SessionBook) -> None:
+        if session.live:
+            session.live = False
+            self.totals.live_sessions -= 1
 
     def closed(self, number: int, now_us: int) -> None:
         """The session is over: every call made, its counters cleared."""
@@ -349,23 +357,45 @@ class CounterOracle:
         """Apply a command's post-state to a ledger: ``(before, after)``."""
         before = ledger.value
         after = self._value(ledger, change)
-        ledger.value = after
+        no_ttl = ledger.no_ttl
         if change.written and after is not None:
-            if self.per_replica and before is None:
-                self._without_ttl(ledger, IN_MEMORY_TWIN)
-            elif change.no_ttl and not self.per_replica:
-                self._without_ttl(ledger, STORE_LOGIC)
-            else:
-                ledger.no_ttl = False
+            # The twin's counters never expire; a Redis store's must not be
+            # left without a TTL on any path.
+            no_ttl = self.per_replica or change.no_ttl
+            if no_ttl:
+                self._without_ttl(ledger, IN_MEMORY_TWIN if self.per_replica else STORE_LOGIC)
+        self._hold(ledger, after, no_ttl)
         if change.written or self.per_replica:
             self._touched(ledger, before, now_us)
         return before, after
 
+    def _hold(self, ledger: Ledger, value: int | None, no_ttl: bool) -> None:
+        """The store now holds ``value`` under the counter (``None``: nothing)."""
+        totals = self.totals
+        was_present = ledger.value is not None
+        totals.record += (value or 0) - (ledger.value or 0)
+        totals.without_ttl -= was_present and ledger.no_ttl
+        ledger.value, ledger.no_ttl = value, no_ttl
+        totals.present += (value is not None) - was_present
+        totals.without_ttl += value is not None and no_ttl
+
     def _without_ttl(self, ledger: Ledger, cause: str) -> None:
-        ledger.no_ttl = True
+        """A counter is seen with no expiry: counted once per key."""
         if not ledger.ever_no_ttl:
             ledger.ever_no_ttl = True
             self._count("counters_without_ttl", cause)
+
+    def _add_truth(self, epoch: Epoch, amount: int) -> None:
+        """A budget's truth moves by ``amount`` (a commit told, a refund sent)."""
+        over = self._over(epoch)
+        epoch.truth += amount
+        self.totals.overshoot += self._over(epoch) - over
+        if epoch.closed_by is None:
+            self.totals.truth += amount
+
+    @staticmethod
+    def _over(epoch: Epoch) -> int:
+        return 0 if epoch.limit is None else max(0, epoch.truth - epoch.limit)
 
     def _touched(self, ledger: Ledger, before: int | None, now_us: int) -> None:
         """A command touched the counter: one held untouched past the TTL is
@@ -483,7 +513,7 @@ class CounterOracle:
         for key, (amount, limit) in intent.parts.items():
             ledger = self._ledger(session.source, key)
             epoch = intent.epochs[key]
-            epoch.truth += amount
+            self._add_truth(epoch, amount)
             if epoch is ledger.epoch and amount:
                 charge = next((charge for charge in reversed(intent.charges.get(key, []))
                                if charge.status == IN_FLIGHT
@@ -655,6 +685,7 @@ class CounterOracle:
     def _close(self, ledger: Ledger, number: int, leftover_cause: str) -> None:
         """Close the ledger's budget (session ``number`` ended it): a new one
         begins with nothing true, and all the record holds is left over."""
+        self.totals.truth -= ledger.epoch.truth
         ledger.epoch.closed_by = number
         ledger.epoch = self._epoch(ledger.key, None)  # its calls bring its limit
         # Refunds of the closed budget still on their way keep what they may
@@ -681,7 +712,7 @@ class CounterOracle:
                 # Another session of the prefix still spends on it.
                 self._count("counter_resets", SHARED_PREFIX)
             self._end_incarnation(ledger, "cleanup")
-            ledger.value = None
+            self._hold(ledger, None, False)
             ledger.cleared = True
             ledger.reset_gap(SHARED_PREFIX)
 
@@ -698,7 +729,8 @@ class CounterOracle:
         if before is None and ledger.cleared:
             self._resurrected(KeyChange(ledger.key, after, no_ttl=no_ttl), cause)
         self._end_incarnation(ledger, cause)
-        ledger.value = after
+        no_ttl = after is not None and (no_ttl or self.per_replica)
+        self._hold(ledger, after, no_ttl)
         if after is not None:
             ledger.cleared = False
             if no_ttl and not self.per_replica:
@@ -778,8 +810,11 @@ class CounterOracle:
             parts[key] = (part.amount, part.limit)
             ledger = self._ledger(session.source, key)
             epochs[key] = ledger.epoch
-            if ledger.epoch.limit is None or part.limit > ledger.epoch.limit:
-                ledger.epoch.limit = part.limit
+            epoch = ledger.epoch
+            if epoch.limit is None or part.limit > epoch.limit:
+                over = self._over(epoch)
+                epoch.limit = part.limit
+                self.totals.overshoot += self._over(epoch) - over
         intent = session.calls[index] = Intent(session.number, index, parts, epochs)
         return intent
 

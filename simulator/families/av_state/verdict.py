@@ -45,9 +45,6 @@ EXTRA = ("double_debit_units", "false_refusals_from_double_debits", "refunds_min
          "counters_resurrected_without_ttl", "partial_spends", "partial_refunds",
          "counters_kept_past_ttl")
 
-SAMPLED = ("counter_record_units", "counter_truth_units", "counter_overshoot_units")
-"""The per-counter columns of the metrics series (the aggregate row sums them)."""
-
 
 def summary(oracle: Any, end_us: int) -> dict[str, Any]:
     """Every metric of the family at ``end_us``."""
@@ -103,24 +100,24 @@ def _overshoot(oracle: Any, metrics: dict[str, Any]) -> None:
 
 
 def sample(oracle: Any, now_us: int, per_key: bool) -> list[dict[str, Any]]:
-    """The counters now: one aggregate row and, with ``per_key``, one per counter."""
-    total: Counter = Counter(dict.fromkeys(SAMPLED, 0))
+    """The counters now: one aggregate row (from the oracle's running totals)
+    and, with ``per_key``, one per counter the store holds or a budget still counts."""
+    totals = oracle.totals
     rows = []
-    for ledger in oracle.ledgers.values():
-        row = _ledger_state(ledger)
-        total.update(row)
-        if per_key:
-            namespace, subject = ledger.where
-            rows.append({"time_us": now_us, "namespace": namespace, "subject": subject,
-                         "counter": ledger.key, "limit": ledger.epoch.limit or 0, **row})
+    if per_key:
+        for ledger in oracle.ledgers.values():
+            if ledger.value is not None or ledger.epoch.truth:
+                namespace, subject = ledger.where
+                rows.append({"time_us": now_us, "namespace": namespace, "subject": subject,
+                             "counter": ledger.key, "limit": ledger.epoch.limit or 0,
+                             **_ledger_state(ledger)})
     counts = oracle.counts
     aggregate = {
-        "time_us": now_us, "namespace": "*", "subject": "*", "counter": "*", **total,
-        "sessions_live": sum(1 for session in oracle.sessions.values() if session.live),
-        "counters_present": sum(1 for ledger in oracle.ledgers.values()
-                                if ledger.value is not None),
-        "counters_without_ttl_now": sum(1 for ledger in oracle.ledgers.values()
-                                        if ledger.value is not None and ledger.no_ttl),
+        "time_us": now_us, "namespace": "*", "subject": "*", "counter": "*",
+        "counter_record_units": totals.record, "counter_truth_units": totals.truth,
+        "counter_overshoot_units": totals.overshoot, "limit": 0,
+        "sessions_live": totals.live_sessions, "counters_present": totals.present,
+        "counters_without_ttl_now": totals.without_ttl,
     }
     for name in ("budget_minted_units", "double_debits", "false_refusals",
                  "counters_resurrected", "counter_resets", "partial_batches"):
@@ -131,6 +128,7 @@ def sample(oracle: Any, now_us: int, per_key: bool) -> list[dict[str, Any]]:
 def _ledger_state(ledger: Ledger) -> dict[str, int]:
     limit = ledger.epoch.limit
     truth = ledger.epoch.truth
+    """One counter's row of the metrics series (the aggregate row sums them)."""
     return {"counter_record_units": ledger.value or 0,
             "counter_truth_units": truth,
             "counter_overshoot_units": 0 if limit is None else max(0, truth - limit)}
