@@ -6,6 +6,8 @@ its store and its in-memory twin).
 * ``lifecycle`` — the session a gateway replica serves;
 * ``oracle`` — the run's oracle: what callers were told against the counters;
 * ``books`` — what it keeps per counter, budget, session, call and refund;
+* ``judgments`` — a commit past the limit and a false refusal, judged
+  when the store decided;
 * ``verdict`` — its summary and samples, read off the books;
 * ``causes`` — whom the verdict may blame;
 * ``observer`` — a server's counter and marker keys, or each replica's

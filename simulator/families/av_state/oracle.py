@@ -44,7 +44,6 @@ from simulator.families.av_state.books import (
     ACKED,
     IN_FLIGHT,
     LEFTOVER,
-    NEUTRAL,
     REFUND_PENDING,
     SERVER,
     UNCHANGED,
@@ -53,7 +52,6 @@ from simulator.families.av_state.books import (
     Epoch,
     Intent,
     KeyChange,
-    KeyView,
     Ledger,
     RefundIntent,
     SessionBook,
@@ -61,6 +59,7 @@ from simulator.families.av_state.books import (
 )
 from simulator.families.av_state.causes import (
     CLEANUP_RACE,
+    DOUBLE_DEBIT_CAUSES,
     DUPLICATES,
     HIDDEN,
     IN_MEMORY_TWIN,
@@ -68,7 +67,8 @@ from simulator.families.av_state.causes import (
     SHARED_PREFIX,
     VANISHED,
 )
-from simulator.oracle.attribution import STORE_LOGIC, apportion, dominant
+from simulator.families.av_state.judgments import commit_excess, deficits, refusal_cause, view
+from simulator.oracle.attribution import STORE_LOGIC
 from simulator.scenario import ScenarioError
 
 MARKER_INFIX = ":r:"
@@ -456,8 +456,7 @@ class CounterOracle:
         if charged:
             attempt.record_before = before_all
         else:
-            attempt.refusal = {key: self._view(intent, self._ledger(session.source, key),
-                                               before_all.get(key))
+            attempt.refusal = {key: view(self._ledger(session.source, key), before_all.get(key))
                                for key in intent.parts}
 
     def _charge(self, intent: Intent, attempt: Attempt, ledger: Ledger,
@@ -483,13 +482,6 @@ class CounterOracle:
             return status
         earlier = prior[-1].status
         return earlier if earlier not in (IN_FLIGHT, ACKED) else STORE_LOGIC
-
-    def _view(self, intent: Intent, ledger: Ledger, record: int | None) -> KeyView:
-        neutral = sum(ledger.gap.get(part, 0) for part in NEUTRAL)
-        blamable = {cause: gap for cause, gap in ledger.gap.items()
-                    if gap > 0 and cause not in NEUTRAL}
-        return KeyView(record if record is not None else (ledger.value or 0),
-                       ledger.epoch.truth + neutral, blamable)
 
     def _hide_charges(self, intent: Intent, attempt: Attempt, cause: str) -> None:
         """The attempt's charges still on their way will never reach its caller."""
@@ -537,63 +529,28 @@ class CounterOracle:
 
     def _judge_commit(self, intent: Intent, attempt: Attempt, ledger: Ledger, epoch: Epoch,
                       amount: int, limit: int) -> None:
-        """A commit that took its budget's truth past the limit: its excess
-        splits exactly into what the store's record already forbade
-        (``store_logic``) and what came through the record lagging the truth,
-        shared over why it lagged."""
-        over = epoch.truth - limit
-        if over <= 0 or not amount:
+        """A commit that took its budget past the limit (``judgments``)."""
+        if epoch.truth <= limit or not amount:
             return
-        excess = min(amount, over)
         seen = None if attempt.record_before is None else attempt.record_before.get(ledger.key)
-        own = 0 if seen is None else max(0, min(excess, seen + amount - limit))
-        epoch.wrongful[STORE_LOGIC] += own
-        if epoch is ledger.epoch:
-            weights = {cause: -gap for cause, gap in ledger.gap.items()
-                       if gap < 0 and cause not in NEUTRAL}
-        else:
-            weights = {self._closed_cause(intent, epoch): 1}
-        for cause, part in apportion(excess - own, weights).items():
-            epoch.wrongful[cause] += part
+        # A closed budget's record is no longer this counter's: it lagged
+        # because a cleanup cleared it.
+        lag = (deficits(ledger) if epoch is ledger.epoch
+               else {self._closed_cause(intent, epoch): 1})
+        epoch.wrongful.update(commit_excess(epoch.truth, limit, amount, seen, lag))
 
     def _judge_refusal(self, intent: Intent, attempt: Attempt, index: int | None) -> None:
-        """A refusal an exactly-once limiter would not have made: the call was
-        already charged (by an attempt hidden from its caller), or every part
-        had room in the truth when the store decided."""
-        session = self.sessions[intent.session]
-        hidden = [charge.status for key, charges in intent.charges.items()
-                  for charge in charges
+        """A refusal an exactly-once limiter would not have made (``judgments``)."""
+        source = self.sessions[intent.session].source
+        hidden = [charge.status for key, charges in intent.charges.items() for charge in charges
                   if charge.status not in (IN_FLIGHT, ACKED)
-                  and charge.incarnation == self._ledger(session.source, key).incarnation]
-        if hidden:
-            self._false_refusal(hidden[0])
-            return
-        views = attempt.refusal or {key: self._view(intent, self._ledger(session.source, key),
-                                                    None) for key in intent.parts}
-        if any(views[key].ideal + amount > limit
-               for key, (amount, limit) in intent.parts.items()):
-            return
-        if "misaligned_reply" in attempt.faults:
-            self._false_refusal("misaligned_reply")
-            return
-        keys = list(intent.parts)
-        refused = keys[index] if index is not None and 0 <= index < len(keys) else None
-        if refused is None:
-            refused = next(key for key, (amount, limit) in intent.parts.items()
-                           if views[key].record + amount > limit) if any(
-                views[key].record + amount > limit
-                for key, (amount, limit) in intent.parts.items()) else keys[0]
-        amount, limit = intent.parts[refused]
-        view = views[refused]
-        if view.record + amount <= limit:
-            self._false_refusal(STORE_LOGIC)  # its own record had room
-        else:
-            self._false_refusal(dominant(view.blamable))
-
-    def _false_refusal(self, cause: str) -> None:
-        self._count("false_refusals", cause)
-        if cause in ("duplicate_execution", "reply_lost"):
-            self.counts["false_refusals_from_double_debits"] += 1
+                  and charge.incarnation == self._ledger(source, key).incarnation]
+        views = attempt.refusal or {key: view(self._ledger(source, key)) for key in intent.parts}
+        cause = refusal_cause(intent.parts, views, hidden, attempt.faults, index)
+        if cause is not None:
+            self._count("false_refusals", cause)
+            if cause in DOUBLE_DEBIT_CAUSES and cause != STORE_LOGIC:
+                self.counts["false_refusals_from_double_debits"] += 1
 
     # -- refunds ---------------------------------------------------------------
 
