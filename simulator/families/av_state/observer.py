@@ -54,7 +54,8 @@ class CounterObserver:
         self.server: Server | None = None
         """Set by the run: the server whose virtual deadlines say which key has a TTL."""
         self.followed: set[str] = set()
-        """Every key of the store's this observer has seen (a restore may bring one back)."""
+        """Every key of the store's this observer has seen and not seen expire
+        (a restore may bring one back)."""
 
     def _no_ttl(self, redis_key: str) -> bool:
         return self.server is not None and self.server.backend.expiry.deadline_us(
@@ -88,6 +89,11 @@ class CounterObserver:
         changes = [KeyChange(key, None) for key in redis_keys if key in self.followed]
         if changes:
             self.oracle.observe(SERVER, now_us, -1, how, changes)
+        if how == "key_expired":
+            # An expired key never comes back by a restore (the write replayed
+            # expires again), so it need not be read after one: a day of
+            # five-minute refund markers is not re-read at every restore.
+            self.followed.difference_update(redis_keys)
 
     def ledger_keys(self) -> list[str]:
         """Every key this observer follows."""
