@@ -12,14 +12,19 @@ reports are replayed by ``tests/simulator/test_races.py``.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from test_av_state_store import Bench, FixedIdRuntime, runner
 
+from simulator.run import run_scenario
+from simulator.scenario import load_scenario
 from stores import registry
 from stores.av_state import variants
 from stores.av_state.contract import COUNTER_TTL_SECONDS, I64_MAX, Refund, Spend
 
+SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "av_state.redis"
 VARIANTS = ("refund_without_marker", "refund_not_exists_gated", "refund_many_tonumber",
             "add_without_ttl")
@@ -27,6 +32,31 @@ VARIANTS = ("refund_without_marker", "refund_not_exists_gated", "refund_many_ton
 
 def kind_name(variant: str) -> str:
     return f"av_state.variants.{variant}"
+
+
+@dataclass(frozen=True)
+class Damage:
+    """What a variant's scenario breaks, and where the lab files it."""
+
+    metrics: tuple[str, ...]
+    """Each above zero on the variant, zero on the fixed store under the same seed."""
+    filed_under: tuple[str, ...]
+    """The metrics split by cause that carry all of it on the variant."""
+
+
+DAMAGE = {
+    "refund_without_marker": Damage(
+        ("budget_minted_units",), ("budget_minted_units_by_duplicate_execution",)),
+    "refund_not_exists_gated": Damage(
+        ("counters_resurrected", "counters_without_ttl", "counters_without_ttl_at_end"),
+        ("counters_resurrected_by_store_logic", "counters_without_ttl_by_store_logic")),
+}
+"""Each variant's damage in its scenario, ``data/scenarios/av-state-variant-*.toml``."""
+
+
+def blamed_on_the_store(summary: dict) -> dict[str, float]:
+    return {name: value for name, value in summary.items()
+            if name.endswith("_by_store_logic") and value}
 
 
 @pytest.fixture
@@ -60,6 +90,52 @@ def test_every_variant_is_the_fixed_store_with_a_script_or_two_replaced():
 def test_the_historical_scripts_are_not_among_the_fixed_stores():
     """Kept apart, so the fixed store's set holds exactly what it runs."""
     assert not set(variants.HISTORICAL) & set(registry.get(FIXED).scripts)
+
+
+@pytest.fixture(scope="module")
+def summaries():
+    """The summaries of a variant's scenario on the variant and on the fixed
+    store, with the scenario's seed (each pair run once per module)."""
+    runs: dict[str, tuple[dict, dict]] = {}
+
+    def of(name: str) -> tuple[dict, dict]:
+        if name not in runs:
+            path = SCENARIOS / f"av-state-variant-{name.replace('_', '-')}.toml"
+            variant = load_scenario(path)
+            assert variant.store == kind_name(name)
+            fixed = load_scenario(path, {"store": FIXED})
+            runs[name] = (run_scenario(variant, seed=variant.seed).summary,
+                          run_scenario(fixed, seed=variant.seed).summary)
+        return runs[name]
+
+    return of
+
+
+# -- whole simulations -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_the_variant_breaks_its_metrics_and_the_fixed_store_does_not_under_one_seed(
+        summaries, name):
+    variant, fixed = summaries(name)
+    assert variant["sessions_opened"] == fixed["sessions_opened"]  # the same traffic
+    for metric in DAMAGE[name].metrics:
+        assert variant[metric] > 0, f"{name}: {metric} = {variant[metric]}"
+        assert fixed[metric] == 0, f"the fixed store: {metric} = {fixed[metric]}"
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_the_damage_is_filed_where_the_lab_says_it_came_from(summaries, name):
+    variant, _ = summaries(name)
+    for split in DAMAGE[name].filed_under:
+        whole = split.split("_by_")[0]
+        assert variant[split] == variant[whole] > 0, f"{name}: {split} = {variant[split]}"
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_the_fixed_store_is_never_blamed_in_a_variant_scenario(summaries, name):
+    _, fixed = summaries(name)
+    assert blamed_on_the_store(fixed) == {}
 
 
 # -- the bug itself, a few calls in a row ------------------------------------------
