@@ -192,13 +192,18 @@ def test_a_refusal_at_the_limit_is_no_false_refusal():
     assert summary["false_refusals"] == 0 and summary["calls_refused"] == 1
 
 
-def test_the_replay_marker_blocking_a_driver_resend_is_counted_and_mints_nothing():
+def replay_blocked() -> Story:
+    """A refund re-sent by the driver: its second run finds its marker."""
     story = Story().open(1, call(100, 1_000, refund=50))
     story.charge(1, 0, {"tokens": 100}).refund_sent(1)
     marker = f"{PREFIX}tokens:r:7"
     story.run(1, {"tokens": 50}, marker=marker).fault(1, "reply_lost", "call_retried")
     story.run(1, {"tokens": 50}, marker=marker).fault(1, "duplicate_execution")
-    summary = story.refund_returned(1).summary()
+    return story.refund_returned(1)
+
+
+def test_the_replay_marker_blocking_a_driver_resend_is_counted_and_mints_nothing():
+    summary = replay_blocked().summary()
     assert summary["refund_replays_blocked"] == 1
     assert summary["budget_minted_units"] == 0
 
@@ -539,22 +544,32 @@ def test_a_double_debit_counts_the_units_charged_again():
     assert summary["calls_committed"] == 1 and summary["spend_attempts_failed"] == 1
 
 
-def test_a_refund_credited_on_one_existing_counter_and_not_the_other_is_a_partial_batch():
+def partial_refund() -> Story:
+    """A refund over two existing counters credited on one only."""
     both = PlannedCall(0, (Part("tokens", 100, 1_000), Part("calls", 1, 10)), 0,
                        (Part("tokens", 50, 0), Part("calls", 1, 0)))
     story = Story().open(1, both).charge(1, 0, {"tokens": 100, "calls": 1}).refund_sent(1)
-    story.run(1, {"tokens": 50}, marker="fresh", read=("calls",)).refund_returned(1)
+    return story.run(1, {"tokens": 50}, marker="fresh", read=("calls",)).refund_returned(1)
+
+
+def test_a_refund_credited_on_one_existing_counter_and_not_the_other_is_a_partial_batch():
+    story = partial_refund()
     summary = story.summary()
     assert (summary["partial_batches"], summary["partial_refunds"]) == (1, 1)
     # What it did not credit stays in the record: the store's, not the lab's.
     assert story.oracle.ledgers[SERVER, PREFIX + "calls"].gap == {"store_logic": 1}
 
 
-def test_the_twin_keeps_a_counter_untouched_past_the_ttl_a_redis_store_would_expire():
+def kept_past_ttl() -> Story:
+    """A twin's counter touched again 25 hours after its last touch."""
     story = Story(per_replica=True).open(1, call(100), call(100), source=(0, 0))
     story.send(1).run(1, {"tokens": 100}, op="spend").answer(1)
     story.tick(TTL_US + 3_600_000_000)
-    story.send(1, 1).run(1, {"tokens": 200}, op="spend").answer(1, 1)
+    return story.send(1, 1).run(1, {"tokens": 200}, op="spend").answer(1, 1)
+
+
+def test_the_twin_keeps_a_counter_untouched_past_the_ttl_a_redis_store_would_expire():
+    story = kept_past_ttl()
     summary = story.summary(end_us=story.now + 1_000)
     assert summary["counters_kept_past_ttl"] == 1
     assert summary["counter_hours_kept_past_ttl"] == pytest.approx(1.0, abs=1e-3)
@@ -581,3 +596,14 @@ def test_a_refund_without_a_marker_is_told_apart_from_a_spend_by_the_open_operat
     summary = story.summary()
     assert summary["budget_minted_units"] == summary["double_debits"] == 0
     assert story.oracle.ledgers[SERVER, PREFIX + "tokens"].gap == {}
+
+
+def test_every_metric_moves_in_some_story():
+    failed = Story().open(1, call(100)).send(1).fault(1, "call_timed_out").answer(1, 0, "failed")
+    rejected = Story().open(1, call(100)).send(1).answer(1, 0, "rejected")
+    closed = Story().open(1, call(100)).charge(1, 0, {"tokens": 100}).cleanup(1)
+    closed.oracle.closed(1, closed.tick())
+    stories = [failed, rejected, closed, replay_blocked(), kept_past_ttl(), partial_refund(),
+               *(story() for story in STORIES.values())]
+    moved = {name for story in stories for name, value in story.summary().items() if value}
+    assert set(failed.summary()) - moved == set()
