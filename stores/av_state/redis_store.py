@@ -91,8 +91,13 @@ def with_ttls(scripts: ScriptSet) -> ScriptSet:
 
 
 def decode_try_spend(reply: Any) -> TrySpendOutcome:
-    """``try_spend.lua``'s reply: ``{-1, index}`` (1-based) or ``{min_remaining, 0}``."""
-    first, second = (int(part) for part in reply)
+    """``try_spend.lua``'s reply: ``{-1, index}`` (1-based) or ``{min_remaining, 0}``.
+    Any other reply (another command's, on a connection that lost its place)
+    is a ``BackendError``, as the seed's typed decode fails into one."""
+    try:
+        first, second = (int(part) for part in reply)
+    except (TypeError, ValueError):
+        raise BackendError(f"try_spend.lua returned unrecognised reply {reply!r}") from None
     if first == -1:
         # The seed matches the refusal first, so the empty-KEYS sentinel
         # {-1, 0} reads as an invalid index; the empty batch never reaches
@@ -262,7 +267,10 @@ class RedisStateStore:
         while True:
             try:
                 cursor, batch = await self.data.scan(cursor, match=pattern, count=SCAN_COUNT)
-            except UNREACHABLE as error:
+            except (*UNREACHABLE, TypeError, ValueError) as error:
+                # Unreachable, or a reply that is no SCAN page (another
+                # command's, on a connection that lost its place): the seed
+                # gives up on an unparsable page too.
                 logger.warning("Redis SCAN failed during remove_prefix of %r (%s); partial "
                                "cleanup: the surviving keys expire at their TTL or on the next "
                                "successful remove_prefix", prefix, error)

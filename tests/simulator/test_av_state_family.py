@@ -78,6 +78,10 @@ FAULTS = {
                                    {"false_refusals_by_crash", "sessions_aborted_by_crash"}),
     "cleanup_lost": (merge(SHARED, {"network": {"request_loss": 0.1}}),
                      {"false_refusals_by_cleanup_lost"}),
+    # One connection per replica, replies matched by order: a lost reply
+    # hands the next caller (a spend, a cleanup's SCAN) another command's.
+    "multiplexed_misaligned": ({"network": {"connection": "multiplexed", "reply_loss": 0.05}},
+                               {"double_debits_by_reply_lost"}),
 }
 """Each fault class (or race the workload decides): its scenario change, and
 the metrics it must move."""

@@ -25,6 +25,7 @@ from simulator.families.av_state.observer import CounterObserver, ReplicaCounter
 from simulator.families.av_state.oracle import counter_oracle
 from simulator.families.av_state.summary import SUMMARY
 from simulator.families.av_state.timeline import LANES
+from simulator.run import CONNECTION_EVENTS
 
 FAMILY = Family(
     name="av_state",
@@ -36,6 +37,9 @@ FAMILY = Family(
     summary=SUMMARY,
     timeline=LANES,
     invariants=INVARIANTS,
+    # A scenario may put a replica on one multiplexed connection and fault
+    # its connections: what they did is counted.
+    counted_events=CONNECTION_EVENTS,
     oracle_facts=frozenset({"opened", "spend_sent", "spend_answered", "refund_sent",
                             "refund_returned", "cleanup_began", "cleanup_ended", "closed"}),
 )
