@@ -30,8 +30,9 @@ def seed_bands(frame: pd.DataFrame, x: str, y: str, by: Sequence[str] = (),
 
 
 def plot_band(ax: Axes, bands: pd.DataFrame, x: str, label: str, color: str | None = None,
-              alpha: float = 0.2) -> None:
-    """Draw ``seed_bands`` output: the median as a line with markers, the band shaded."""
-    line, = ax.plot(bands[x], bands["median"], marker="o", label=label, color=color)
+              alpha: float = 0.2, marker: str = "o") -> None:
+    """Draw ``seed_bands`` output: the median as a line with markers (``marker=""``:
+    none, for a dense time series), the band shaded."""
+    line, = ax.plot(bands[x], bands["median"], marker=marker, label=label, color=color)
     ax.fill_between(bands[x], bands["low"], bands["high"], color=line.get_color(),
                     alpha=alpha, linewidth=0)
