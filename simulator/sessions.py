@@ -34,6 +34,10 @@ from simulator.models import Model
 MAX_CALLS_PER_SESSION = 100_000
 """More calls than this in one session is a scenario mistake, not a workload."""
 
+WHOLE = 2**64 - 1
+"""The amount a whole refund sends: "all of it", the seed's ``u64::MAX``. The
+store clamps it to ``i64::MAX`` and the counter at zero: everything goes back."""
+
 
 class Counter(Model):
     """One counter every call of a session spends on."""
@@ -52,6 +56,11 @@ class Refunds(Model):
     counters: list[str] = Field(default_factory=list,
                                 description="The counters a refund gives back on "
                                 "(default: every counter).")
+    whole: float = Field(0.0, ge=0.0, le=1.0,
+                         description="Share of refunded counters given back whole: the call "
+                         "sends the 'all' amount (u64 max), which the store clamps to i64 max "
+                         "and the counter at zero. Drawn per counter, so one refund may mix "
+                         "whole and partial amounts.")
 
 
 class Sessions(Model):
@@ -68,6 +77,11 @@ class Sessions(Model):
                                  "total_calls": Counter(amount=1, limit=100)},
         description="The counters each call spends on, by name: {amount, limit}.")
     refunds: Refunds = Field(Refunds(), description="What calls give back.")
+    tally: str | None = Field(
+        None, description="A counter kept with `add`, not spent on: each committed call adds "
+        "1 to the session's prefix plus this name (bookkeeping, such as a count of tool "
+        "calls), checked only against the store's own bound and cleared with the session. "
+        "Unset: no call adds.")
     retries: int = Field(1, ge=0, description="Re-sends of a refused or failed call, with "
                          "the same intent.")
     retry_after: DurationDistribution = Field("1s", description="The wait before a re-send.")
@@ -84,6 +98,14 @@ class Sessions(Model):
         if not counters:
             raise ValueError("a session needs at least one counter")
         return counters
+
+    @field_validator("tally")
+    @classmethod
+    def _tally_apart(cls, tally: str | None, info) -> str | None:
+        if tally is not None and (not tally or tally in (info.data.get("counters") or {})):
+            raise ValueError(f"tally {tally!r} must be a name of its own, not one of the "
+                             "counters calls spend on")
+        return tally
 
     @field_validator("refunds")
     @classmethod
@@ -116,7 +138,17 @@ class PlannedCall:
     work_us: int
     """How long it works between its spend and its refund."""
     refunds: tuple[Part, ...] = ()
-    """What it gives back after its work (their ``limit`` is unused)."""
+    """What it gives back after its work (their ``limit`` is unused; an
+    ``amount`` of ``WHOLE`` gives back everything)."""
+    tally: Part | None = None
+    """What it ``add``s once its spend committed (its ``limit`` is unused: the
+    store's ``add`` checks its own bound)."""
+
+    @property
+    def counters(self) -> tuple[str, ...]:
+        """Every counter it writes: those it spends on, then its tally's."""
+        names = tuple(part.counter for part in self.spends)
+        return names if self.tally is None else (*names, self.tally.counter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +178,7 @@ def plan_session(settings: Sessions, number: int, subject: str,
     """Draw one session's plan from ``rng`` (the replica's workload stream)."""
     lifetime = max(0, settings.lifetime.sample(rng))
     refunded = settings.refunds.counters or list(settings.counters)
+    tally = None if settings.tally is None else Part(settings.tally, 1, 0)
     calls = []
     offset = max(0, settings.call_every.sample(rng))
     while offset < lifetime:
@@ -159,10 +192,12 @@ def plan_session(settings: Sessions, number: int, subject: str,
             # In integers (parts per million of the share): amounts may be
             # far past what a float holds exactly.
             share_ppm = round(settings.refunds.share * 1_000_000)
-            refunds = tuple(Part(part.counter, part.amount * share_ppm // 1_000_000, part.limit)
+            refunds = tuple(Part(part.counter,
+                                 WHOLE if _whole(settings.refunds, rng)
+                                 else part.amount * share_ppm // 1_000_000, part.limit)
                             for part in spends if part.counter in refunded)
         calls.append(PlannedCall(offset, spends, max(0, settings.call_duration.sample(rng)),
-                                 refunds))
+                                 refunds, tally))
         offset += max(1, settings.call_every.sample(rng))
     return SessionPlan(
         prefix=session_prefix(settings, number, subject),
@@ -172,3 +207,9 @@ def plan_session(settings: Sessions, number: int, subject: str,
         retry_after_us=max(0, settings.retry_after.sample(rng)),
         cleanup_at_us=lifetime + max(0, settings.cleanup_after.sample(rng)),
     )
+
+
+def _whole(refunds: Refunds, rng: random.Random) -> bool:
+    """Whether one refunded counter goes back whole; no draw unless some do,
+    so a scenario without whole refunds draws the sessions it always drew."""
+    return refunds.whole > 0 and rng.random() < refunds.whole

@@ -110,6 +110,16 @@ def decode_try_spend(reply: Any) -> TrySpendOutcome:
     raise BackendError(f"try_spend.lua returned unrecognised shape [{first}, {second}]")
 
 
+def decode_integer(script: str, reply: Any) -> int:
+    """An integer script's reply (``add.lua``, ``fetch_max.lua``). Any other
+    (another command's, on a connection that lost its place) is a
+    ``BackendError``, as the seed's typed decode into an ``i64`` fails into one."""
+    try:
+        return int(reply)
+    except (TypeError, ValueError):
+        raise BackendError(f"{script} returned unrecognised reply {reply!r}") from None
+
+
 class RedisStateStore:
     """Session counters in one Redis, behind the seed's ``StateStore`` contract."""
 
@@ -188,7 +198,8 @@ class RedisStateStore:
 
     async def add(self, key: str, delta: int) -> int:
         require_safe(key, delta)
-        value = int(await self._call("add", self._add, [key], [delta, JCS_SAFE_MAX]))
+        value = decode_integer("add.lua", await self._call("add", self._add, [key],
+                                                           [delta, JCS_SAFE_MAX]))
         if value < 0:
             raise CounterOverflow(key)
         return value
@@ -208,8 +219,8 @@ class RedisStateStore:
 
     async def fetch_max(self, key: str, value: int) -> int:
         require_safe(key, value)
-        current = int(await self._call("fetch_max", self._fetch_max, [key],
-                                       [value, JCS_SAFE_MAX]))
+        current = decode_integer("fetch_max.lua", await self._call(
+            "fetch_max", self._fetch_max, [key], [value, JCS_SAFE_MAX]))
         if current < 0:
             raise CounterOverflow(key)
         return current

@@ -109,6 +109,13 @@ VARIANTS = {
                                    "call_duration": "lognormal(60s, 0.5)"}}},
         {"counters_resurrected_by_store_logic", "counters_without_ttl_by_store_logic",
          "counters_resurrected_without_ttl"}),
+    "av_state.variants.refund_many_tonumber": (
+        {"workload": {"sessions": {"refunds": {"chance": 1.0, "whole": 0.3,
+                                               "counters": ["tokens", "total_calls"]}}}},
+        {"partial_batches_by_store_logic", "partial_refunds"}),
+    "av_state.variants.add_without_ttl": (
+        {"workload": {"sessions": {"tally": "tool_calls"}}},
+        {"counters_without_ttl_by_store_logic"}),
 }
 """Historical variants (``stores.av_state.variants``): the scenario that shows
 each one's damage, and the metrics it must move. The fixed store, same
@@ -116,6 +123,17 @@ scenario and seed, moves none of them."""
 
 DAMAGE = ("budget_overshoot_units", "budget_minted_units", "double_debits", "false_refusals",
           "counters_resurrected", "counters_without_ttl", "partial_batches", "counter_resets")
+
+
+TALLY_AND_WHOLE = {"workload": {"sessions": {
+    "tally": "tool_calls",
+    "refunds": {"chance": 0.8, "whole": 0.4, "counters": ["tokens", "total_calls"]}}}}
+"""Every committed call counted with add, and refunds on both counters, some
+of them whole (the "all" amount)."""
+
+FAULTS_WITH_TALLIES = ("reply_loss", "driver_retries", "restart_losing_counters",
+                       "crash_with_shared_prefixes", "cleanup_lost", "multiplexed_misaligned")
+"""The fault classes the fixed store meets with tallies and whole refunds."""
 
 
 def run(change: dict, seed: int = 1, base: dict = BASE, **options):
@@ -301,3 +319,13 @@ def test_the_observer_stops_a_run_whose_books_differ_from_the_server():
     observer.check(server({key: "40", "t:budget:{s1}:tokens:r:1": "1"}))
     with pytest.raises(SimulationError, match="lab bug"):
         observer.check(server({key: "41", "t:budget:{s1}:tokens:r:1": "1"}))
+
+
+@pytest.mark.parametrize("name", FAULTS_WITH_TALLIES)
+def test_tallies_and_whole_refunds_under_faults_never_blame_the_fixed_store(name):
+    summary = run(merge(FAULTS[name][0], TALLY_AND_WHOLE)).summary
+    assert summary["tallies_added"] > 0 and summary["refunds_whole"] > 0
+    assert blamed_on_the_store(summary) == set()
+    # A whole refund empties the record and the truth alike: what it takes
+    # back beyond its call's charge is a double debit closed, not minted.
+    assert summary["budget_minted_units"] == 0

@@ -20,7 +20,7 @@ import pytest
 from simulator.families.av_state import causes
 from simulator.families.av_state.books import SERVER, UNCHANGED, KeyChange
 from simulator.families.av_state.oracle import CounterOracle
-from simulator.sessions import Part, PlannedCall, SessionPlan
+from simulator.sessions import WHOLE, Part, PlannedCall, SessionPlan
 
 TTL_US = 86_400_000_000
 PREFIX = "lab:budget:{s1}:"
@@ -84,6 +84,14 @@ class Story:
 
     def refund_returned(self, number: int, index: int = 0) -> Story:
         self.oracle.refund_returned(number, index, self.tick())
+        return self
+
+    def tally_sent(self, number: int, index: int = 0) -> Story:
+        self.oracle.tally_sent(number, index, self.tick())
+        return self
+
+    def tally_answered(self, number: int, index: int = 0, answer: str = "added") -> Story:
+        self.oracle.tally_answered(number, index, answer, self.tick())
         return self
 
     def cleanup_began(self, number: int) -> Story:
@@ -604,6 +612,119 @@ def test_every_metric_moves_in_some_story():
     closed = Story().open(1, call(100)).charge(1, 0, {"tokens": 100}).cleanup(1)
     closed.oracle.closed(1, closed.tick())
     stories = [failed, rejected, closed, replay_blocked(), kept_past_ttl(), partial_refund(),
+               tally_added(), tally_failed(), tally_refused(), whole_refund(),
                *(story() for story in STORIES.values())]
     moved = {name for story in stories for name, value in story.summary().items() if value}
     assert set(failed.summary()) - moved == set()
+
+
+# -- tallies (add) and whole refunds ------------------------------------------------
+
+
+def tallied(tokens: int = 100, refund: int = 0) -> PlannedCall:
+    """A call spending ``tokens`` that adds 1 to its session's ``tool_calls``."""
+    plain = call(tokens, refund=refund)
+    return PlannedCall(0, plain.spends, 0, plain.refunds, Part("tool_calls", 1, 0))
+
+
+def tally_added() -> Story:
+    story = Story().open(1, tallied()).charge(1, 0, {"tokens": 100}).tally_sent(1)
+    return story.run(1, {"tool_calls": 1}).tally_answered(1)
+
+
+def tally_failed() -> Story:
+    """The tally's add ran, but its reply was lost: the caller was told it failed."""
+    story = Story().open(1, tallied()).charge(1, 0, {"tokens": 100}).tally_sent(1)
+    return story.run(1, {"tool_calls": 1}).fault(1, "reply_lost").tally_answered(1, 0, "failed")
+
+
+def tally_refused() -> Story:
+    """The store refused an add far below its bound, charging nothing."""
+    story = Story().open(1, tallied()).charge(1, 0, {"tokens": 100}).tally_sent(1)
+    return story.run(1, {}, read=("tool_calls",)).tally_answered(1, 0, "refused")
+
+
+def test_a_tally_counts_one_per_committed_call_with_no_damage_and_no_spend_counted():
+    story = Story().open(1, tallied(refund=40), tallied())
+    for index, (tokens, count) in enumerate([(100, 1), (160, 2)]):
+        story.charge(1, index, {"tokens": tokens}).tally_sent(1, index)
+        story.run(1, {"tool_calls": count}).tally_answered(1, index)
+        if not index:
+            # The refund after the tally is still its call's.
+            story.refund(1, 0, {"tokens": 60})
+    story.cleanup(1, "tokens", "tool_calls").oracle.closed(1, story.tick())
+    summary = story.summary()
+    assert all(summary[metric] == 0 for metric in DAMAGE), {m: summary[m] for m in DAMAGE}
+    assert (summary["tallies_sent"], summary["tallies_added"], summary["spend_attempts"],
+            summary["calls_committed"]) == (2, 2, 2, 2)
+    assert summary["counters_total"] == 2
+
+
+def test_a_tally_whose_reply_was_lost_is_in_the_record_under_the_lost_reply():
+    story = tally_failed()
+    summary = story.summary()
+    assert summary["tallies_failed"] == 1 and summary["double_debits"] == 0
+    assert story.oracle.ledgers[SERVER, PREFIX + "tool_calls"].gap == {"reply_lost": 1}
+    assert story.oracle.ledgers[SERVER, PREFIX + "tokens"].gap == {}
+
+
+def test_a_tally_refused_below_the_stores_bound_is_the_stores_false_refusal():
+    summary = tally_refused().summary()
+    assert summary["tallies_refused"] == 1
+    assert summary["false_refusals"] == summary["false_refusals_by_store_logic"] == 1
+
+
+def test_a_tally_left_without_a_ttl_is_the_stores():
+    story = Story().open(1, tallied()).charge(1, 0, {"tokens": 100}).tally_sent(1)
+    summary = story.run(1, {"tool_calls": 1}, no_ttl=True).tally_answered(1).summary()
+    assert summary["counters_without_ttl"] == summary["counters_without_ttl_by_store_logic"] == 1
+
+
+def test_a_crash_during_the_tally_hides_its_count():
+    story = Story().open(1, tallied()).charge(1, 0, {"tokens": 100}).tally_sent(1)
+    story.run(1, {"tool_calls": 1}).aborted(1)
+    assert story.oracle.ledgers[SERVER, PREFIX + "tool_calls"].gap == {"crash": 1}
+
+
+def whole(tokens: int = 100) -> PlannedCall:
+    """A call spending ``tokens`` and giving everything back (the "all" amount)."""
+    return PlannedCall(0, (Part("tokens", tokens, 1_000),), 0, (Part("tokens", WHOLE, 0),))
+
+
+def whole_refund() -> Story:
+    story = Story().open(1, whole()).charge(1, 0, {"tokens": 100})
+    return story.refund(1, 0, {"tokens": 0})
+
+
+def test_a_whole_refund_clamps_the_truth_at_zero_as_the_store_clamps_the_record():
+    story = whole_refund()
+    summary = story.summary()
+    ledger = story.oracle.ledgers[SERVER, PREFIX + "tokens"]
+    assert (ledger.value, ledger.epoch.truth, dict(ledger.gap)) == (0, 0, {})
+    assert summary["refunds_whole"] == 1 and summary["budget_minted_units"] == 0
+
+
+def test_a_whole_refund_closes_a_double_debit_instead_of_minting_it():
+    story = Story().open(1, whole())
+    story.send(1).run(1, {"tokens": 100}).fault(1, "reply_lost").answer(1, 0, "failed")
+    story.send(1, 0, 1).run(1, {"tokens": 200}).answer(1)
+    assert story.oracle.ledgers[SERVER, PREFIX + "tokens"].gap == {"reply_lost": 100}
+    story.refund(1, 0, {"tokens": 0})
+    summary = story.summary()
+    assert summary["double_debits"] == 1 and summary["budget_minted_units"] == 0
+    assert story.oracle.ledgers[SERVER, PREFIX + "tokens"].gap == {}
+
+
+def test_a_whole_refund_on_a_record_short_of_the_truth_leaves_nothing_to_the_store():
+    # Call 0's counter expired under the live session; call 1 re-created it.
+    story = Story().open(1, whole(100), whole(50)).charge(1, 0, {"tokens": 100})
+    story.drop(1, "key_expired", {"tokens": None}).charge(1, 1, {"tokens": 50})
+    story.refund(1, 1, {"tokens": 0})
+    summary = story.summary()
+    assert story.oracle.ledgers[SERVER, PREFIX + "tokens"].gap == {}
+    assert blamed(summary) == {}
+
+
+def blamed(summary: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in summary.items()
+            if name.endswith("_by_store_logic") and value}

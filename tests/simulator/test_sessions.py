@@ -8,7 +8,7 @@ import pytest
 from scenario_data import merge
 
 from simulator.scenario import ScenarioError, parse_scenario
-from simulator.sessions import Sessions, plan_session
+from simulator.sessions import WHOLE, Part, Sessions, plan_session
 from simulator.workload import KeySpace, RequestSource
 
 BASE = {"name": "sessions", "duration": "10s", "store": "axond_budget.redis_v1",
@@ -77,6 +77,8 @@ def test_a_workload_without_sessions_has_no_sessions():
     ({"refunds": {"chance": 0.5, "counters": ["tokenz"]}}, "tokenz"),
     ({"retries": -1}, "retries"),
     ({"prefix_from": "tenant"}, "prefix_from"),
+    ({"tally": "tokens"}, "tally"),
+    ({"refunds": {"whole": 1.5}}, "whole"),
 ])
 def test_a_wrong_sessions_table_is_refused_naming_the_field(sessions, says):
     with pytest.raises(ScenarioError, match=says):
@@ -87,3 +89,36 @@ def test_a_session_with_absurdly_many_calls_is_refused_in_one_line():
     settings = Sessions.model_validate({"lifetime": "48h", "call_every": "1ms"})
     with pytest.raises(ValueError, match="more than 100,000 calls"):
         plan_session(settings, 1, "subject-1", random.Random(1))
+
+
+def test_a_tally_adds_one_per_call_on_a_counter_of_its_own():
+    settings = Sessions.model_validate({"lifetime": "1h", "call_every": "20m",
+                                        "tally": "tool_calls"})
+    plan = plan_session(settings, 3, "subject-1", random.Random(1))
+    assert [call.tally for call in plan.calls] == [Part("tool_calls", 1, 0)] * 2
+    assert all("tool_calls" not in {part.counter for part in call.spends} for call in plan.calls)
+
+
+def test_whole_refunds_send_the_all_amount_per_counter_and_mix_with_shares():
+    settings = Sessions.model_validate({
+        "lifetime": "10h", "call_every": "1m",
+        "counters": {"tokens": {"amount": 1000, "limit": 10**9},
+                     "calls": {"amount": 2, "limit": 10**9}},
+        "refunds": {"chance": 1.0, "share": 0.5, "whole": 0.5}})
+    plan = plan_session(settings, 1, "subject-1", random.Random(5))
+    amounts = [tuple(part.amount for part in call.refunds) for call in plan.calls]
+    kinds = {tuple(amount == WHOLE for amount in call) for call in amounts}
+    assert kinds == {(False, False), (False, True), (True, False), (True, True)}
+    assert {amount for call in amounts for amount in call} == {500, 1, WHOLE}
+
+
+def test_a_plan_without_tally_or_whole_refunds_draws_what_it_always_drew():
+    """No draw for a feature left unset: older scenarios keep their sessions."""
+    before = {"lifetime": "1h", "call_every": "exponential(5m)",
+              "refunds": {"chance": 0.5}}
+    plain = plan_session(Sessions.model_validate(before), 1, "s", random.Random(9))
+    tallied = plan_session(Sessions.model_validate({**before, "tally": "n"}), 1, "s",
+                           random.Random(9))
+    assert [call.offset_us for call in plain.calls] == [call.offset_us for call in tallied.calls]
+    assert [call.refunds for call in plain.calls] == [call.refunds for call in tallied.calls]
+    assert all(call.tally is None for call in plain.calls)

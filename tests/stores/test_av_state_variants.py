@@ -50,6 +50,11 @@ DAMAGE = {
     "refund_not_exists_gated": Damage(
         ("counters_resurrected", "counters_without_ttl", "counters_without_ttl_at_end"),
         ("counters_resurrected_by_store_logic", "counters_without_ttl_by_store_logic")),
+    "refund_many_tonumber": Damage(
+        ("partial_batches", "partial_refunds"), ("partial_batches_by_store_logic",)),
+    "add_without_ttl": Damage(
+        ("counters_without_ttl", "counters_without_ttl_at_end"),
+        ("counters_without_ttl_by_store_logic",)),
 }
 """Each variant's damage in its scenario, ``data/scenarios/av-state-variant-*.toml``."""
 

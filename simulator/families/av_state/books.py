@@ -178,6 +178,8 @@ class RefundIntent:
     parts: dict[str, int]
     pending: dict[str, int]
     """What of each part has not been credited yet."""
+    truth_clamped: set[str] = field(default_factory=set)
+    """The counters whose truth it lowered by less than asked: down to zero."""
     faults: set[str] = field(default_factory=set)
     executions: int = 0
     open: bool = True
@@ -214,6 +216,10 @@ class SessionBook:
     """What the session will try to do (``simulator.sessions.SessionPlan``)."""
     calls: dict[int, Intent] = field(default_factory=dict)
     current: Intent | None = None
+    tally: Intent | None = None
+    """Its latest ``add`` to its tally counter, as a one-part intent (a call's
+    spend is ``current``; the two are kept apart so the calls' answers count
+    only spends)."""
     live: bool = True
     """Opened, its cleanup not begun, not crashed."""
     over: bool = False

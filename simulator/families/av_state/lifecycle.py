@@ -6,9 +6,11 @@ every counter of the call at once (``try_spend_many``); a refusal or a
 failure is re-sent with the same intent after ``retry_after`` (up to
 ``retries`` times: a failed call may have been charged, so a re-send may
 charge it twice, which the seed accepts as conservative); a committed call
-runs its work, then gives back what it did not use (``refund_many``, best
-effort). At ``cleanup_at_us`` from the session's start a task of its own
-clears the session's counters (``remove_prefix``), racing whatever call is
+``add``s to the session's tally when the plan keeps one (bookkeeping, sent
+once: see ``_tally``), runs its work, then gives back what it did not use
+(``refund_many``, best effort; a whole refund sends the "all" amount). At
+``cleanup_at_us`` from the session's start a task of its own clears the
+session's counters (``remove_prefix``), racing whatever call is
 still running, as a gateway's reconciler does. The session is over when its
 calls are done and its counters cleared; a crash drops it (the core tells
 the oracle, ``Oracle.aborted``).
@@ -18,6 +20,7 @@ Each step is reported to the oracle as it happens (the truth) and traced:
 * ``session_opened`` (amount: calls planned);
 * ``spend_committed``, ``spend_refused``, ``spend_failed``, ``spend_rejected``
   (amount: the attempt, 0 first; outcome: ``call N``);
+* ``tally_added``, ``tally_refused``, ``tally_failed`` (outcome: ``call N``);
 * ``refund_sent`` (outcome: ``call N``);
 * ``cleanup_began``, ``cleanup_ended``; ``session_closed``.
 
@@ -60,6 +63,8 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
     for index, call in enumerate(plan.calls):
         await Sleep(max(0, started + call.offset_us - kernel.now))
         if await _spend(replica, store, request, prefix, index):
+            if call.tally is not None:
+                await _tally(replica, store, request, prefix, index)
             await Sleep(call.work_us)
             if call.refunds:
                 await _refund(replica, store, request, prefix, index)
@@ -104,6 +109,38 @@ async def _spend(replica: Any, store: Any, request: Request, prefix: str, index:
     return False
 
 
+async def _tally(replica: Any, store: Any, request: Request, prefix: str, index: int) -> None:
+    """Add call ``index``'s tally, once its spend committed.
+
+    The seed's contract decides what a failure means here. ``add`` is an
+    atomic script with the spends' EVAL uncertainty: a ``BackendError`` may
+    follow a count that landed, so the gateway does not re-send it (a re-send
+    could count the call twice, and a tally is bookkeeping, not a budget);
+    nor does a failed or refused add undo the call, whose spend committed.
+    ``CounterOverflow`` is the store refusing a count past its JSON-safe
+    bound: the call goes uncounted, as the seed leaves it.
+    """
+    plan = request.session
+    assert plan is not None
+    part = plan.calls[index].tally
+    assert part is not None
+    contract = replica.kind.contract
+    oracle = replica.oracle
+    key = prefix + part.counter
+    oracle.tally_sent(request.number, index, replica.kernel.now)
+    try:
+        await store.add(key, part.amount)
+    except contract.BackendError:
+        answer = "failed"
+    except contract.StateError:
+        answer = "refused"
+    else:
+        answer = "added"
+    replica.observe_store(request.number, ("tally", (key,)))
+    oracle.tally_answered(request.number, index, answer, replica.kernel.now)
+    replica.record(f"tally_{answer}", request, outcome=f"call {index}")
+
+
 async def _refund(replica: Any, store: Any, request: Request, prefix: str, index: int) -> None:
     """Give back call ``index``'s unused amounts (best effort: it never fails)."""
     plan = request.session
@@ -128,8 +165,8 @@ async def _cleanup(replica: Any, store: Any, request: Request, prefix: str,
     replica.oracle.cleanup_began(request.number, kernel.now)
     replica.record("cleanup_began", request)
     await store.remove_prefix(prefix)
-    counters = tuple(dict.fromkeys(prefix + part.counter for call in plan.calls
-                                   for part in call.spends))
+    counters = tuple(dict.fromkeys(prefix + name for call in plan.calls
+                                   for name in call.counters))
     replica.observe_store(request.number, ("cleanup", counters))
     replica.oracle.cleanup_ended(request.number, kernel.now)
     replica.record("cleanup_ended", request)

@@ -26,8 +26,15 @@ Rules kept here:
   difference under the cause the lab gives them, never under a guess from
   how the record changed. With no fault and no race the workload decides,
   whatever differs is the store's.
+* A refund lowers the truth as the store lowers the record: down to zero
+  and no further (a whole refund sends the "all" amount). When the store's
+  clamp empties a counter, the record and the truth meet at zero: what the
+  record held beyond the truth (a double debit) is closed by the refund, not
+  minted, and what it held short of it is made up, not left to the store.
+* A call's tally (``add``, after its spend committed) is a one-part intent
+  of its own, judged like a spend against the store's bound.
 * A command belongs to the operation of its session that was open when it
-  ran (a spend attempt, a refund, the cleanup); when the cleanup and a call
+  ran (a spend attempt, a tally, a refund, the cleanup); when the cleanup and a call
   overlap, its declared keys tell which (a refund writes a replay marker; a
   cleanup deletes). A command that runs after its caller gave up belongs to
   the attempt that sent it, or to the session's latest call (a reply later
@@ -44,6 +51,7 @@ from simulator.families.av_state.books import (
     ACKED,
     IN_FLIGHT,
     LEFTOVER,
+    NEUTRAL,
     REFUND_PENDING,
     SERVER,
     UNCHANGED,
@@ -70,6 +78,7 @@ from simulator.families.av_state.causes import (
 from simulator.families.av_state.judgments import commit_excess, deficits, refusal_cause, view
 from simulator.oracle.attribution import STORE_LOGIC
 from simulator.scenario import ScenarioError
+from simulator.sessions import WHOLE
 
 MARKER_INFIX = ":r:"
 """What separates a counter's key from a refund id in a replay marker's key."""
@@ -78,8 +87,11 @@ MARKER_INFIX = ":r:"
 class CounterOracle:
     """The oracle of a session-counter store (see the module docstring)."""
 
-    def __init__(self, counter_ttl_us: int, per_replica: bool = False) -> None:
+    def __init__(self, counter_ttl_us: int, per_replica: bool = False,
+                 tally_limit: int = 2**53 - 1) -> None:
         self.counter_ttl_us = counter_ttl_us
+        self.tally_limit = tally_limit
+        """The bound the store's ``add`` checks a tally against (``JCS_SAFE_MAX``)."""
         """The TTL a Redis store gives every counter: past it, a counter the
         store still holds untouched is one Redis would have expired."""
         self.per_replica = per_replica
@@ -130,6 +142,10 @@ class CounterOracle:
             if intent.refund is not None and intent.refund.open:
                 intent.refund.open = False
                 self._unsettle_refund(intent, "crash")
+        tally = session.tally
+        if tally is not None and not tally.attempts[-1].answer:
+            tally.attempts[-1].answer = "aborted"
+            self._hide_charges(tally, tally.attempts[-1], "crash")
         for key in session.counters:
             ledger = self._ledger(session.source, key)
             if session.live:
@@ -157,7 +173,7 @@ class CounterOracle:
                now_us: int) -> None:
         """Session ``number`` opened on ``source`` with ``plan``: its counters
         are ``prefix`` plus each counter its calls spend on."""
-        names = list(dict.fromkeys(part.counter for call in plan.calls for part in call.spends))
+        names = list(dict.fromkeys(name for call in plan.calls for name in call.counters))
         session = SessionBook(number, prefix, source, where,
                               tuple(prefix + name for name in names), now_us, plan)
         self.sessions[number] = session
@@ -195,9 +211,33 @@ class CounterOracle:
         """The caller of call ``index`` was told ``answer`` (``committed``,
         ``refused`` naming ``refused_index``, ``failed``, ``rejected``)."""
         intent = self.sessions[number].calls[index]
+        self.counts[f"spend_attempts_{answer}"] += 1
+        self._answered(intent, answer, refused_index)
+
+    def tally_sent(self, number: int, index: int, now_us: int) -> None:
+        """Call ``index`` of session ``number`` committed and adds to its tally."""
+        session = self.sessions[number]
+        part = session.plan.calls[index].tally
+        tally = session.tally = self._new_intent(
+            session, index, [(part.counter, part.amount, self.tally_limit)])
+        sent = Attempt(0)
+        tally.attempts.append(sent)
+        session.last_faults = sent.faults
+        self.counts["tallies_sent"] += 1
+
+    def tally_answered(self, number: int, index: int, answer: str, now_us: int) -> None:
+        """The tally's ``add`` returned ``added``, ``refused`` (past the store's
+        bound) or ``failed``: judged as a spend told committed, refused or failed."""
+        tally = self.sessions[number].tally
+        assert tally is not None and tally.index == index
+        self.counts[f"tallies_{answer}"] += 1
+        self._answered(tally, "committed" if answer == "added" else answer,
+                       0 if answer == "refused" else None)
+
+    def _answered(self, intent: Intent, answer: str, refused_index: int | None) -> None:
+        """The caller of ``intent`` was told ``answer`` for its latest attempt."""
         attempt = intent.attempts[-1]
         attempt.answer = intent.told = answer
-        self.counts[f"spend_attempts_{answer}"] += 1
         if answer == "committed":
             self._told_committed(intent, attempt)
             return
@@ -212,21 +252,27 @@ class CounterOracle:
     def refund_sent(self, number: int, index: int, now_us: int) -> None:
         """Call ``index`` gives back its unused amounts: the truth drops now."""
         session = self.sessions[number]
-        intent = session.calls[index]
+        intent = session.current = session.calls[index]  # its tally may have come between
         plan = session.plan
         parts: dict[str, int] = {}
         for part in plan.calls[index].refunds:
             key = session.prefix + part.counter
             parts[key] = parts.get(key, 0) + part.amount
-        refund = intent.refund = RefundIntent(parts, dict(parts))
+        refund = intent.refund = RefundIntent(parts, {})
         session.last_faults = refund.faults
         self.counts["refunds_sent"] += 1
+        self.counts["refunds_whole"] += any(part.amount == WHOLE
+                                            for part in plan.calls[index].refunds)
         for key, amount in parts.items():
             ledger = self._ledger(session.source, key)
             epoch = intent.epochs.get(key) or ledger.epoch
-            self._add_truth(epoch, -amount)
+            # Down to zero and no further, as the store clamps the record.
+            dropped = refund.pending[key] = min(amount, max(0, epoch.truth))
+            if dropped < amount:
+                refund.truth_clamped.add(key)
+            self._add_truth(epoch, -dropped)
             if epoch is ledger.epoch:
-                ledger.settle_gap(REFUND_PENDING, amount)
+                ledger.settle_gap(REFUND_PENDING, dropped)
                 ledger.pending_refunds.append(refund)
 
     def refund_returned(self, number: int, index: int, now_us: int) -> None:
@@ -313,8 +359,10 @@ class CounterOracle:
             self._cleared(session, counters, now_us)
         elif op == "refund":
             self._credited(session, counters, markers, now_us)
+        elif op == "tally":
+            self._charged(session, counters, now_us, session.tally)
         else:
-            self._charged(session, counters, now_us)
+            self._charged(session, counters, now_us, session.current)
 
     def _operation(self, session: SessionBook, counters: dict[str, KeyChange],
                    changes: list[KeyChange]) -> str:
@@ -324,14 +372,18 @@ class CounterOracle:
         it declared says: a refund writes its replay marker (or, with none,
         lowers counters), a cleanup's delete leaves every key it named gone,
         anything else is a spend."""
+        tally = session.tally
+        deleting = bool(changes) and all(change.after is None and change.written
+                                         for change in changes)
+        if tally is not None and not deleting and all(change.key in tally.parts
+                                                      for change in changes):
+            return "tally"  # only an add names the tally alone
         intent = session.current
         call_op = ""
         if intent is not None and intent.attempts and not intent.attempts[-1].answer:
             call_op = "spend"
         elif intent is not None and intent.refund is not None and intent.refund.open:
             call_op = "refund"
-        deleting = bool(changes) and all(change.after is None and change.written
-                                         for change in changes)
         if session.cleanup == "running" and (deleting or not call_op):
             if deleting:
                 return "cleanup"
@@ -410,11 +462,11 @@ class CounterOracle:
     # -- spends ----------------------------------------------------------------
 
     def _charged(self, session: SessionBook, counters: dict[str, KeyChange],
-                 now_us: int) -> None:
-        """A spend of the session's current call ran: each counter it charged
-        is filed as on its way to the caller, or as why the caller will
-        never hear of it (a second charge of one call is a double debit)."""
-        intent = session.current
+                 now_us: int, intent: Intent | None) -> None:
+        """A spend of the session's current call (or its tally, ``intent``)
+        ran: each counter it charged is filed as on its way to the caller, or
+        as why the caller will never hear of it (a second charge of one call
+        is a double debit)."""
         if intent is None:
             self._stray(session.source, counters, now_us)
             return
@@ -585,15 +637,18 @@ class CounterOracle:
                 else:
                     skipped += 1
             credit = before - (after or 0)
+            # The store's clamp: the refund asked for at least what was there.
+            emptied = change.written and after == 0 and asked >= before
             if credit < 0:
                 ledger.settle_gap(STORE_LOGIC, -credit)  # a refund that charged
-            elif credit:
-                self._credit(intent, refund, ledger, credit)
+            elif credit or emptied:
+                self._credit(intent, refund, ledger, credit, emptied)
         if written and skipped:
             self._count("partial_batches", STORE_LOGIC)
             self.counts["partial_refunds"] += 1
 
-    def _credit(self, intent: Intent, refund: RefundIntent, ledger: Ledger, credit: int) -> None:
+    def _credit(self, intent: Intent, refund: RefundIntent, ledger: Ledger, credit: int,
+                emptied: bool) -> None:
         key = ledger.key
         epoch = intent.epochs.get(key)
         charges = intent.charges.get(key, [])
@@ -610,10 +665,18 @@ class CounterOracle:
                 ledger.settle_gap(LEFTOVER, -from_leftover)
                 ledger.settle_gap(self._closed_cause(intent, epoch), from_leftover - legit)
         minted = credit - legit
+        if ((emptied or key in refund.truth_clamped) and in_record and epoch is ledger.epoch
+                and refund.executions == 1):
+            minted = self._close_gap(ledger, refund, minted, emptied)
         if not minted:
             return
         if in_record and refund.executions > 1:
             cause = "duplicate_execution" if refund.faults & DUPLICATES else STORE_LOGIC
+        elif emptied and in_record and epoch is not ledger.epoch:
+            # Its budget was closed while it was on its way (a cleanup that
+            # raced it, another session's of the prefix): giving back
+            # everything empties what the next budget holds too.
+            cause = self._closed_cause(intent, epoch)
         elif charges and not in_record:
             cause = self._ended_cause(intent, ledger, charges[-1].incarnation)
         elif not charges and intent.attempts and "misaligned_reply" in intent.attempts[-1].faults:
@@ -623,6 +686,51 @@ class CounterOracle:
         ledger.settle_gap(cause, -minted)
         self._count("budget_minted_units", cause, minted)
         self.counts["refunds_minting"] += 1
+
+    def _close_gap(self, ledger: Ledger, refund: RefundIntent, excess: int,
+                   emptied: bool) -> int:
+        """A clamp met this refund: the truth's (it could not go below zero)
+        or the record's (the counter is ``emptied``). The credit beyond what
+        the refund gave back of the truth takes back what the record held
+        beyond the truth (a double debit, a refund lost: closed, not minted),
+        then what other refunds on their way had already taken off the truth
+        (a whole refund of another session of the prefix): it credited it
+        for them.
+        When the counter is empty, the record and the truth meet at zero (or
+        the record is as far below the truth as the truth is above zero):
+        what the record still held beyond meets what it held short (the
+        refund's uncredited rest first) and both close. What excess is left
+        is minted."""
+        key = ledger.key
+        parts = sorted((cause, amount) for cause, amount in ledger.gap.items()
+                       if cause not in NEUTRAL)
+        above = [[cause, amount] for cause, amount in parts if amount > 0]
+        below = [[cause, -amount] for cause, amount in parts if amount < 0]
+        for part in above:
+            taken = min(part[1], excess)
+            ledger.settle_gap(part[0], -taken)
+            part[1] -= taken
+            excess -= taken
+        for other in ledger.pending_refunds:
+            taken = min(other.pending.get(key, 0), excess) if other is not refund else 0
+            if taken:
+                other.pending[key] -= taken
+                ledger.settle_gap(REFUND_PENDING, -taken)
+                excess -= taken
+        if not emptied:
+            return excess
+        # What still stands above the truth: the refund's uncredited rest,
+        # then the record's parts above it.
+        standing = [[REFUND_PENDING, refund.pending.get(key, 0)], *above]
+        for cause, short in below:
+            for part in standing:
+                taken = min(part[1], short)
+                if taken:
+                    ledger.move_gap(part[0], cause, taken)
+                    part[1] -= taken
+                    short -= taken
+        refund.pending[key] = standing[0][1]
+        return excess
 
     def _unsettle_refund(self, intent: Intent, cause: str) -> None:
         """What a finished refund did not credit stays in the record, as ``cause``'s."""
@@ -741,6 +849,9 @@ class CounterOracle:
                 found.append(intent.attempts[-1].faults)
             if intent.refund is not None and intent.refund.open:
                 found.append(intent.refund.faults)
+        tally = session.tally
+        if tally is not None and not tally.attempts[-1].answer:
+            found.append(tally.attempts[-1].faults)
         if session.cleanup == "running":
             found.append(session.cleanup_faults)
         return found
@@ -759,21 +870,28 @@ class CounterOracle:
         return epoch
 
     def _intent(self, session: SessionBook, index: int) -> Intent:
-        plan = session.plan
+        spends = session.plan.calls[index].spends
+        intent = self._new_intent(session, index,
+                                  [(part.counter, part.amount, part.limit) for part in spends])
+        session.calls[index] = intent
+        return intent
+
+    def _new_intent(self, session: SessionBook, index: int,
+                    spends: list[tuple[str, int, int]]) -> Intent:
+        """Call ``index``'s intent to add each (counter, amount) under its limit."""
         parts: dict[str, tuple[int, int]] = {}
         epochs: dict[str, Epoch] = {}
-        for part in plan.calls[index].spends:
-            key = session.prefix + part.counter
-            parts[key] = (part.amount, part.limit)
+        for counter, amount, limit in spends:
+            key = session.prefix + counter
+            parts[key] = (amount, limit)
             ledger = self._ledger(session.source, key)
             epochs[key] = ledger.epoch
             epoch = ledger.epoch
-            if epoch.limit is None or part.limit > epoch.limit:
+            if epoch.limit is None or limit > epoch.limit:
                 over = self._over(epoch)
-                epoch.limit = part.limit
+                epoch.limit = limit
                 self.totals.overshoot += self._over(epoch) - over
-        intent = session.calls[index] = Intent(session.number, index, parts, epochs)
-        return intent
+        return Intent(session.number, index, parts, epochs)
 
     def _count(self, metric: str, cause: str, amount: int = 1) -> None:
         self.counts[metric] += amount
@@ -797,7 +915,7 @@ def counter_oracle(scenario: Any, kind: Any, settings: Any) -> CounterOracle:
         raise ScenarioError(f"workload.sessions: the store {kind.name!r} keeps session "
                             "counters; give the scenario a [workload.sessions] table")
     return CounterOracle(counter_ttl_us=kind.contract.COUNTER_TTL_SECONDS * 1_000_000,
-                         per_replica=kind.per_replica)
+                         per_replica=kind.per_replica, tally_limit=kind.contract.JCS_SAFE_MAX)
 
 
 __all__ = ["SERVER", "CounterOracle", "counter_oracle"]

@@ -26,7 +26,8 @@ from simulator.oracle.attribution import apportion
 COUNTS = ("sessions_opened", "sessions_closed", "sessions_aborted_by_crash", "calls_planned",
           "calls_started", "spend_attempts", "spend_attempts_retried",
           "spend_attempts_committed", "spend_attempts_refused", "spend_attempts_failed",
-          "spend_attempts_rejected", "refunds_sent", "refund_replays_blocked",
+          "spend_attempts_rejected", "tallies_sent", "tallies_added", "tallies_refused",
+          "tallies_failed", "refunds_sent", "refunds_whole", "refund_replays_blocked",
           "cleanups_begun", "cleanups_ended")
 """What the sessions did, as counted when it happened."""
 
