@@ -9,10 +9,10 @@ the same; only what the server does with them differs. Each registers through
 ``KINDS`` here with ``kinds.redis_kind``; the package's ``KINDS`` includes
 them. The lab runs a variant and the fixed store on the same scenario and
 seed to show what the fix is worth (``data/scenarios/av-state-variant-*.toml``),
-with a race report in ``data/races/`` that ``hunt`` found. Not yet for
-``refund_many_tonumber`` and ``add_without_ttl``: the lab's sessions never
-refund an amount near ``I64_MAX`` and never call ``add``, so only their
-store tests (``tests/stores/test_av_state_variants.py``) show their bugs.
+with a race report in ``data/races/`` that ``hunt`` found. The last two need
+sessions that reach them: ``refund_many_tonumber`` whole refunds (the "all"
+amount, clamped to ``I64_MAX``: ``workload.sessions.refunds.whole``), and
+``add_without_ttl`` a tally kept with ``add`` (``workload.sessions.tally``).
 """
 
 from __future__ import annotations
