@@ -728,3 +728,17 @@ def test_a_whole_refund_on_a_record_short_of_the_truth_leaves_nothing_to_the_sto
 def blamed(summary: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in summary.items()
             if name.endswith("_by_store_logic") and value}
+
+
+def test_a_refund_crediting_what_another_sessions_whole_refund_took_off_the_truth_mints_nothing():
+    # Two sessions of one prefix; session 2 gives everything back, but its
+    # refund is lost on the way. Session 1's refund, sent meanwhile, finds
+    # the truth already at zero: its credit is the share the whole refund
+    # took off the truth, and what is left uncredited is the lost refund's.
+    story = Story().open(1, call(100, refund=40)).open(2, whole(50))
+    story.charge(1, 0, {"tokens": 100}).charge(2, 0, {"tokens": 150}).refund_sent(2)
+    story.refund(1, 0, {"tokens": 110})
+    story.fault(2, "request_lost").refund_returned(2)
+    summary = story.summary()
+    assert summary["budget_minted_units"] == 0
+    assert story.oracle.ledgers[SERVER, PREFIX + "tokens"].gap == {"refund_lost": 110}
