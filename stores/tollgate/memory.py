@@ -1,0 +1,466 @@
+"""``MemoryLedger``: tollgate's ledger in one process (seed 003's MemoryStore).
+
+One instance implements ``LeaseAllocator``, ``UsageSink`` and ``AdminStore``.
+Its "one lock" is the event loop: no method awaits anything, so each call runs
+whole before any other starts, and a refusal raised before the first write
+leaves nothing behind (every method checks everything, then writes).
+
+Rules kept here beyond the traits' own:
+
+* Lease ids come from one ledger-wide sequence and fencing tokens from a
+  per-account one, both starting at 1, so a run is reproducible.
+* A lease is releasable until ``expires_at + reclaim_grace`` (inclusive);
+  after that it is ``LeaseNotActive`` whether or not a sweep has run, so the
+  answer never depends on sweep timing. Usage on a lease not yet swept is
+  still judged by capacity: reclaim then forfeits only what was not billed.
+* Allowance and top-ups are told apart. An account's ``allowance`` is the part
+  of its balance funded by the current period; grants spend it first, usage
+  on a lease consumes its closed-period allowance first, then its live
+  allowance, then top-up. A rollover expires the unspent allowance and marks
+  allowance out on leases as *closed*; such units expire when the lease
+  settles instead of returning to the balance (so only surviving credit
+  floors a consolidation). Clearing a schedule turns allowance into top-up.
+* Every stored amount and total stays in ``0..=LEDGER_UNITS_MAX`` (BIGINT):
+  a deposit or rollover that would leave it is refused as a storage failure
+  (what PostgreSQL's out-of-range error is), and an ingest batch as
+  ``IngestRefused``, whole.
+* Capability before state before capacity: an ingest event for another
+  account or token is rejected whatever the lease's state.
+* Zero-unit requests are a caller's bug (``ValueError``), not a refusal.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from stores.tollgate.domain import (
+    LEDGER_UNITS_MAX,
+    MAX_INGEST_BATCH,
+    TIMESTAMP_MAX,
+    TIMESTAMP_MIN,
+    AccountConfig,
+    AccountStatus,
+    AccountView,
+    Allocation,
+    BudgetSchedule,
+    CapacityClass,
+    Conservation,
+    GrantPolicy,
+    IngestReport,
+    LeaseGrant,
+    ReclaimBatch,
+    ReclaimedLease,
+    RolledAccount,
+    RolloverBatch,
+    StatusChange,
+    UsageEvent,
+    require_limit,
+    require_units,
+)
+from stores.tollgate.errors import (
+    AccountAlreadyExists,
+    AccountClosed,
+    AccountInactive,
+    AllocateStorage,
+    BalanceExhausted,
+    BalanceExhaustion,
+    BalanceInsufficient,
+    BalanceShortfall,
+    BudgetUnknownAccount,
+    Fenced,
+    IngestRefused,
+    InvalidRelease,
+    InvalidTtl,
+    LeaseNotActive,
+    StatusUnknownAccount,
+    StoreError,
+    UnknownAccount,
+    UnknownLease,
+)
+from stores.tollgate.ports import AdminStore, LeaseAllocator, UsageSink
+
+
+class LeaseState(enum.Enum):
+    ACTIVE = "active"
+    RELEASED = "released"
+    RECLAIMED = "reclaimed"
+
+
+@dataclass(slots=True)
+class _Lease:
+    grant: LeaseGrant
+    live_allowance: int
+    """Units of the grant funded by the account's current-period allowance."""
+    closed_allowance: int = 0
+    """Units funded by a period that has since closed: they expire at settlement."""
+    usage: int = 0
+    state: LeaseState = LeaseState.ACTIVE
+    loss: int = 0
+    """Provisional settlement loss left after settling; late usage converts it."""
+
+    def unbilled(self) -> int:
+        return self.grant.granted - self.usage
+
+
+@dataclass(slots=True)
+class _Account:
+    account_id: int
+    status: AccountStatus
+    capacity_class: CapacityClass
+    balance: int
+    deposited: int
+    schedule: BudgetSchedule | None = None
+    period_start: int | None = None
+    allowance: int = 0
+    overage_recorded: int = 0
+    settled_usage: int = 0
+    settlement_loss: int = 0
+    expired: int = 0
+    next_token: int = 1
+    active: dict[int, _Lease] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Credit:
+    """How a settling lease's ``unspent`` splits."""
+
+    allowance: int
+    top_up: int
+    expired: int
+
+    @property
+    def restored(self) -> int:
+        return self.allowance + self.top_up
+
+
+def _in_ledger(value: int) -> bool:
+    return 0 <= value <= LEDGER_UNITS_MAX
+
+
+class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
+    """The whole ledger in this process's memory."""
+
+    def __init__(self, policy: GrantPolicy | None = None) -> None:
+        self.policy = policy or GrantPolicy()
+        self.policy.validate()
+        self._accounts: dict[int, _Account] = {}
+        self._leases: dict[int, _Lease] = {}
+        self._requests: set[str] = set()
+        self._next_lease_id = 1
+
+    # -- reads ---------------------------------------------------------------
+
+    def conservation(self, account: int) -> Conservation | None:
+        """The account's funding equation at this instant; ``None`` if unknown."""
+        state = self._accounts.get(account)
+        if state is None:
+            return None
+        return Conservation(
+            deposited=state.deposited,
+            overage_recorded=state.overage_recorded,
+            balance=state.balance,
+            active_lease_grants=sum(lease.grant.granted for lease in state.active.values()),
+            settled_usage=state.settled_usage,
+            settlement_loss=state.settlement_loss,
+            expired=state.expired,
+        )
+
+    def account_ids(self) -> tuple[int, ...]:
+        return tuple(sorted(self._accounts))
+
+    async def account_view(self, account: int) -> AccountView | None:
+        state = self._accounts.get(account)
+        conservation = self.conservation(account)
+        if state is None or conservation is None:
+            return None
+        return AccountView(state.account_id, state.status, state.capacity_class,
+                           state.schedule, state.period_start, conservation)
+
+    # -- allocator -----------------------------------------------------------
+
+    async def acquire(self, account: int, requested: int, ttl_ms: int,
+                      now: int) -> Allocation:
+        require_units("requested", requested)
+        if requested == 0:
+            raise ValueError("requested must be positive")
+        state = self._spendable(account)
+        expires_at = self._expiry(ttl_ms, now)
+        size = self.policy.grant(requested, state.balance)
+        if size is None:
+            raise self._refusal(state, now)
+        return self._grant(state, size, expires_at, now)
+
+    async def release(self, lease_id: int, fencing_token: int, unspent: int,
+                      now: int) -> None:
+        lease = self._releasable(lease_id, fencing_token, unspent, now)
+        self._settle(lease, unspent, LeaseState.RELEASED)
+
+    async def consolidate(self, lease_id: int, fencing_token: int, unspent: int,
+                          requested: int, needed: int, ttl_ms: int, now: int) -> Allocation:
+        require_units("requested", requested)
+        require_units("needed", needed)
+        if requested == 0:
+            raise ValueError("requested must be positive")
+        lease = self._releasable(lease_id, fencing_token, unspent, now)
+        state = self._spendable(lease.grant.account_id)
+        expires_at = self._expiry(ttl_ms, now)
+        credit = self._credit(lease, unspent)
+        balance = state.balance + credit.restored
+        size = self.policy.consolidation_grant(requested, balance, credit.restored, needed)
+        if size is None:
+            raise self._refusal(state, now)
+        self._settle(lease, unspent, LeaseState.RELEASED)
+        return self._grant(state, size, expires_at, now)
+
+    async def reclaim_expired_batch(self, now: int, limit: int) -> ReclaimBatch:
+        require_limit(limit)
+        cutoff = self.policy.reclaim_cutoff(now)
+        due: list[_Lease] = []
+        if cutoff is not None:
+            due = sorted((lease for lease in self._leases.values()
+                          if lease.state is LeaseState.ACTIVE
+                          and lease.grant.expires_at <= cutoff),
+                         key=lambda lease: (lease.grant.expires_at, lease.grant.lease_id))
+        reclaimed = []
+        for lease in due[:limit]:
+            self._settle(lease, 0, LeaseState.RECLAIMED)
+            reclaimed.append(ReclaimedLease(lease.grant.lease_id, lease.grant.account_id,
+                                            lease.loss))
+        return ReclaimBatch.try_new(reclaimed, limit)
+
+    def _spendable(self, account: int) -> _Account:
+        state = self._accounts.get(account)
+        if state is None:
+            raise UnknownAccount()
+        if state.status is not AccountStatus.ACTIVE:
+            raise AccountInactive()
+        return state
+
+    def _expiry(self, ttl_ms: int, now: int) -> int:
+        if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms <= 0:
+            raise InvalidTtl()
+        expires_at = now + min(ttl_ms, self.policy.max_ttl_ms)
+        if not TIMESTAMP_MIN <= expires_at <= TIMESTAMP_MAX:
+            raise InvalidTtl()
+        return expires_at
+
+    def _releasable(self, lease_id: int, fencing_token: int, unspent: int,
+                    now: int) -> _Lease:
+        require_units("unspent", unspent)
+        lease = self._leases.get(lease_id)
+        if lease is None:
+            raise UnknownLease()
+        if lease.grant.fencing_token != fencing_token:
+            raise Fenced()
+        if (lease.state is not LeaseState.ACTIVE
+                or now - self.policy.reclaim_grace_ms > lease.grant.expires_at):
+            raise LeaseNotActive()
+        if unspent > lease.unbilled():
+            raise InvalidRelease()
+        return lease
+
+    def _period_end(self, state: _Account, now: int) -> int | None:
+        if state.schedule is None:
+            return None
+        return state.schedule.period_start(now) + state.schedule.period_ms
+
+    def _outstanding(self, state: _Account) -> int:
+        return sum(lease.unbilled() for lease in state.active.values())
+
+    def _refusal(self, state: _Account, now: int) -> BalanceExhausted | BalanceInsufficient:
+        """The attested refusal when the balance funds no grant: everything left
+        is on other leases, or nothing is left at all."""
+        period_end = self._period_end(state, now)
+        remaining = state.balance + self._outstanding(state)
+        if remaining == 0:
+            return BalanceExhausted(BalanceExhaustion(period_end))
+        return BalanceInsufficient(BalanceShortfall(remaining, period_end))
+
+    def _grant(self, state: _Account, size: int, expires_at: int, now: int) -> Allocation:
+        grant = LeaseGrant(self._next_lease_id, state.account_id, state.next_token, size,
+                           expires_at)
+        self._next_lease_id += 1
+        state.next_token += 1
+        live = min(size, state.allowance)
+        state.allowance -= live
+        state.balance -= size
+        lease = _Lease(grant, live_allowance=live)
+        self._leases[grant.lease_id] = lease
+        state.active[grant.lease_id] = lease
+        funding = BalanceShortfall(state.balance + self._outstanding(state),
+                                   self._period_end(state, now))
+        return Allocation(grant, funding)
+
+    @staticmethod
+    def _credit(lease: _Lease, unspent: int) -> _Credit:
+        """Split ``unspent``: closed-period allowance (expires), then live
+        allowance, then top-up -- the reverse of the order usage consumes them."""
+        closed_left = max(lease.closed_allowance - lease.usage, 0)
+        live_left = max(lease.live_allowance - max(lease.usage - lease.closed_allowance, 0), 0)
+        expired = min(unspent, closed_left)
+        allowance = min(unspent - expired, live_left)
+        return _Credit(allowance, unspent - expired - allowance, expired)
+
+    def _settle(self, lease: _Lease, unspent: int, state_after: LeaseState) -> None:
+        account = self._accounts[lease.grant.account_id]
+        credit = self._credit(lease, unspent)
+        account.balance += credit.restored
+        account.allowance += credit.allowance
+        account.expired += credit.expired
+        lease.loss = lease.unbilled() - unspent
+        account.settlement_loss += lease.loss
+        account.settled_usage += lease.usage
+        lease.state = state_after
+        del account.active[lease.grant.lease_id]
+
+    # -- usage ---------------------------------------------------------------
+
+    async def ingest(self, events: Sequence[UsageEvent], now: int) -> IngestReport:
+        if len(events) > MAX_INGEST_BATCH:
+            raise IngestRefused(f"a usage batch of {len(events)} events exceeds "
+                                f"{MAX_INGEST_BATCH}")
+        recorded: set[str] = set()
+        usage: dict[int, int] = {}  # lease id -> units staged in this batch
+        duplicate = rejected = 0
+        for event in events:
+            if event.request_id in self._requests or event.request_id in recorded:
+                duplicate += 1
+            elif self._fits(event, usage.get(event.lease_id, 0)):
+                usage[event.lease_id] = usage.get(event.lease_id, 0) + event.units
+                recorded.add(event.request_id)
+            else:
+                rejected += 1
+        self._refuse_overflow(usage)
+        for lease_id, units in usage.items():
+            self._bill(self._leases[lease_id], units)
+        self._requests |= recorded
+        return IngestReport(accepted=len(recorded), duplicate=duplicate, rejected=rejected)
+
+    def _fits(self, event: UsageEvent, staged: int) -> bool:
+        """Domain, then capability, then lease state and capacity."""
+        units = event.units
+        if isinstance(units, bool) or not isinstance(units, int) or not _in_ledger(units):
+            return False
+        lease = self._leases.get(event.lease_id)
+        if (lease is None or lease.grant.account_id != event.account_id
+                or lease.grant.fencing_token != event.fencing_token):
+            return False
+        room = lease.unbilled() if lease.state is LeaseState.ACTIVE else lease.loss
+        return staged + units <= room
+
+    def _refuse_overflow(self, usage: dict[int, int]) -> None:
+        """Refuse the batch whole if billing it would leave BIGINT anywhere."""
+        settled: dict[int, int] = {}
+        for lease_id, units in usage.items():
+            lease = self._leases[lease_id]
+            if not _in_ledger(lease.usage + units):
+                raise IngestRefused(f"lease {lease_id}: usage would overflow its total")
+            if lease.state is not LeaseState.ACTIVE:
+                account = lease.grant.account_id
+                settled[account] = settled.get(account, 0) + units
+        for account, units in settled.items():
+            if not _in_ledger(self._accounts[account].settled_usage + units):
+                raise IngestRefused(f"account {account}: settled usage would overflow")
+
+    def _bill(self, lease: _Lease, units: int) -> None:
+        lease.usage += units
+        if lease.state is not LeaseState.ACTIVE:
+            # Late usage turns provisional loss into billed usage.
+            account = self._accounts[lease.grant.account_id]
+            lease.loss -= units
+            account.settlement_loss -= units
+            account.settled_usage += units
+
+    # -- admin ---------------------------------------------------------------
+
+    async def create_account(self, config: AccountConfig) -> None:
+        require_units("initial_balance", config.initial_balance, LEDGER_UNITS_MAX)
+        if config.account_id in self._accounts:
+            raise AccountAlreadyExists()
+        self._accounts[config.account_id] = _Account(
+            config.account_id, config.status, config.capacity_class,
+            balance=config.initial_balance, deposited=config.initial_balance)
+
+    async def deposit(self, account: int, units: int) -> None:
+        require_units("units", units)
+        state = self._accounts.get(account)
+        if state is None:
+            raise UnknownAccount()
+        if state.status is AccountStatus.CLOSED:
+            raise AccountInactive()
+        if not (_in_ledger(state.balance + units) and _in_ledger(state.deposited + units)):
+            raise AllocateStorage(StoreError(
+                f"account {account}: deposit of {units} leaves the BIGINT range"))
+        state.balance += units
+        state.deposited += units
+
+    def _open(self, account: int) -> _Account:
+        state = self._accounts.get(account)
+        if state is None:
+            raise StatusUnknownAccount()
+        return state
+
+    async def set_account_status(self, account: int, status: AccountStatus) -> StatusChange:
+        state = self._open(account)
+        if state.status is AccountStatus.CLOSED and status is not AccountStatus.CLOSED:
+            raise AccountClosed()
+        state.status = status
+        return StatusChange()
+
+    async def set_capacity_class(self, account: int,
+                                 capacity_class: CapacityClass) -> StatusChange:
+        state = self._open(account)
+        if state.status is AccountStatus.CLOSED:
+            raise AccountClosed()
+        state.capacity_class = capacity_class
+        return StatusChange()
+
+    async def set_budget_schedule(self, account: int,
+                                  schedule: BudgetSchedule | None) -> None:
+        state = self._accounts.get(account)
+        if state is None:
+            raise BudgetUnknownAccount()
+        if schedule is None and state.schedule is not None:
+            # Unspent allowance stops expiring: it becomes top-up, on leases too.
+            state.allowance = 0
+            state.period_start = None
+            for lease in state.active.values():
+                lease.live_allowance = 0
+        state.schedule = schedule
+
+    async def roll_due_periods(self, now: int, limit: int) -> RolloverBatch:
+        require_limit(limit)
+        due = [state for _, state in sorted(self._accounts.items())
+               if self._due(state, now)][:limit]
+        for state in due:
+            assert state.schedule is not None  # _due selects scheduled accounts only
+            allowance = state.schedule.allowance
+            if not (_in_ledger(state.balance - state.allowance + allowance)
+                    and _in_ledger(state.deposited + allowance)
+                    and _in_ledger(state.expired + state.allowance)):
+                raise StoreError(f"account {state.account_id}: rollover leaves the BIGINT range")
+        rolled = [self._roll(state, now) for state in due]
+        return RolloverBatch.try_new(rolled, limit)
+
+    @staticmethod
+    def _due(state: _Account, now: int) -> bool:
+        if state.schedule is None:
+            return False
+        return state.period_start is None or state.schedule.period_start(now) > state.period_start
+
+    @staticmethod
+    def _roll(state: _Account, now: int) -> RolledAccount:
+        assert state.schedule is not None
+        expired = state.allowance
+        allowance = state.schedule.allowance
+        state.balance += allowance - expired
+        state.expired += expired
+        state.deposited += allowance
+        state.allowance = allowance
+        state.period_start = state.schedule.period_start(now)
+        for lease in state.active.values():
+            lease.closed_allowance += lease.live_allowance
+            lease.live_allowance = 0
+        return RolledAccount(state.account_id, allowance, expired)
