@@ -131,6 +131,26 @@ class LeaseGrant:
     expires_at: int
 
 
+class LeaseState(enum.Enum):
+    """A lease is active until released or reclaimed; both are terminal."""
+
+    ACTIVE = "active"
+    RELEASED = "released"
+    RECLAIMED = "reclaimed"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseView:
+    """One lease as the ledger holds it, for an oracle or an operator: its
+    grant, its state, the usage billed to it, and (once settled) the
+    provisional settlement loss late usage may still convert."""
+
+    grant: LeaseGrant
+    state: LeaseState
+    usage: int
+    loss: int
+
+
 @dataclass(frozen=True, slots=True)
 class Allocation:
     """A grant, and the ledger's remaining funding as of the transaction that

@@ -27,11 +27,15 @@ Rules kept here beyond the traits' own:
 * Capability before state before capacity: an ingest event for another
   account or token is rejected whatever the lease's state.
 * Zero-unit requests are a caller's bug (``ValueError``), not a refusal.
+* This ledger always attests: a balance that funds no grant is refused as
+  ``BalanceInsufficient`` (funding remains on leases) or ``BalanceExhausted``,
+  never the unattested ``InsufficientBalance``.
+* ``overage_recorded`` stays zero: the seed's elastic enforcement mode, which
+  bills unfunded usage, lies outside its excerpt and is not modelled yet.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,6 +54,8 @@ from stores.tollgate.domain import (
     GrantPolicy,
     IngestReport,
     LeaseGrant,
+    LeaseState,
+    LeaseView,
     ReclaimBatch,
     ReclaimedLease,
     RolledAccount,
@@ -80,12 +86,6 @@ from stores.tollgate.errors import (
     UnknownLease,
 )
 from stores.tollgate.ports import AdminStore, LeaseAllocator, UsageSink
-
-
-class LeaseState(enum.Enum):
-    ACTIVE = "active"
-    RELEASED = "released"
-    RECLAIMED = "reclaimed"
 
 
 @dataclass(slots=True)
@@ -169,6 +169,13 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
 
     def account_ids(self) -> tuple[int, ...]:
         return tuple(sorted(self._accounts))
+
+    def lease_view(self, lease_id: int) -> LeaseView | None:
+        """The lease as held now; ``None`` if no such lease was ever granted."""
+        lease = self._leases.get(lease_id)
+        if lease is None:
+            return None
+        return LeaseView(lease.grant, lease.state, lease.usage, lease.loss)
 
     async def account_view(self, account: int) -> AccountView | None:
         state = self._accounts.get(account)

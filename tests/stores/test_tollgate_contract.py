@@ -20,8 +20,11 @@ from stores.tollgate.domain import (
     AccountStatus,
     BudgetSchedule,
     CapacityClass,
+    Conservation,
     GrantPolicy,
     IngestReport,
+    LeaseState,
+    LeaseView,
     UsageEvent,
 )
 from stores.tollgate.memory import MemoryLedger
@@ -43,13 +46,18 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(coro)
 
 
+def funds(ledger, account: int) -> Conservation:
+    """The account's funding terms through the trait's own read."""
+    return run(ledger.account_view(account)).conservation
+
+
 @pytest.fixture
 def ledger(make_ledger):
     ledger = make_ledger(POLICY)
     yield ledger
-    for account in ledger.account_ids():
-        conservation = ledger.conservation(account)
-        assert conservation.holds(), f"account {account}: {conservation}"
+    for account in range(1, 10):  # the ids these tests use
+        view = run(ledger.account_view(account))
+        assert view is None or view.conservation.holds(), f"account {account}: {view}"
 
 
 def open_account(ledger, account: int = 1, balance: int = 100, **kwargs) -> None:
@@ -77,7 +85,7 @@ def test_acquire_grants_the_request_from_a_deep_balance_and_shrinks_near_exhaust
     assert run(ledger.acquire(1, 10, TTL, 0)).grant.granted == 10
     # 90 left: the cap is 45, so a request for 1000 gets 45.
     assert run(ledger.acquire(1, 1_000, TTL, 0)).grant.granted == 45
-    assert ledger.conservation(1).balance == 45
+    assert funds(ledger, 1).balance == 45
 
 
 def test_fencing_tokens_strictly_increase_per_account(ledger):
@@ -143,7 +151,7 @@ def test_release_requires_the_stored_pair_and_credits_unspent(ledger):
     with pytest.raises(errors.InvalidRelease):
         run(ledger.release(lease.lease_id, lease.fencing_token, 8, 0))
     run(ledger.release(lease.lease_id, lease.fencing_token, 5, 0))
-    c = ledger.conservation(1)
+    c = funds(ledger, 1)
     assert (c.balance, c.active_lease_grants, c.settled_usage, c.settlement_loss) == (95, 0, 3, 2)
     with pytest.raises(errors.LeaseNotActive):
         run(ledger.release(lease.lease_id, lease.fencing_token, 0, 0))
@@ -170,10 +178,10 @@ def test_late_usage_is_accepted_only_within_its_provisional_settlement_loss(ledg
     lease = run(ledger.acquire(1, 10, TTL, 0)).grant
     ingest(ledger, usage(lease, "r1", 3))
     run(ledger.release(lease.lease_id, lease.fencing_token, 2, 0))
-    assert ledger.conservation(1).settlement_loss == 5
+    assert funds(ledger, 1).settlement_loss == 5
     report = ingest(ledger, usage(lease, "r2", 4), usage(lease, "r3", 2))
     assert (report.accepted, report.rejected) == (1, 1)
-    c = ledger.conservation(1)
+    c = funds(ledger, 1)
     assert (c.settled_usage, c.settlement_loss) == (7, 1)
 
 
@@ -202,7 +210,7 @@ def test_consolidate_never_regrants_less_than_it_restores(make_ledger):
     assert run(composed.acquire(1, 1_000, TTL, 1)).grant.granted == 37, (
         "release then acquire re-sizes against the restored balance and hands back less")
     for ledger in (exchanged, composed):
-        assert ledger.conservation(1).holds()
+        assert funds(ledger, 1).holds()
 
 
 def test_consolidate_grows_to_a_fundable_needed_quote(ledger):
@@ -217,7 +225,7 @@ def test_consolidate_grows_to_a_fundable_needed_quote(ledger):
 def test_a_refused_consolidation_leaves_the_old_lease_unchanged(ledger, refusal):
     open_account(ledger, balance=10)
     lease = run(ledger.acquire(1, 10, TTL, 0)).grant  # 5 of 10
-    while ledger.conservation(1).balance:  # other leases take the rest
+    while funds(ledger, 1).balance:  # other leases take the rest
         run(ledger.acquire(1, 10, TTL, 0))
     unspent, ttl, expected = 5, TTL, errors.AllocateError
     if refusal == "inactive":
@@ -229,10 +237,10 @@ def test_a_refused_consolidation_leaves_the_old_lease_unchanged(ledger, refusal)
         unspent, expected = 6, errors.InvalidRelease
     else:
         unspent, expected = 0, errors.BalanceInsufficient
-    before = ledger.conservation(1)
+    before = funds(ledger, 1)
     with pytest.raises(expected):
         run(ledger.consolidate(lease.lease_id, lease.fencing_token, unspent, 5, 0, ttl, 1))
-    assert ledger.conservation(1) == before
+    assert funds(ledger, 1) == before
     run(ledger.release(lease.lease_id, lease.fencing_token, 5, 1))
 
 
@@ -255,10 +263,10 @@ def test_reclaim_waits_for_the_grace_and_forfeits_what_was_not_billed(ledger):
     assert run(ledger.reclaim_expired(TTL + GRACE - 1)) == []
     (reclaimed,) = run(ledger.reclaim_expired(TTL + GRACE))
     assert (reclaimed.lease_id, reclaimed.forfeited) == (lease.lease_id, 6)
-    c = ledger.conservation(1)
+    c = funds(ledger, 1)
     assert (c.balance, c.active_lease_grants, c.settled_usage, c.settlement_loss) == (90, 0, 4, 6)
     assert ingest(ledger, usage(lease, "r2", 6)).accepted == 1, "late usage converts the loss"
-    assert ledger.conservation(1).settlement_loss == 0
+    assert funds(ledger, 1).settlement_loss == 0
 
 
 def test_a_reclaim_batch_is_bounded_and_the_drain_takes_the_rest(ledger):
@@ -269,7 +277,7 @@ def test_a_reclaim_batch_is_bounded_and_the_drain_takes_the_rest(ledger):
     assert len(batch) == 2 and batch.is_saturated()
     rest = run(drain_reclaim_expired(ledger, TTL + GRACE, limit=2))
     assert len(rest) == 3
-    assert ledger.conservation(1).settlement_loss == 5
+    assert funds(ledger, 1).settlement_loss == 5
 
 
 # -- ingest ----------------------------------------------------------------------
@@ -282,7 +290,7 @@ def test_ingest_is_idempotent_on_request_id(ledger):
     assert ingest(ledger, *batch) == IngestReport(accepted=2, duplicate=1, rejected=0)
     assert ingest(ledger, *batch) == IngestReport(accepted=0, duplicate=3, rejected=0)
     run(ledger.release(lease.lease_id, lease.fencing_token, 5, 0))
-    assert ledger.conservation(1).settled_usage == 5
+    assert funds(ledger, 1).settled_usage == 5
 
 
 def test_a_duplicate_is_classified_before_its_payload(ledger):
@@ -338,7 +346,7 @@ def test_creation_is_never_an_overwrite(ledger):
     open_account(ledger)
     with pytest.raises(errors.AccountAlreadyExists):
         open_account(ledger, balance=5)
-    assert ledger.conservation(1).deposited == 100
+    assert funds(ledger, 1).deposited == 100
 
 
 def test_deposits_fund_an_open_account_within_the_ledger_domain(ledger):
@@ -346,7 +354,7 @@ def test_deposits_fund_an_open_account_within_the_ledger_domain(ledger):
         run(ledger.deposit(1, 5))
     open_account(ledger, balance=0)
     run(ledger.deposit(1, 5))
-    assert ledger.conservation(1).deposited == 5
+    assert funds(ledger, 1).deposited == 5
     with pytest.raises(errors.AllocateStorage):
         run(ledger.deposit(1, LEDGER_UNITS_MAX))
     run(ledger.set_account_status(1, AccountStatus.CLOSED))
@@ -384,7 +392,7 @@ def test_suspension_refuses_acquire_but_keeps_outstanding_leases(ledger):
 
 def test_a_capacity_class_change_leaves_funding_alone(ledger):
     open_account(ledger)
-    before = ledger.conservation(1)
+    before = funds(ledger, 1)
     run(ledger.set_capacity_class(1, CapacityClass.BEST_EFFORT))
     view = run(ledger.account_view(1))
     assert view.capacity_class is CapacityClass.BEST_EFFORT
@@ -400,7 +408,7 @@ def test_a_schedule_deposits_at_rollover_and_expires_only_unspent_allowance(ledg
     with pytest.raises(errors.BudgetUnknownAccount):
         run(ledger.set_budget_schedule(9, MONTHLY))
     run(ledger.set_budget_schedule(1, MONTHLY))
-    assert ledger.conservation(1).deposited == 10, "setting a schedule deposits nothing"
+    assert funds(ledger, 1).deposited == 10, "setting a schedule deposits nothing"
     (first,) = run(ledger.roll_due_periods(1, 8)).rolled
     assert (first.deposited, first.expired) == (50, 0)
     assert run(ledger.roll_due_periods(2, 8)).is_empty(), "one boundary is crossed once"
@@ -408,7 +416,7 @@ def test_a_schedule_deposits_at_rollover_and_expires_only_unspent_allowance(ledg
     run(ledger.release(lease.lease_id, lease.fencing_token, 20, 3))
     (second,) = run(ledger.roll_due_periods(30 * DAY, 8)).rolled
     assert (second.deposited, second.expired) == (50, 50)
-    c = ledger.conservation(1)
+    c = funds(ledger, 1)
     assert (c.balance, c.expired, c.deposited) == (60, 50, 110)
 
 
@@ -419,7 +427,7 @@ def test_missed_periods_roll_once_and_unscheduled_accounts_never(ledger):
     run(ledger.roll_due_periods(0, 8))
     batch = run(ledger.roll_due_periods(95 * DAY, 8))
     assert [r.account_id for r in batch.rolled] == [1]
-    assert ledger.conservation(1).deposited == 100, "two allowances, not four"
+    assert funds(ledger, 1).deposited == 100, "two allowances, not four"
     view = run(ledger.account_view(1))
     assert view.period_start == 90 * DAY and view.schedule == MONTHLY
 
@@ -444,7 +452,7 @@ def test_allowance_out_on_a_lease_expires_at_settlement_after_its_period(ledger)
     allocation = run(ledger.consolidate(lease.lease_id, lease.fencing_token, 20, 1, 0, TTL,
                                         TTL // 2))
     assert allocation.grant.granted == 1, "expired allowance restores no floor"
-    c = ledger.conservation(1)
+    c = funds(ledger, 1)
     assert (c.expired, c.balance) == (50, 49)
 
 
@@ -454,7 +462,7 @@ def test_clearing_a_schedule_stops_expiry(ledger):
     run(ledger.roll_due_periods(0, 8))
     run(ledger.set_budget_schedule(1, None))
     assert run(ledger.roll_due_periods(60 * DAY, 8)).is_empty()
-    c = ledger.conservation(1)
+    c = funds(ledger, 1)
     assert (c.balance, c.expired) == (50, 0)
 
 
@@ -465,5 +473,15 @@ def test_account_view_reports_every_term_at_once(ledger):
     view = run(ledger.account_view(1))
     assert (view.status, view.capacity_class, view.schedule) == (
         AccountStatus.ACTIVE, CapacityClass.BEST_EFFORT, None)
-    assert view.conservation == ledger.conservation(1)
+    assert view.conservation == funds(ledger, 1)
     assert view.conservation.active_lease_grants == 10
+
+
+def test_a_lease_view_follows_the_lease_through_settlement(ledger):
+    open_account(ledger)
+    lease = run(ledger.acquire(1, 10, TTL, 0)).grant
+    ingest(ledger, usage(lease, "r1", 3))
+    assert ledger.lease_view(lease.lease_id) == LeaseView(lease, LeaseState.ACTIVE, 3, 0)
+    run(ledger.release(lease.lease_id, lease.fencing_token, 4, 0))
+    assert ledger.lease_view(lease.lease_id) == LeaseView(lease, LeaseState.RELEASED, 3, 3)
+    assert ledger.lease_view(lease.lease_id + 1) is None
