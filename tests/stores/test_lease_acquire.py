@@ -150,7 +150,7 @@ def test_dropped_response_leaves_shared_manager_usable_for_next_acquire(target, 
             await abort(acquire)
             assert (await limiter.acquire(KEY)).is_allowed
             assert relay.count("acquire") >= 2, \
-                "next admission did not use the still-usable shared manager"
+                "the next acquire should reuse the shared connection, still healthy"
             assert len(relay.connections) == 1 and limiter.generation == 1
         finally:
             await relay.aclose()
@@ -178,7 +178,7 @@ def test_caller_timeout_does_not_retire_a_slow_but_usable_invoke(target, key_pre
 
             relay.delay_ms["acquire"] = 0
             assert (await limiter.acquire(KEY)).is_allowed, \
-                "shared connection was not usable after a slow caller timeout"
+                "after a slow reply timed its caller out, the shared connection should still serve"
         finally:
             await relay.aclose()
 
@@ -206,7 +206,7 @@ def test_unattributable_denial_during_replacement_fails_open_when_allowed(target
 
             admission = await acquire
             assert admission.is_allowed, \
-                "an unattributable result did not follow the unavailable allow policy"
+                "an outcome nobody can attribute should follow on_unavailable = allow"
             assert not admission.permit.enforced
         finally:
             await relay.aclose()
@@ -309,7 +309,7 @@ def test_retired_invoke_reclaims_its_shared_permit(target, key_prefix):
             await eventually(slot_returned, 1, "retired invoke did not return its invoke slot")
             assert (limiter.suspect_generation >= generation
                     or limiter.generation > generation), \
-                "invoke deadline did not retire or replace the stalled generation"
+                "an invoke past its deadline should retire or replace its connection"
             for slot in [*held, reclaimed]:
                 slot.release()
         finally:

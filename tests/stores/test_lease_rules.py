@@ -117,9 +117,9 @@ def test_abandoned_zero_and_disconnected_results_follow_compensation_rule():
     assert not compensate_abandoned_result(denial, result_untrusted), \
         "a trusted definite denial proves no lease was created"
     assert compensate_abandoned_result(denial, True), \
-        "a denial from a retired generation is unattributable and must compensate"
+        "a refusal read on a retired connection proves nothing, so it is compensated"
     assert not compensate_abandoned_result(denial, False), \
-        "a trusted denial sent to an abandoned wait must not compensate"
+        "a trusted refusal nobody waited for wrote no lease: nothing to give back"
 
     mismatch = InvokeOutcome.replied(1, "someone-else")
     assert limiter.recovery.mark_if_mismatched(1, mismatch, "ours")
@@ -138,7 +138,7 @@ def test_timeout_handoff_distinguishes_inflight_dead_and_window_grants():
     assert not reclaimed.compensate
     assert reclaimed.result is None
     assert not in_flight.send(grant), \
-        "the in-flight sender must be stopped after the handoff closes the receiver"
+        "once the caller closed the handoff, a late outcome must not be delivered"
 
     dead: Handoff[InvokeOutcome] = Handoff()
     dead.drop_sender()
