@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.distributions import AmountDistribution, DurationDistribution
 from simulator.models import Model
@@ -110,12 +110,28 @@ class Sessions(Model):
     @field_validator("refunds")
     @classmethod
     def _known_counters(cls, refunds: Refunds, info) -> Refunds:
-        counters = info.data.get("counters") or {}
+        if "counters" not in info.data:
+            return refunds  # the counters were refused already: say that only
+        counters = info.data["counters"]
         unknown = sorted(set(refunds.counters) - set(counters))
         if unknown:
             raise ValueError(f"refunds.counters names {unknown}, which are not among the "
                              f"session's counters {sorted(counters)}")
         return refunds
+
+    @model_validator(mode="after")
+    def _a_bounded_number_of_calls(self) -> Sessions:
+        # Refused here, naming the fields, rather than when a session is drawn
+        # mid-run: judged on the means, what a typical session would make.
+        gap = self.call_every.mean
+        if gap <= 0:
+            raise ValueError("call_every must be longer than 0 (it is the gap between calls)")
+        typical = self.lifetime.mean / gap
+        if typical > MAX_CALLS_PER_SESSION:
+            raise ValueError(f"a typical session would make {typical:,.0f} calls (lifetime / "
+                             f"call_every), past {MAX_CALLS_PER_SESSION:,}; lengthen "
+                             "call_every or shorten lifetime")
+        return self
 
 
 @dataclass(frozen=True, slots=True)

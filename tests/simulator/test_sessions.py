@@ -7,6 +7,7 @@ import random
 import pytest
 from scenario_data import merge
 
+from simulator.distributions import parse_distribution
 from simulator.scenario import ScenarioError, parse_scenario
 from simulator.sessions import WHOLE, Part, Sessions, plan_session
 from simulator.workload import KeySpace, RequestSource
@@ -79,14 +80,20 @@ def test_a_workload_without_sessions_has_no_sessions():
     ({"prefix_from": "tenant"}, "prefix_from"),
     ({"tally": "tokens"}, "tally"),
     ({"refunds": {"whole": 1.5}}, "whole"),
+    ({"lifetime": "48h", "call_every": "1ms"}, "lengthen call_every"),
+    ({"call_every": "0s"}, "longer than 0"),
 ])
 def test_a_wrong_sessions_table_is_refused_naming_the_field(sessions, says):
     with pytest.raises(ScenarioError, match=says):
         parse_scenario(merge(BASE, {"workload": {"sessions": sessions}}))
 
 
-def test_a_session_with_absurdly_many_calls_is_refused_in_one_line():
-    settings = Sessions.model_validate({"lifetime": "48h", "call_every": "1ms"})
+def test_a_session_drawn_with_absurdly_many_calls_is_refused_in_one_line():
+    # Validation judges the means; a heavy tail can still draw a session
+    # past the bound, which the draw refuses (here the bound is reached by
+    # changing the gap after validation).
+    settings = Sessions.model_validate({"lifetime": "48h"}).model_copy(
+        update={"call_every": parse_distribution("1ms", "duration")})
     with pytest.raises(ValueError, match="more than 100,000 calls"):
         plan_session(settings, 1, "subject-1", random.Random(1))
 
