@@ -15,6 +15,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from blame import blamed_on_the_lab, blamed_on_the_store
 from scenario_data import merge
 
 from simulator.families import family_of
@@ -140,16 +141,6 @@ def run(change: dict, seed: int = 1, base: dict = BASE, **options):
     return run_scenario(parse_scenario(merge(base, change)), seed=seed, **options)
 
 
-def blamed_on_the_lab(summary: dict) -> set[str]:
-    """The damage metrics split by a cause of the lab's that are not zero."""
-    return {name for name, value in summary.items() if value and "_by_" in name
-            and not name.endswith("_by_store_logic")}
-
-
-def blamed_on_the_store(summary: dict) -> set[str]:
-    return {name for name, value in summary.items() if value and name.endswith("_by_store_logic")}
-
-
 @pytest.fixture(scope="module")
 def broken_kinds():
     """Kinds of the shipped store with one script broken, registered for this module only."""
@@ -196,7 +187,7 @@ def test_each_fault_class_is_blamed_on_itself_and_never_on_the_store(summaries, 
     summary = summaries[name]
     moved = {metric for metric in FAULTS[name][1] if summary[metric]}
     assert moved == FAULTS[name][1]
-    assert blamed_on_the_store(summary) == set()
+    assert blamed_on_the_store(summary) == {}
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN_SCRIPTS))
@@ -204,7 +195,7 @@ def test_a_broken_store_with_no_fault_is_blamed_on_its_own_logic(summaries, name
     summary = summaries[name]
     expected = BROKEN_SCRIPTS[name][2]
     assert {metric for metric in expected if summary[metric]} == expected
-    assert blamed_on_the_lab(summary) == set()
+    assert blamed_on_the_lab(summary) == {}
 
 
 @pytest.mark.parametrize("kind", sorted(VARIANTS))
@@ -225,7 +216,7 @@ def test_the_fixed_store_blocks_every_replayed_refund_with_its_marker(summaries)
 def test_the_honest_store_is_never_blamed_whatever_the_lab_did(summaries):
     honest = ["no_fault", *FAULTS, *(f"fixed beside {kind}" for kind in VARIANTS)]
     assert {name: blamed_on_the_store(summaries[name]) for name in honest} == {
-        name: set() for name in honest}
+        name: {} for name in honest}
 
 
 def test_days_of_virtual_time_expire_counters_and_markers_alike_on_fakeredis_and_real_redis(
@@ -325,7 +316,7 @@ def test_the_observer_stops_a_run_whose_books_differ_from_the_server():
 def test_tallies_and_whole_refunds_under_faults_never_blame_the_fixed_store(name):
     summary = run(merge(FAULTS[name][0], TALLY_AND_WHOLE)).summary
     assert summary["tallies_added"] > 0 and summary["refunds_whole"] > 0
-    assert blamed_on_the_store(summary) == set()
+    assert blamed_on_the_store(summary) == {}
     # A whole refund empties the record and the truth alike: what it takes
     # back beyond its call's charge is a double debit closed, not minted.
     assert summary["budget_minted_units"] == 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from blame import blamed_on_the_lab, blamed_on_the_store
 from scenario_data import merge
 
 from simulator.families import family_of
@@ -94,16 +95,6 @@ def run(change: dict, seed: int = 1, **options):
     return run_scenario(parse_scenario(merge(BASE, change)), seed=seed, **options)
 
 
-def blamed_on_the_lab(summary: dict) -> set[str]:
-    """The damage metrics split by a cause of the lab's that are not zero."""
-    return {name for name, value in summary.items() if value and "_by_" in name
-            and not name.endswith("_by_store_logic")}
-
-
-def blamed_on_the_store(summary: dict) -> set[str]:
-    return {name for name, value in summary.items() if value and name.endswith("_by_store_logic")}
-
-
 @pytest.fixture(scope="module")
 def broken_kinds(tmp_path_factory):
     """Kinds of the shipped lease store with one script broken, registered
@@ -156,7 +147,7 @@ def test_each_fault_class_is_blamed_on_itself_and_never_on_the_store(summaries, 
     summary = summaries[name]
     moved = {metric for metric in FAULTS[name][1] if summary[metric]}
     assert moved == FAULTS[name][1]
-    assert blamed_on_the_store(summary) == set()
+    assert blamed_on_the_store(summary) == {}
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN_SCRIPTS))
@@ -164,7 +155,7 @@ def test_a_broken_store_with_no_fault_is_blamed_on_its_own_logic(summaries, name
     summary = summaries[name]
     expected = BROKEN_SCRIPTS[name][2]
     assert {metric for metric in expected if summary[metric]} == expected
-    assert blamed_on_the_lab(summary) == set()
+    assert blamed_on_the_lab(summary) == {}
 
 
 def test_the_fixed_store_never_acts_on_another_commands_reply(summaries):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from blame import blamed_on_the_store
 from test_av_state_store import Bench, FixedIdRuntime, runner
 
 from simulator.run import run_scenario
@@ -57,11 +58,6 @@ DAMAGE = {
         ("counters_without_ttl_by_store_logic",)),
 }
 """Each variant's damage in its scenario, ``data/scenarios/av-state-variant-*.toml``."""
-
-
-def blamed_on_the_store(summary: dict) -> dict[str, float]:
-    return {name: value for name, value in summary.items()
-            if name.endswith("_by_store_logic") and value}
 
 
 @pytest.fixture

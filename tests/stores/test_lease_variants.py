@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from blame import blamed_on_the_store
 from test_lease_acquire import abort, held_leases
 from test_lease_relay import Relay, backend_connector, eventually, lease_settings, run
 
@@ -66,11 +67,6 @@ DAMAGE = {
         fault_injected=False),
 }
 """Each variant's damage in its scenario (no fault at all for colliding ids)."""
-
-
-def blamed_on_the_store(summary: dict) -> dict[str, float]:
-    return {name: value for name, value in summary.items()
-            if name.endswith("_by_store_logic") and value}
 
 
 @pytest.fixture(scope="module")
