@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[],
                      metavar="PATH=VALUE", help="override a scenario field, e.g. "
                      "--set network.reply_loss=0.05 (repeatable)")
-    run.add_argument("--allow-remote-redis", action="store_true",
-                     help="allow a Redis server that is not on loopback")
+    run.add_argument("--allow-remote", "--allow-remote-redis", dest="allow_remote_redis",
+                     action="store_true",
+                     help="allow a Redis or PostgreSQL server that is not on loopback")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--counterfactual", action="store_true",
                      help="then re-run the same seed once per fault class the scenario "
@@ -141,8 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                            default=[], metavar="PATH=VALUE",
                            help="override a scenario field at every point, e.g. --set "
                            "duration=2s (repeatable; added to the file's [set])")
-    sweep_cmd.add_argument("--allow-remote-redis", action="store_true",
-                           help="allow a Redis server that is not on loopback")
+    sweep_cmd.add_argument("--allow-remote", "--allow-remote-redis", dest="allow_remote_redis",
+                           action="store_true",
+                           help="allow a Redis or PostgreSQL server that is not on loopback")
     sweep_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
 
     bench_cmd = commands.add_parser(

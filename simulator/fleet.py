@@ -18,6 +18,7 @@ from simulator.network import FaultClock, Link, LinkSettings, ReplicaNetwork
 from simulator.oracle.protocol import Oracle, ReplicaObserver
 from simulator.redis_port import SimRedis
 from simulator.runtime import ReplicaClock, SimRuntime
+from simulator.service_port import SimServicePort
 from simulator.streams import Streams
 from simulator.trace import Trace
 from simulator.traps import Sleep
@@ -39,7 +40,7 @@ class Replica:
     family: Family
     kind: StoreKind
     runtime: SimRuntime
-    port: SimRedis | None
+    port: SimRedis | SimServicePort | None
     store_observer: ReplicaObserver | None = None
     """Reads the replica's own store after each call (stores kept in the
     replica; a shared store is observed by the server)."""
@@ -133,6 +134,7 @@ def start_replica(index: int, incarnation: int, *, kernel: Kernel, streams: Stre
         link_class = MultiplexedConnection if link_settings.multiplexed else Link
         link = link_class(kernel, server, trace, owner, index, incarnation,
                           streams.get("link", index, incarnation), link_settings, network, faults)
-        port = SimRedis(link, script_names, open_connection)
+        port = (SimServicePort(link) if kind.service is not None
+                else SimRedis(link, script_names, open_connection))
     return Replica(index, incarnation, owner, kernel, trace, oracle, family, kind, runtime, port,
                    store_observer if kind.per_replica else None)

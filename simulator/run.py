@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.backends import BackendSpec, RedisBackend, open_redis_backend
+from simulator.backends import BackendSpec, RedisBackend, open_redis_backend, require_loopback
+from simulator.backends.service_backend import ServiceRunner, open_service_backend
 from simulator.collector import long_lived_frozen
 from simulator.families import Family, family_of
 from simulator.faults import plan
@@ -30,6 +31,7 @@ from simulator.pipeline import DeferredOracle
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
 from simulator.server import Eviction, Server
+from simulator.service import ServiceNode
 from simulator.streams import Streams
 from simulator.trace import Trace
 from simulator.workload import KeySpace, RequestSource
@@ -83,12 +85,14 @@ def resolve_backend(scenario: Scenario, backend: str | None) -> BackendSpec:
     except ValueError as error:
         raise ScenarioError(f"backend: {error}") from None
     if spec.family not in kind.backends:
-        wanted = " or ".join("'fakeredis' or 'redis://...'" if b == "redis" else f"'{b}'"
-                             for b in kind.backends)
+        wanted = " or ".join(BACKEND_WORDS.get(b, f"'{b}'") for b in kind.backends)
         raise ScenarioError(
             f"backend: the store {kind.name!r} runs on {wanted}, not {str(spec)!r}"
         )
     return spec
+
+
+BACKEND_WORDS = {"redis": "'fakeredis' or 'redis://...'", "postgresql": "'postgresql://...'"}
 
 
 def link_settings(scenario: Scenario) -> LinkSettings:
@@ -130,8 +134,9 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
 
     redis_backend: RedisBackend | None = None
+    service_backend: ServiceRunner | None = None
     backend_work: dict[str, float] = {}
-    server: Server | None = None
+    server: Server | ServiceNode | None = None
     migrations: list[PreparedMigration] = []
     store_observer = family.replica_observer(oracle)
     if spec.family == "redis":
@@ -156,10 +161,21 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         # key's virtual deadline, say): it gets the server itself.
         observer.server = server
         server_script_seconds_before = redis_backend.server_script_seconds()
+    elif kind.service is not None:
+        if spec.url is not None:
+            try:
+                require_loopback(spec.url, allow_remote_redis,
+                                 "creates a schema of its own there (dropped afterwards)")
+            except ValueError as error:
+                raise ScenarioError(f"backend: {error}") from None
+        service_backend = open_service_backend(kind, spec.url, settings, key_space.keys)
+        observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
+        server = ServiceNode(kernel, service_backend, trace, observer=observer)
+        observer.server = server
     # While the server holds queued commands, the world reports its facts to
     # the oracle behind them, in order (simulator.pipeline).
     world_oracle = (DeferredOracle(oracle, server, CORE_FACTS | family.oracle_facts)
-                    if server is not None else oracle)
+                    if isinstance(server, Server) else oracle)
     end_us = scenario.duration_us + scenario.drain_us
     sampler = Sampler(kernel, world_oracle, scenario.metrics.sample_every_us, end_us,
                       scenario.metrics.per_key)
@@ -193,6 +209,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
             # summary counts the I/O their cleanup code tries (and is denied).
             kernel.close()
             summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
+            if service_backend is not None:
+                summary["transactions_executed"] = server.transactions
             if redis_backend is not None:
                 summary["scripts_executed"] = redis_backend.executed
                 summary["store_commands_executed"] = redis_backend.store_commands
@@ -210,6 +228,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
             kernel.close()
             if redis_backend is not None:
                 redis_backend.close()
+            if service_backend is not None:
+                service_backend.close()
     wall_seconds = time.perf_counter() - started
     run_info = {
         "wall_seconds": round(wall_seconds, 3),

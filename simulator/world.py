@@ -96,7 +96,10 @@ class World:
         now = self.kernel.now
         for number in sorted(replica.in_flight):
             self.oracle.aborted(number, now)
-        if replica.kind.per_replica:
+        if replica.kind.per_replica or replica.kind.service is not None:
+            # What the replica kept in its memory dies with it: a store kept
+            # in the replica, or a service client's own state (a holder's
+            # leases and unbilled usage).
             self.oracle.source_lost(replica.source, now)
         self.current[index] = None
 

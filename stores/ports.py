@@ -113,3 +113,28 @@ class Runtime(Protocol):
     def random(self) -> float:
         """A float in [0, 1), for jitter."""
         ...
+
+
+class ServicePort(Protocol):
+    """The data port of a store kept by a service (a ledger on a database):
+    each call is one transaction, named by ``verb``, sent to the service and
+    answered by its reply. A refusal comes back as the reply and the store's
+    client raises it; a transport failure surfaces as redis-py's
+    ``ConnectionError`` / ``TimeoutError``, whoever raises them, and leaves
+    the caller unsure whether the transaction committed."""
+
+    async def call(self, verb: str, *args: Any) -> Any: ...
+
+
+class Service(Protocol):
+    """What a service node runs: one transaction per call, to its commit or
+    refusal, at the node's clock ``now_ms``. A refusal is returned (the
+    exception instance itself), never raised; a raised error is a failure of
+    the service itself, which stops the run."""
+
+    async def transact(self, verb: str, args: tuple[Any, ...], now_ms: int) -> Any: ...
+
+    async def close(self) -> None:
+        """Release what the service holds (a database schema the lab made)."""
+        ...
+

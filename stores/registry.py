@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from stores.scripts import ScriptSet
 
-FAMILIES = ("axond_budget", "axond_leases", "av_state")
+FAMILIES = ("axond_budget", "axond_leases", "av_state", "tollgate")
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,10 @@ class StoreKind:
     """The request lifecycle a gateway runs against it, e.g. ``"budget"``."""
     settings_model: type[BaseModel]
     backends: tuple[str, ...]
-    """Backend families it runs on: ``"redis"`` (fakeredis or a real server)
-    or ``"memory"`` (in-process state, no server)."""
+    """Backend families it runs on: ``"redis"`` (fakeredis or a real server),
+    ``"memory"`` (in-process state: each replica's own, or a service kind's
+    service in the lab's process) or ``"postgresql"`` (a service kind on a
+    real PostgreSQL)."""
     build: Callable[[Any, Any, Any], Awaitable[Any]]
     """``build(data_port_or_None, runtime, settings)``: boot one replica's store."""
     contract: ModuleType
@@ -68,6 +70,12 @@ class StoreKind:
     """``migrate(data_port, settings, namespaces)``: the migration an operator
     runs, with the fleet stopped, before starting a fleet of this kind on a
     keyspace another kind wrote (its report has ``carried_microdollars``)."""
+    service: Callable[[str | None, Any, list[Any]], Awaitable[Any]] | None = None
+    """Service kinds (a ledger, not Redis): ``service(url, settings, keys)`` opens
+    the ``stores.ports.Service`` the lab's service node runs, provisioned for
+    the workload's ``keys`` -- in process for ``None``, else on the database
+    at ``url`` -- and each replica's ``build`` gets a
+    ``stores.ports.ServicePort`` to it."""
     holds_count_past_deadline: bool = False
     """The store keeps counting a hold against the cap after its deadline,
     until something deletes it (its settlement, or the expiry of the key that
@@ -77,8 +85,8 @@ class StoreKind:
 
     @property
     def per_replica(self) -> bool:
-        """Each replica keeps its own state (no shared server)."""
-        return "redis" not in self.backends
+        """Each replica keeps its own state (no shared server or service)."""
+        return self.service is None and "redis" not in self.backends
 
     @property
     def default_backend(self) -> str:

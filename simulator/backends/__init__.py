@@ -30,12 +30,13 @@ from simulator.backends.virtual_expiry import PRELOADED_SHIM, SHIM_LIBRARY
 
 __all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
 
-BACKEND_HINT = "'memory', 'fakeredis' or 'redis://HOST:PORT/DB'"
+BACKEND_HINT = ("'memory', 'fakeredis', 'redis://HOST:PORT/DB' or "
+                "'postgresql://USER@HOST:PORT/DB'")
 
 
 @dataclass(frozen=True, slots=True)
 class BackendSpec:
-    kind: str  # "memory" | "fakeredis" | "redis"
+    kind: str  # "memory" | "fakeredis" | "redis" | "postgresql"
     url: str | None = None
 
     @classmethod
@@ -45,12 +46,15 @@ class BackendSpec:
             return cls(text)
         if text.startswith(("redis://", "rediss://", "unix://")):
             return cls("redis", text)
+        if text.startswith(("postgresql://", "postgres://")):
+            return cls("postgresql", text)
         raise ValueError(f"expected a backend: {BACKEND_HINT}, got {text!r}")
 
     @property
     def family(self) -> str:
-        """``memory`` or ``redis`` (fakeredis and a real server run the same stores)."""
-        return "memory" if self.kind == "memory" else "redis"
+        """``memory``, ``redis`` (fakeredis and a real server run the same
+        stores) or ``postgresql``."""
+        return "redis" if self.kind == "fakeredis" else self.kind
 
     def __str__(self) -> str:
         return self.url or self.kind
@@ -88,6 +92,16 @@ def preload_shim(client: Any, server: Any) -> bool:
     return True
 
 
+def require_loopback(url: str, allow_remote: bool, what_the_lab_does: str) -> None:
+    """Refuse a server that is not on this machine unless the user said it is theirs."""
+    parsed = urlparse(url)
+    if parsed.scheme != "unix" and not allow_remote and not is_loopback(parsed.hostname or ""):
+        raise ValueError(
+            f"refusing to run against {url}: it is not a loopback address. The lab "
+            f"{what_the_lab_does}; pass --allow-remote if that server is yours to use."
+        )
+
+
 def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBackend:
     """A fresh fakeredis, or a connection to a real server under a new prefix."""
     if spec.kind == "fakeredis":
@@ -98,13 +112,8 @@ def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBa
         return RedisBackend(client, "fakeredis", namespace="lab:", owns_server=True,
                             shim_preloaded=preload_shim(client, server))
     assert spec.url is not None
-    parsed = urlparse(spec.url)
-    if parsed.scheme != "unix" and not allow_remote and not is_loopback(parsed.hostname or ""):
-        raise ValueError(
-            f"refusing to run against {spec.url}: it is not a loopback address. The lab "
-            "writes keys there (under its own prefix, removed afterwards); pass "
-            "--allow-remote-redis if that server is yours to use."
-        )
+    require_loopback(spec.url, allow_remote,
+                     "writes keys there (under its own prefix, removed afterwards)")
     client = redis.Redis.from_url(
         spec.url,
         decode_responses=True,

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from simulator.workload import Request
     from stores.registry import StoreKind
 
-SHIPPED = ("axond_budget", "axond_leases", "av_state")
+SHIPPED = ("axond_budget", "axond_leases", "av_state", "tollgate")
 """The families shipped with the lab, by package name under ``simulator.families``."""
 
 

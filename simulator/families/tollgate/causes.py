@@ -1,0 +1,33 @@
+"""The ledger family's causes: whom the verdict may blame for each kind of damage.
+
+Every cause but ``store_logic`` names something the lab did (DESIGN "Who is
+to blame"): a holder it crashed, a message it lost or timed out so that a
+committed grant never reached its holder, a run it ended while a live holder
+still held usage it had not billed. What nothing the lab did explains is the
+store's own: a sound ledger keeps its equation, bills each event once, never
+funds spends past its deposits, refuses a stale holder and honours the grace
+it promises, whatever the network does.
+"""
+
+from __future__ import annotations
+
+from simulator.oracle.attribution import STORE_LOGIC
+
+BILLING_LOSS_CAUSES = ("holder_crashed", "unbilled_at_end", STORE_LOGIC)
+"""Why units consumed under a lease were never billed: its holder died with
+the usage unsent; the run ended while its live holder still held the usage
+(the ledger never received it); or the usage reached the ledger and was not
+billed (the store's)."""
+
+STRANDED_CAUSES = ("ambiguous_acquire", "ambiguous_consolidate", "holder_crashed",
+                   STORE_LOGIC)
+"""Why a lease's units sat with no holder to spend or release them until the
+TTL reclaim: the lab lost or timed out a message of the acquire or the
+consolidation that granted it, so its holder never learned of the grant;
+its holder died (before or after receiving it). A grant no holder received
+and no fault explains is the store's."""
+
+STORE_ONLY = ("double_billed_units", "overspend_units", "fencing_violations",
+              "units_forfeited_in_grace", "regrant_shortfall_units")
+"""Damage only the store can do: the lab's faults may trigger it (a replayed
+batch, a late release), but a sound ledger and holder never let it happen."""

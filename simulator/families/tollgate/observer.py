@@ -1,0 +1,102 @@
+"""The ledger family's observer: reads the ledger after every transaction.
+
+The service node reports each transaction as ``(verb, args, reply)``; the
+observer reads what it touched -- the leases it granted, settled or billed
+and their accounts' funding statements -- through the ledger's inspection
+reads (``stores.tollgate.ports.LedgerInspection``), and files them with the
+oracle. Those reads are the lab's, not modelled messages: they cost no
+virtual time and change nothing. At the end of the run the oracle's books
+must be exactly what the ledger holds; a difference is a lab bug.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.families.tollgate.oracle import LedgerOracle
+from simulator.kernel import SimulationError
+from stores.tollgate.domain import Allocation, ReclaimBatch
+
+
+class LedgerObserver:
+    """A ``ServerObserver`` of a service node running a tollgate ledger."""
+
+    def __init__(self, oracle: LedgerOracle, layouts: list[tuple[Any, Any]],
+                 keys: list[Any]) -> None:
+        self.oracle = oracle
+        self.server: Any = None  # the service node, set by the run
+
+    def _read(self, coroutine: Any) -> Any:
+        return self.server.backend.run(coroutine)
+
+    @property
+    def _ledger(self) -> Any:
+        return self.server.backend.service.ledger
+
+    def executed(self, observed: tuple, now_us: int, tag: int) -> None:
+        verb, args, reply = observed
+        refused = isinstance(reply, Exception)
+        touched_leases: list[int] = []
+        if verb in ("release", "consolidate"):
+            lease_id, token, unspent = args[0], args[1], args[2]
+            book = self.oracle.leases.get(lease_id)
+            accepted = not refused
+            if book is not None:
+                if accepted and (book.state != "active" or token != book.grant.fencing_token):
+                    self.oracle.fencing_violation()
+                self.oracle.returned(book, unspent, now_us, accepted)
+                if accepted:
+                    self._seen(lease_id, now_us, credited=unspent)
+        if refused:
+            return
+        if isinstance(reply, Allocation):
+            self.oracle.granted(reply.grant, now_us, tag, verb)
+            touched_leases.append(reply.grant.lease_id)
+        elif isinstance(reply, ReclaimBatch):
+            touched_leases += [lease.lease_id for lease in reply.reclaimed]
+        elif verb == "ingest":
+            for event in args[0]:
+                self.oracle.usage_arrived(event.request_id)
+            touched_leases += sorted({event.lease_id for event in args[0]
+                                      if event.lease_id in self.oracle.leases})
+        accounts = set()
+        for lease_id in touched_leases:
+            accounts.add(self._seen(lease_id, now_us))
+        if verb in ("release", "consolidate") and args[0] in self.oracle.leases:
+            accounts.add(self.oracle.leases[args[0]].grant.account_id)
+        for account in sorted(accounts):
+            self.oracle.statement(account, self._read(self._ledger.conservation(account)))
+
+    def _seen(self, lease_id: int, now_us: int, credited: int = 0) -> int:
+        view = self._read(self._ledger.lease_view(lease_id))
+        self.oracle.lease_seen(view, now_us, credited)
+        return view.grant.account_id
+
+    # A service keeps what it committed: nothing expires, is evicted or restored.
+
+    def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
+        raise SimulationError(f"a ledger lost state ({how}): a service node drops nothing")
+
+    def ledger_keys(self) -> list[str]:
+        return []
+
+    def resync(self, read: dict[str, Any], now_us: int, how: str) -> None:
+        """A service comes back from a restart with everything it committed."""
+
+    def check(self, server: Any) -> None:
+        """The books must be the ledger's record, lease by lease and account by account."""
+        views = self._read(self._ledger.lease_views())
+        if len(views) != len(self.oracle.leases):
+            raise SimulationError(f"the ledger holds {len(views)} leases, the oracle "
+                                  f"followed {len(self.oracle.leases)}")
+        for view in views:
+            book = self.oracle.leases.get(view.grant.lease_id)
+            if book is None or (book.state, book.billed, book.loss) != (
+                    view.state.value, view.usage, view.loss):
+                raise SimulationError(f"lease {view.grant.lease_id}: the ledger holds {view}, "
+                                      f"the oracle {book}")
+        for account, book in self.oracle.accounts.items():
+            statement = self._read(self._ledger.conservation(account))
+            if book.statement is not None and statement != book.statement:
+                raise SimulationError(f"account {account}: the ledger states {statement}, "
+                                      f"the oracle {book.statement}")

@@ -1,0 +1,82 @@
+"""The ledger as a service: what the lab's service node runs, transaction by transaction.
+
+``LedgerService`` wraps a ledger (``MemoryLedger``, ``PostgresLedger`` or a
+variant's wrapper of either) and answers the verbs a ``LedgerClient`` sends,
+each one trait call at the service's clock. Refusals are answers: they are
+returned, for the client to raise on the holder's side. A storage failure of
+the ledger itself is not a refusal: it is raised, and the lab stops the run
+rather than report numbers from a ledger it could not reach.
+
+``open_ledger`` opens a fresh ledger for one run (in process, or in a schema
+of its own on the PostgreSQL at ``url``) and funds one account per key of the
+workload, numbered from 1 in the key space's order.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from stores.tollgate.domain import AccountConfig
+from stores.tollgate.errors import AllocateError, AllocateStorage, IngestRefused
+from stores.tollgate.memory import MemoryLedger
+from stores.tollgate.settings import TollgateSettings
+
+VERBS = ("acquire", "release", "consolidate", "reclaim_expired_batch", "ingest")
+"""The transactions a holder sends (``stores.tollgate.client``)."""
+
+REFUSALS = (AllocateError, IngestRefused, ValueError)
+"""What a ledger raises to refuse a call; ``AllocateStorage`` is excluded below."""
+
+
+class LedgerService:
+    """A ledger answering one transaction per call (``stores.ports.Service``)."""
+
+    def __init__(self, ledger: Any, dropped_on_close: bool = False) -> None:
+        self.ledger = ledger
+        self.dropped_on_close = dropped_on_close
+
+    async def transact(self, verb: str, args: tuple[Any, ...], now_ms: int) -> Any:
+        if verb not in VERBS:
+            raise ValueError(f"the ledger service has no transaction {verb!r}")
+        try:
+            if verb == "reclaim_expired_batch":  # the one trait call taking ``now`` first
+                return await self.ledger.reclaim_expired_batch(now_ms, *args)
+            return await getattr(self.ledger, verb)(*args, now_ms)
+        except AllocateStorage:
+            raise
+        except REFUSALS as refusal:
+            return refusal
+
+    async def close(self) -> None:
+        if self.dropped_on_close:
+            await self.ledger.drop()
+
+
+async def fund_accounts(ledger: Any, accounts: int, deposit: int) -> None:
+    """Create accounts ``1..accounts``, each with ``deposit`` units."""
+    for account in range(1, accounts + 1):
+        await ledger.create_account(AccountConfig(account_id=account, initial_balance=0))
+        await ledger.deposit(account, deposit)
+
+
+async def open_ledger(url: str | None, settings: TollgateSettings,
+                      keys: Sequence[Any]) -> Any:
+    """A fresh, funded ledger for one run: in process for ``None``, else on the
+    PostgreSQL at ``url`` in a schema of its own (dropped by ``drop``)."""
+    policy = settings.policy()
+    if url is None:
+        ledger: Any = MemoryLedger(policy)
+    else:
+        from stores.tollgate.postgres import PostgresLedger  # only runs that ask for it need it
+
+        ledger = await PostgresLedger.open(url, f"lab_run_{secrets.token_hex(6)}", policy)
+    await fund_accounts(ledger, len(keys), settings.deposit)
+    return ledger
+
+
+async def open_service(url: str | None, settings: TollgateSettings,
+                       keys: Sequence[Any]) -> LedgerService:
+    """``StoreKind.service`` of the fixed ledger."""
+    return LedgerService(await open_ledger(url, settings, keys), dropped_on_close=url is not None)
