@@ -11,6 +11,7 @@
 * ``settings``, ``kinds`` and ``variants`` -- what the lab selects.
 """
 
+from stores.tollgate import variants
 from stores.tollgate.kinds import LEDGER
 
-KINDS = (LEDGER,)
+KINDS = (LEDGER, *variants.KINDS)

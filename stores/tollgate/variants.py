@@ -1,0 +1,145 @@
+"""Historical variants of the tollgate ledger and its holder: what the seed's
+comments say the fixed ones must not do, each changing one thing.
+
+Holder-side variants subclass ``LeaseHolder``; ledger-side ones wrap the
+ledger the service node runs (``MemoryLedger`` or ``PostgresLedger`` alike),
+so every variant runs on both backends. The lab runs a variant and the fixed
+kind on the same scenario and seed to show what the rule is worth
+(``data/scenarios/tollgate-variant-*.toml``), with a race report in
+``data/races/`` that ``hunt`` found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from stores.registry import StoreKind
+from stores.tollgate.domain import Allocation, IngestReport, UsageEvent
+from stores.tollgate.errors import AllocateStorage, LeaseNotActive
+from stores.tollgate.holder import LOST_AUTHORITY, HeldLease, LeaseHolder
+from stores.tollgate.kinds import ledger_kind
+from stores.tollgate.service import LedgerService, open_ledger
+from stores.tollgate.settings import TollgateSettings
+
+
+class ComposingHolder(LeaseHolder):
+    """The bug: a holder that exchanges a low lease by ``release`` then
+    ``acquire``, two transactions. The acquire is sized against a balance the
+    released units already rejoined (near exhaustion the shrink cap halves
+    it), and another instance may take them in between: the holder gets back
+    less than it gave. The fix: one ``consolidate``, never smaller than the
+    credit it restores."""
+
+    async def _exchange(self, account: int, lease: HeldLease, units: int) -> Allocation | None:
+        grant = lease.grant
+        try:
+            await self.client.release(grant.lease_id, grant.fencing_token, lease.unspent)
+        except LOST_AUTHORITY:
+            del self.leases[account]
+            return None
+        except AllocateStorage:
+            self._retire(account)
+            raise
+        del self.leases[account]
+        return await self._acquire(account, units)
+
+
+class SpendsThroughAmbiguity(LeaseHolder):
+    """The bug: a consolidation whose outcome is unknown (a storage failure)
+    leaves the old lease in service. If it committed, the old lease is
+    closed with its unspent credited back, yet the holder keeps charging
+    spends to it: usage past the lease's provisional loss is refused, and the
+    replacement lies stranded. The fix: take the old lease out of service and
+    release it."""
+
+    async def _exchange(self, account: int, lease: HeldLease, units: int) -> Allocation | None:
+        try:
+            return await super()._exchange(account, lease, units)
+        except AllocateStorage:
+            self.retiring.remove(lease)
+            self.leases[account] = lease  # back in service, as if nothing happened
+            raise
+
+
+class LedgerWrapper:
+    """A ledger with one call changed; every other call (and the inspection
+    reads the lab makes) goes to the wrapped ledger."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.ledger = ledger
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, name)
+
+
+class ReplayBillsTwice(LedgerWrapper):
+    """The bug: ingest keyed on nothing. A batch re-sent after its reply was
+    lost (or by a driver retry) is billed again, every event of it. The fix:
+    idempotence on ``request_id``, duplicates classified before anything."""
+
+    def __init__(self, ledger: Any) -> None:
+        super().__init__(ledger)
+        self.deliveries = 0
+
+    async def ingest(self, events: Sequence[UsageEvent], now: int) -> IngestReport:
+        self.deliveries += 1
+        fresh = [dataclasses.replace(event, request_id=f"{event.request_id}#{self.deliveries}")
+                 for event in events]
+        return await self.ledger.ingest(fresh, now)
+
+
+class SettledReleaseSucceeds(LedgerWrapper):
+    """The bug: a release made "idempotent" by answering success for a lease
+    that is no longer active. A stale holder -- its lease reclaimed while it
+    was paused -- is told its units went back when they were forfeited, and
+    nothing tells it its capability was gone. The fix: ``LeaseNotActive``."""
+
+    async def release(self, lease_id: int, fencing_token: int, unspent: int,
+                      now: int) -> None:
+        try:
+            await self.ledger.release(lease_id, fencing_token, unspent, now)
+        except LeaseNotActive:
+            return None
+
+
+def wrapped(wrapper: type[LedgerWrapper]):
+    """A ``StoreKind.service`` opening the fixed ledger inside ``wrapper``."""
+
+    async def open_service(url: str | None, settings: TollgateSettings,
+                           keys: list[Any]) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys)
+        return LedgerService(wrapper(ledger), dropped_on_close=url is not None)
+
+    return open_service
+
+
+async def _open_without_grace(url: str | None, settings: TollgateSettings,
+                              keys: list[Any]) -> LedgerService:
+    # The bug: the sweep reclaims a lease the moment it expires. A holder's
+    # release landing just after expiry -- a pause, a slow network -- is
+    # refused, and its unspent units are forfeited as settlement loss. The
+    # fix: a grace past expiry through which releases are still accepted.
+    ledger = await open_ledger(url, settings.model_copy(update={"reclaim_grace_ms": 0}), keys)
+    return LedgerService(ledger, dropped_on_close=url is not None)
+
+
+KINDS: tuple[StoreKind, ...] = (
+    ledger_kind("tollgate.variant_release_then_acquire",
+                "historical: the holder exchanges a low lease by release then acquire "
+                "(re-granted less than it gave back)", holder_class=ComposingHolder),
+    ledger_kind("tollgate.variant_spends_through_ambiguity",
+                "historical: an ambiguous consolidation leaves the old lease in service "
+                "(usage refused past its loss, replacement stranded)",
+                holder_class=SpendsThroughAmbiguity),
+    ledger_kind("tollgate.variant_replay_bills_twice",
+                "historical: ingest not idempotent on request_id (a re-sent batch is "
+                "billed twice)", service=wrapped(ReplayBillsTwice)),
+    ledger_kind("tollgate.variant_reclaim_without_grace",
+                "historical: expired leases reclaimed at once (a late release is refused, "
+                "its units forfeited)", service=_open_without_grace),
+    ledger_kind("tollgate.variant_settled_release_succeeds",
+                "historical: releasing a settled lease answers success (a stale holder "
+                "is never told)", service=wrapped(SettledReleaseSucceeds)),
+)
