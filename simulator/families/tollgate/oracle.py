@@ -185,6 +185,7 @@ class LedgerOracle:
         statements = [book.statement for book in self.accounts.values()
                       if book.statement is not None]
         out["conservation_violations"] = counts.get("conservation_violations")
+        out["conservation_violations_by_store_logic"] = counts.get("conservation_violations")
         out["conservation_residual_units"] = sum(s.residual() for s in statements)
         out["conservation_residual_max_units"] = max(
             (abs(book.residual_worst) for book in self.accounts.values()), default=0)
@@ -223,6 +224,7 @@ class LedgerOracle:
         # Beyond the truth, units consumed and never billed are billing loss,
         # filed by cause above; what remains is the ledger's own.
         out["settlement_loss_excess_units"] = reported - true_loss - unbilled_settled
+        out["settlement_loss_excess_units_by_store_logic"] = out["settlement_loss_excess_units"]
         forfeited = counts.get("units_forfeited_in_grace")
         out["releases_refused_in_grace"] = counts.get("releases_refused_in_grace")
         out["units_forfeited_in_grace"] = forfeited
