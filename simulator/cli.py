@@ -65,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                               help="run one scenario and print its invariant summary")
     run.add_argument("scenario", type=Path, help="a scenario TOML file")
     run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
-    run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB "
-                     "(default: the scenario's, else the store's own)")
+    run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
+                     "postgresql://USER@HOST:PORT/DB (default: the scenario's, else the "
+                     "store's own)")
     run.add_argument("--out", type=Path,
                      help="where to write results (default: data/results/NAME-seedN)")
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[],
@@ -96,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.add_argument("--plot", type=Path, metavar="FILE.png",
                             help="draw the timeline: the involved replicas' requests, lost "
                             "calls and faults; the store's record against the truth")
-    replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB")
+    replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
+                            "postgresql://USER@HOST:PORT/DB")
 
     hunt_cmd = commands.add_parser(
         "hunt", parents=[plugins],
