@@ -1,4 +1,5 @@
-"""Shared fixtures: the throwaway real Redis, and both Redis backends."""
+"""Shared fixtures: the throwaway real Redis, both Redis backends, and the
+throwaway PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ os.environ.setdefault("FAKEREDIS_LUA_VERSION", "5.1")
 
 import pytest
 from budget_lab import Lab
+from postgres_server import SKIP_REASON as POSTGRES_SKIP_REASON
+from postgres_server import serve_postgres
 from redis_server import ThrowawayRedis, redis_binary, redis_required
 
 _SKIPPED_FOR_REDIS: list[str] = []
+_SKIPPED_FOR_POSTGRES: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +33,13 @@ def redis_server():
     server = ThrowawayRedis(binary)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL cluster for this session, or a loud skip (a
+    failure when REQUIRE_POSTGRES=1)."""
+    yield from serve_postgres()
 
 
 @pytest.fixture
@@ -68,14 +79,23 @@ def lab(backend_name, request, key_prefix) -> Lab:
 def pytest_runtest_logreport(report):
     if report.skipped and "redis-server" in str(report.longrepr):
         _SKIPPED_FOR_REDIS.append(report.nodeid)
+    if report.skipped and POSTGRES_SKIP_REASON in str(report.longrepr):
+        _SKIPPED_FOR_POSTGRES.append(report.nodeid)
+
+
+def _untested(terminalreporter, title: str, skipped: list[str], missing: str,
+              install: str, required: str) -> None:
+    if skipped:
+        terminalreporter.section(title, sep="!", red=True, bold=True)
+        terminalreporter.line(
+            f"{len(skipped)} test(s) skipped for want of {missing}; install it ({install}) "
+            f"or use `make test`, which CI runs with {required}=1.",
+            red=True,
+        )
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _SKIPPED_FOR_REDIS:
-        terminalreporter.section("REAL REDIS NOT TESTED", sep="!", red=True, bold=True)
-        terminalreporter.line(
-            f"{len(_SKIPPED_FOR_REDIS)} test(s) skipped for want of redis-server; "
-            "install it (apt-get install redis-server) or use `make test`, which CI "
-            "runs with REQUIRE_REDIS=1.",
-            red=True,
-        )
+    _untested(terminalreporter, "REAL REDIS NOT TESTED", _SKIPPED_FOR_REDIS, "redis-server",
+              "apt-get install redis-server", "REQUIRE_REDIS")
+    _untested(terminalreporter, "POSTGRESQL NOT TESTED", _SKIPPED_FOR_POSTGRES,
+              "PostgreSQL's binaries", "apt-get install postgresql", "REQUIRE_POSTGRES")
