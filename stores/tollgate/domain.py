@@ -60,6 +60,16 @@ def require_units(name: str, value: int, maximum: int = COST_UNITS_MAX) -> int:
     return value
 
 
+def require_ledger_id(name: str, value: int) -> int:
+    """``value`` as an id a ledger can store (a ``BIGINT``), or ``ValueError``
+    naming it: an id no row can hold is a caller's bug, refused before any write."""
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            TIMESTAMP_MIN <= value <= TIMESTAMP_MAX):
+        raise ValueError(f"{name} must be a whole number in {TIMESTAMP_MIN}..={TIMESTAMP_MAX}, "
+                         f"got {value!r}")
+    return value
+
+
 def checked_sum(parts: Sequence[int], maximum: int = COST_UNITS_MAX) -> int | None:
     """The sum of ``parts``, or ``None`` when any prefix leaves ``0..=maximum``:
     an unrepresentable total is reported, never wrapped or saturated."""
@@ -99,8 +109,12 @@ class BudgetSchedule:
 
     def __post_init__(self) -> None:
         require_units("allowance", self.allowance, LEDGER_UNITS_MAX)
-        if self.period_ms <= 0:
-            raise ValueError(f"period_ms must be positive, got {self.period_ms!r}")
+        if not 0 < self.period_ms <= TIMESTAMP_MAX:
+            raise ValueError(f"period_ms must be a positive duration in ms up to {TIMESTAMP_MAX}, "
+                             f"got {self.period_ms!r}")
+        if not TIMESTAMP_MIN <= self.anchor_ms <= TIMESTAMP_MAX:
+            raise ValueError(f"anchor_ms must be an instant a ledger stores, "
+                             f"got {self.anchor_ms!r}")
 
     def period_start(self, now: int) -> int:
         """First instant of the period containing ``now``."""

@@ -1,9 +1,14 @@
 """``MemoryLedger``: tollgate's ledger in one process (seed 003's MemoryStore).
 
-One instance implements ``LeaseAllocator``, ``UsageSink`` and ``AdminStore``.
-Its "one lock" is the event loop: no method awaits anything, so each call runs
-whole before any other starts, and a refusal raised before the first write
-leaves nothing behind (every method checks everything, then writes).
+One instance implements ``LeaseAllocator``, ``UsageSink``, ``AdminStore`` and
+``LedgerInspection``. Its "one lock" is the event loop: no method awaits
+anything, so each call runs whole before any other starts, and a refusal
+raised before the first write leaves nothing behind (every method checks
+everything, then writes).
+
+Its state is one ``Books`` value. These rules are also the PostgreSQL
+ledger's: it runs each call through a ``MemoryLedger`` over the ``Books`` its
+transaction loaded, so this file is the one statement of what a call does.
 
 Rules kept here beyond the traits' own:
 
@@ -23,7 +28,9 @@ Rules kept here beyond the traits' own:
 * Every stored amount and total stays in ``0..=LEDGER_UNITS_MAX`` (BIGINT):
   a deposit or rollover that would leave it is refused as a storage failure
   (what PostgreSQL's out-of-range error is), and an ingest batch as
-  ``IngestRefused``, whole.
+  ``IngestRefused``, whole. Account ids and instants are ``BIGINT`` too: an
+  account id outside it is a ``ValueError`` at creation, a rollover to a
+  period start outside it a storage failure.
 * Capability before state before capacity: an ingest event for another
   account or token is rejected whatever the lease's state.
 * Zero-unit requests are a caller's bug (``ValueError``), not a refusal.
@@ -62,6 +69,7 @@ from stores.tollgate.domain import (
     RolloverBatch,
     StatusChange,
     UsageEvent,
+    require_ledger_id,
     require_limit,
     require_units,
 )
@@ -85,11 +93,13 @@ from stores.tollgate.errors import (
     UnknownAccount,
     UnknownLease,
 )
-from stores.tollgate.ports import AdminStore, LeaseAllocator, UsageSink
+from stores.tollgate.ports import AdminStore, LeaseAllocator, LedgerInspection, UsageSink
 
 
 @dataclass(slots=True)
-class _Lease:
+class LeaseRecord:
+    """One lease as the ledger keeps it: the grant, and how it is funded."""
+
     grant: LeaseGrant
     live_allowance: int
     """Units of the grant funded by the account's current-period allowance."""
@@ -105,7 +115,10 @@ class _Lease:
 
 
 @dataclass(slots=True)
-class _Account:
+class AccountRecord:
+    """One account as the ledger keeps it; ``active`` holds the records (the
+    same objects as in ``Books.leases``) of its leases not yet settled."""
+
     account_id: int
     status: AccountStatus
     capacity_class: CapacityClass
@@ -119,7 +132,25 @@ class _Account:
     settlement_loss: int = 0
     expired: int = 0
     next_token: int = 1
-    active: dict[int, _Lease] = field(default_factory=dict)
+    active: dict[int, LeaseRecord] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Books:
+    """Everything a ledger holds, as mutable records.
+
+    ``MemoryLedger`` keeps one for its whole life. A ledger with storage of its
+    own (``PostgresLedger``) builds one per transaction from the rows that
+    transaction locked -- each account with all its active leases, plus the
+    leases and request ids the call names -- runs the call through a
+    ``MemoryLedger`` over it, and writes back what changed: one set of rules
+    for both ledgers, so they answer alike by construction."""
+
+    accounts: dict[int, AccountRecord] = field(default_factory=dict)
+    leases: dict[int, LeaseRecord] = field(default_factory=dict)
+    requests: set[str] = field(default_factory=set)
+    """Request ids billed so far (or, for a transaction, those of its batch)."""
+    next_lease_id: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,24 +170,18 @@ def _in_ledger(value: int) -> bool:
     return 0 <= value <= LEDGER_UNITS_MAX
 
 
-class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
+class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
     """The whole ledger in this process's memory."""
 
-    def __init__(self, policy: GrantPolicy | None = None) -> None:
+    def __init__(self, policy: GrantPolicy | None = None, books: Books | None = None) -> None:
         self.policy = policy or GrantPolicy()
         self.policy.validate()
-        self._accounts: dict[int, _Account] = {}
-        self._leases: dict[int, _Lease] = {}
-        self._requests: set[str] = set()
-        self._next_lease_id = 1
+        self._books = Books() if books is None else books
 
-    # -- reads ---------------------------------------------------------------
+    # -- reads (``AdminStore.account_view`` and ``LedgerInspection``) ----------
 
-    def conservation(self, account: int) -> Conservation | None:
-        """The account's funding equation at this instant; ``None`` if unknown."""
-        state = self._accounts.get(account)
-        if state is None:
-            return None
+    @staticmethod
+    def _conservation(state: AccountRecord) -> Conservation:
         return Conservation(
             deposited=state.deposited,
             overage_recorded=state.overage_recorded,
@@ -167,23 +192,31 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
             expired=state.expired,
         )
 
-    def account_ids(self) -> tuple[int, ...]:
-        return tuple(sorted(self._accounts))
-
-    def lease_view(self, lease_id: int) -> LeaseView | None:
-        """The lease as held now; ``None`` if no such lease was ever granted."""
-        lease = self._leases.get(lease_id)
-        if lease is None:
-            return None
+    @staticmethod
+    def _lease_view(lease: LeaseRecord) -> LeaseView:
         return LeaseView(lease.grant, lease.state, lease.usage, lease.loss)
 
+    async def conservation(self, account: int) -> Conservation | None:
+        state = self._books.accounts.get(account)
+        return None if state is None else self._conservation(state)
+
+    async def account_ids(self) -> tuple[int, ...]:
+        return tuple(sorted(self._books.accounts))
+
+    async def lease_views(self) -> tuple[LeaseView, ...]:
+        return tuple(self._lease_view(self._books.leases[lease_id])
+                     for lease_id in sorted(self._books.leases))
+
+    async def lease_view(self, lease_id: int) -> LeaseView | None:
+        lease = self._books.leases.get(lease_id)
+        return None if lease is None else self._lease_view(lease)
+
     async def account_view(self, account: int) -> AccountView | None:
-        state = self._accounts.get(account)
-        conservation = self.conservation(account)
-        if state is None or conservation is None:
+        state = self._books.accounts.get(account)
+        if state is None:
             return None
         return AccountView(state.account_id, state.status, state.capacity_class,
-                           state.schedule, state.period_start, conservation)
+                           state.schedule, state.period_start, self._conservation(state))
 
     # -- allocator -----------------------------------------------------------
 
@@ -224,9 +257,9 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
     async def reclaim_expired_batch(self, now: int, limit: int) -> ReclaimBatch:
         require_limit(limit)
         cutoff = self.policy.reclaim_cutoff(now)
-        due: list[_Lease] = []
+        due: list[LeaseRecord] = []
         if cutoff is not None:
-            due = sorted((lease for lease in self._leases.values()
+            due = sorted((lease for lease in self._books.leases.values()
                           if lease.state is LeaseState.ACTIVE
                           and lease.grant.expires_at <= cutoff),
                          key=lambda lease: (lease.grant.expires_at, lease.grant.lease_id))
@@ -237,8 +270,8 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
                                             lease.loss))
         return ReclaimBatch.try_new(reclaimed, limit)
 
-    def _spendable(self, account: int) -> _Account:
-        state = self._accounts.get(account)
+    def _spendable(self, account: int) -> AccountRecord:
+        state = self._books.accounts.get(account)
         if state is None:
             raise UnknownAccount()
         if state.status is not AccountStatus.ACTIVE:
@@ -254,9 +287,9 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
         return expires_at
 
     def _releasable(self, lease_id: int, fencing_token: int, unspent: int,
-                    now: int) -> _Lease:
+                    now: int) -> LeaseRecord:
         require_units("unspent", unspent)
-        lease = self._leases.get(lease_id)
+        lease = self._books.leases.get(lease_id)
         if lease is None:
             raise UnknownLease()
         if lease.grant.fencing_token != fencing_token:
@@ -268,15 +301,15 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
             raise InvalidRelease()
         return lease
 
-    def _period_end(self, state: _Account, now: int) -> int | None:
+    def _period_end(self, state: AccountRecord, now: int) -> int | None:
         if state.schedule is None:
             return None
         return state.schedule.period_start(now) + state.schedule.period_ms
 
-    def _outstanding(self, state: _Account) -> int:
+    def _outstanding(self, state: AccountRecord) -> int:
         return sum(lease.unbilled() for lease in state.active.values())
 
-    def _refusal(self, state: _Account, now: int) -> BalanceExhausted | BalanceInsufficient:
+    def _refusal(self, state: AccountRecord, now: int) -> BalanceExhausted | BalanceInsufficient:
         """The attested refusal when the balance funds no grant: everything left
         is on other leases, or nothing is left at all."""
         period_end = self._period_end(state, now)
@@ -285,23 +318,23 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
             return BalanceExhausted(BalanceExhaustion(period_end))
         return BalanceInsufficient(BalanceShortfall(remaining, period_end))
 
-    def _grant(self, state: _Account, size: int, expires_at: int, now: int) -> Allocation:
-        grant = LeaseGrant(self._next_lease_id, state.account_id, state.next_token, size,
+    def _grant(self, state: AccountRecord, size: int, expires_at: int, now: int) -> Allocation:
+        grant = LeaseGrant(self._books.next_lease_id, state.account_id, state.next_token, size,
                            expires_at)
-        self._next_lease_id += 1
+        self._books.next_lease_id += 1
         state.next_token += 1
         live = min(size, state.allowance)
         state.allowance -= live
         state.balance -= size
-        lease = _Lease(grant, live_allowance=live)
-        self._leases[grant.lease_id] = lease
+        lease = LeaseRecord(grant, live_allowance=live)
+        self._books.leases[grant.lease_id] = lease
         state.active[grant.lease_id] = lease
         funding = BalanceShortfall(state.balance + self._outstanding(state),
                                    self._period_end(state, now))
         return Allocation(grant, funding)
 
     @staticmethod
-    def _credit(lease: _Lease, unspent: int) -> _Credit:
+    def _credit(lease: LeaseRecord, unspent: int) -> _Credit:
         """Split ``unspent``: closed-period allowance (expires), then live
         allowance, then top-up -- the reverse of the order usage consumes them."""
         closed_left = max(lease.closed_allowance - lease.usage, 0)
@@ -310,8 +343,8 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
         allowance = min(unspent - expired, live_left)
         return _Credit(allowance, unspent - expired - allowance, expired)
 
-    def _settle(self, lease: _Lease, unspent: int, state_after: LeaseState) -> None:
-        account = self._accounts[lease.grant.account_id]
+    def _settle(self, lease: LeaseRecord, unspent: int, state_after: LeaseState) -> None:
+        account = self._books.accounts[lease.grant.account_id]
         credit = self._credit(lease, unspent)
         account.balance += credit.restored
         account.allowance += credit.allowance
@@ -332,7 +365,7 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
         usage: dict[int, int] = {}  # lease id -> units staged in this batch
         duplicate = rejected = 0
         for event in events:
-            if event.request_id in self._requests or event.request_id in recorded:
+            if event.request_id in self._books.requests or event.request_id in recorded:
                 duplicate += 1
             elif self._fits(event, usage.get(event.lease_id, 0)):
                 usage[event.lease_id] = usage.get(event.lease_id, 0) + event.units
@@ -341,8 +374,8 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
                 rejected += 1
         self._refuse_overflow(usage)
         for lease_id, units in usage.items():
-            self._bill(self._leases[lease_id], units)
-        self._requests |= recorded
+            self._bill(self._books.leases[lease_id], units)
+        self._books.requests |= recorded
         return IngestReport(accepted=len(recorded), duplicate=duplicate, rejected=rejected)
 
     def _fits(self, event: UsageEvent, staged: int) -> bool:
@@ -350,7 +383,7 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
         units = event.units
         if isinstance(units, bool) or not isinstance(units, int) or not _in_ledger(units):
             return False
-        lease = self._leases.get(event.lease_id)
+        lease = self._books.leases.get(event.lease_id)
         if (lease is None or lease.grant.account_id != event.account_id
                 or lease.grant.fencing_token != event.fencing_token):
             return False
@@ -361,21 +394,21 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
         """Refuse the batch whole if billing it would leave BIGINT anywhere."""
         settled: dict[int, int] = {}
         for lease_id, units in usage.items():
-            lease = self._leases[lease_id]
+            lease = self._books.leases[lease_id]
             if not _in_ledger(lease.usage + units):
                 raise IngestRefused(f"lease {lease_id}: usage would overflow its total")
             if lease.state is not LeaseState.ACTIVE:
                 account = lease.grant.account_id
                 settled[account] = settled.get(account, 0) + units
         for account, units in settled.items():
-            if not _in_ledger(self._accounts[account].settled_usage + units):
+            if not _in_ledger(self._books.accounts[account].settled_usage + units):
                 raise IngestRefused(f"account {account}: settled usage would overflow")
 
-    def _bill(self, lease: _Lease, units: int) -> None:
+    def _bill(self, lease: LeaseRecord, units: int) -> None:
         lease.usage += units
         if lease.state is not LeaseState.ACTIVE:
             # Late usage turns provisional loss into billed usage.
-            account = self._accounts[lease.grant.account_id]
+            account = self._books.accounts[lease.grant.account_id]
             lease.loss -= units
             account.settlement_loss -= units
             account.settled_usage += units
@@ -383,16 +416,17 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
     # -- admin ---------------------------------------------------------------
 
     async def create_account(self, config: AccountConfig) -> None:
+        require_ledger_id("account_id", config.account_id)
         require_units("initial_balance", config.initial_balance, LEDGER_UNITS_MAX)
-        if config.account_id in self._accounts:
+        if config.account_id in self._books.accounts:
             raise AccountAlreadyExists()
-        self._accounts[config.account_id] = _Account(
+        self._books.accounts[config.account_id] = AccountRecord(
             config.account_id, config.status, config.capacity_class,
             balance=config.initial_balance, deposited=config.initial_balance)
 
     async def deposit(self, account: int, units: int) -> None:
         require_units("units", units)
-        state = self._accounts.get(account)
+        state = self._books.accounts.get(account)
         if state is None:
             raise UnknownAccount()
         if state.status is AccountStatus.CLOSED:
@@ -403,8 +437,8 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
         state.balance += units
         state.deposited += units
 
-    def _open(self, account: int) -> _Account:
-        state = self._accounts.get(account)
+    def _open(self, account: int) -> AccountRecord:
+        state = self._books.accounts.get(account)
         if state is None:
             raise StatusUnknownAccount()
         return state
@@ -426,7 +460,7 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
 
     async def set_budget_schedule(self, account: int,
                                   schedule: BudgetSchedule | None) -> None:
-        state = self._accounts.get(account)
+        state = self._books.accounts.get(account)
         if state is None:
             raise BudgetUnknownAccount()
         if schedule is None and state.schedule is not None:
@@ -439,26 +473,27 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore):
 
     async def roll_due_periods(self, now: int, limit: int) -> RolloverBatch:
         require_limit(limit)
-        due = [state for _, state in sorted(self._accounts.items())
+        due = [state for _, state in sorted(self._books.accounts.items())
                if self._due(state, now)][:limit]
         for state in due:
             assert state.schedule is not None  # _due selects scheduled accounts only
             allowance = state.schedule.allowance
             if not (_in_ledger(state.balance - state.allowance + allowance)
                     and _in_ledger(state.deposited + allowance)
-                    and _in_ledger(state.expired + state.allowance)):
+                    and _in_ledger(state.expired + state.allowance)
+                    and TIMESTAMP_MIN <= state.schedule.period_start(now) <= TIMESTAMP_MAX):
                 raise StoreError(f"account {state.account_id}: rollover leaves the BIGINT range")
         rolled = [self._roll(state, now) for state in due]
         return RolloverBatch.try_new(rolled, limit)
 
     @staticmethod
-    def _due(state: _Account, now: int) -> bool:
+    def _due(state: AccountRecord, now: int) -> bool:
         if state.schedule is None:
             return False
         return state.period_start is None or state.schedule.period_start(now) > state.period_start
 
     @staticmethod
-    def _roll(state: _Account, now: int) -> RolledAccount:
+    def _roll(state: AccountRecord, now: int) -> RolledAccount:
         assert state.schedule is not None
         expired = state.allowance
         allowance = state.schedule.allowance

@@ -1,4 +1,5 @@
-"""The three traits a tollgate ledger implements (seed 003), as ``Protocol``s.
+"""The three traits a tollgate ledger implements (seed 003), as ``Protocol``s,
+and ``LedgerInspection``, the lab's read-only view of a ledger for its oracle.
 
 A ledger class subclasses the protocols it implements, which is how it
 inherits ``LeaseAllocator.reclaim_expired``: the full drain built on
@@ -26,7 +27,9 @@ from stores.tollgate.domain import (
     Allocation,
     BudgetSchedule,
     CapacityClass,
+    Conservation,
     IngestReport,
+    LeaseView,
     ReclaimBatch,
     ReclaimedLease,
     RolloverBatch,
@@ -154,4 +157,27 @@ class AdminStore(Protocol):
 
     async def account_view(self, account: int) -> AccountView | None:
         """One account's state from one consistent read; ``None`` if unknown."""
+        ...
+
+
+class LedgerInspection(Protocol):
+    """What an oracle or an operator reads of a ledger beyond the seed's traits.
+
+    Each read is one consistent snapshot of what it returns; none changes
+    anything. A storage failure raises ``StoreError``."""
+
+    async def conservation(self, account: int) -> Conservation | None:
+        """The account's funding equation now; ``None`` if unknown."""
+        ...
+
+    async def account_ids(self) -> tuple[int, ...]:
+        """Every account, ascending."""
+        ...
+
+    async def lease_views(self) -> tuple[LeaseView, ...]:
+        """Every lease ever granted, settled ones included, ascending lease id."""
+        ...
+
+    async def lease_view(self, lease_id: int) -> LeaseView | None:
+        """The lease as held now; ``None`` if no such lease was ever granted."""
         ...

@@ -1,17 +1,18 @@
 """The contract every tollgate ledger keeps, run against each implementation.
 
-``ledger`` is parametrised by implementation: ``MemoryLedger`` today; a second
-ledger (PostgreSQL) joins by adding a param that builds it with the given
-policy. Every test ends by checking the funding equation on every account.
+``make_ledger`` is parametrised by kind (``tollgate_ledgers.LEDGER_KINDS``):
+``MemoryLedger``, and ``PostgresLedger`` on a fresh schema of the session's
+throwaway cluster. Every test ends by checking the funding equation on every
+account.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tollgate_ledgers import LEDGER_KINDS, ledger_factory, run
 
 from stores.tollgate import errors
 from stores.tollgate.domain import (
@@ -27,23 +28,17 @@ from stores.tollgate.domain import (
     LeaseView,
     UsageEvent,
 )
-from stores.tollgate.memory import MemoryLedger
 from stores.tollgate.ports import drain_reclaim_expired
 
 GRACE = 30_000
 TTL = 60_000
 POLICY = GrantPolicy(shrink_divisor=2, min_grant=1, max_ttl_ms=300_000, reclaim_grace_ms=GRACE)
 
-IMPLEMENTATIONS: dict[str, Callable[[GrantPolicy], Any]] = {"memory": MemoryLedger}
 
-
-@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+@pytest.fixture(params=LEDGER_KINDS)
 def make_ledger(request) -> Callable[[GrantPolicy], Any]:
-    return IMPLEMENTATIONS[request.param]
-
-
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
-    return asyncio.run(coro)
+    with ledger_factory(request) as make:
+        yield make
 
 
 def funds(ledger, account: int) -> Conservation:
@@ -481,7 +476,45 @@ def test_a_lease_view_follows_the_lease_through_settlement(ledger):
     open_account(ledger)
     lease = run(ledger.acquire(1, 10, TTL, 0)).grant
     ingest(ledger, usage(lease, "r1", 3))
-    assert ledger.lease_view(lease.lease_id) == LeaseView(lease, LeaseState.ACTIVE, 3, 0)
+    assert run(ledger.lease_view(lease.lease_id)) == LeaseView(lease, LeaseState.ACTIVE, 3, 0)
     run(ledger.release(lease.lease_id, lease.fencing_token, 4, 0))
-    assert ledger.lease_view(lease.lease_id) == LeaseView(lease, LeaseState.RELEASED, 3, 3)
-    assert ledger.lease_view(lease.lease_id + 1) is None
+    released = LeaseView(lease, LeaseState.RELEASED, 3, 3)
+    assert run(ledger.lease_view(lease.lease_id)) == released
+    assert run(ledger.lease_view(lease.lease_id + 1)) is None
+    assert run(ledger.lease_views()) == (released,)
+
+
+# -- inspection and ids ----------------------------------------------------------
+
+
+def test_inspection_lists_accounts_and_every_lease_ever_granted_in_ascending_order(ledger):
+    assert run(ledger.account_ids()) == ()
+    assert run(ledger.conservation(1)) is None
+    for account in (3, 1, 2):
+        open_account(ledger, account)
+    assert run(ledger.account_ids()) == (1, 2, 3)
+    first = run(ledger.acquire(2, 10, TTL, 0)).grant
+    second = run(ledger.acquire(1, 10, TTL, 0)).grant
+    run(ledger.release(first.lease_id, first.fencing_token, 10, 0))
+    views = run(ledger.lease_views())
+    assert [view.grant for view in views] == [first, second]
+    assert [view.state for view in views] == [LeaseState.RELEASED, LeaseState.ACTIVE]
+    assert run(ledger.conservation(2)) == funds(ledger, 2)
+
+
+def test_a_refused_grant_spends_no_lease_id(ledger):
+    open_account(ledger, 1, balance=0)
+    open_account(ledger, 2)
+    with pytest.raises(errors.BalanceExhausted):
+        run(ledger.acquire(1, 5, TTL, 0))
+    with pytest.raises(errors.InvalidTtl):
+        run(ledger.acquire(2, 5, 0, 0))
+    assert run(ledger.acquire(2, 5, TTL, 0)).grant.lease_id == 1
+
+
+def test_a_rollover_that_would_leave_the_ledger_domain_is_a_storage_failure(ledger):
+    open_account(ledger, balance=LEDGER_UNITS_MAX - 10)
+    run(ledger.set_budget_schedule(1, MONTHLY))
+    with pytest.raises(errors.StoreError, match="BIGINT"):
+        run(ledger.roll_due_periods(0, 8))
+    assert run(ledger.account_view(1)).period_start is None, "nothing of it was written"

@@ -1,12 +1,13 @@
 """tollgate's value rules beyond the seed's own cases: policy validation, the
-reclaim cutoff, unit domains, periods and batch limits."""
+reclaim cutoff, unit and id domains, periods and batch limits -- those a ledger
+applies, on both ledgers."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 
 import pytest
+from tollgate_ledgers import LEDGER_KINDS, ledger_factory, run
 
 from stores.tollgate import errors
 from stores.tollgate.domain import (
@@ -23,7 +24,12 @@ from stores.tollgate.domain import (
     checked_sum,
     require_units,
 )
-from stores.tollgate.memory import MemoryLedger
+
+
+@pytest.fixture(params=LEDGER_KINDS)
+def make_ledger(request):
+    with ledger_factory(request) as make:
+        yield make
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
@@ -32,10 +38,10 @@ from stores.tollgate.memory import MemoryLedger
     ("max_ttl_ms", 0, "max_ttl must be positive"),
     ("reclaim_grace_ms", -1, "reclaim_grace must not be negative"),
 ])
-def test_an_invalid_policy_is_refused_at_construction(field, value, message):
+def test_an_invalid_policy_is_refused_at_construction(make_ledger, field, value, message):
     policy = replace(GrantPolicy(), **{field: value})
     with pytest.raises(GrantPolicyError, match=message):
-        MemoryLedger(policy)
+        make_ledger(policy)
 
 
 def test_grant_fails_closed_on_a_policy_it_was_not_given_validated():
@@ -45,28 +51,54 @@ def test_grant_fails_closed_on_a_policy_it_was_not_given_validated():
     assert GrantPolicy(min_grant=8).grant(100, 10) == 8, "the cap is floored at min_grant"
 
 
-def test_no_expiry_is_due_when_the_cutoff_is_unrepresentable():
+def test_no_expiry_is_due_when_the_cutoff_is_unrepresentable(make_ledger):
     policy = GrantPolicy(reclaim_grace_ms=10)
     assert policy.reclaim_cutoff(TIMESTAMP_MIN + 10) == TIMESTAMP_MIN
     assert policy.reclaim_cutoff(TIMESTAMP_MIN + 9) is None
-    ledger = MemoryLedger(policy)
-    assert asyncio.run(ledger.reclaim_expired_batch(TIMESTAMP_MIN, 4)).is_empty()
+    ledger = make_ledger(policy)
+    run(ledger.create_account(AccountConfig(1, 10)))
+    run(ledger.acquire(1, 1, 1, TIMESTAMP_MIN))
+    assert run(ledger.reclaim_expired_batch(TIMESTAMP_MIN, 4)).is_empty()
 
 
-def test_a_lease_whose_expiry_is_unrepresentable_is_an_invalid_ttl():
-    ledger = MemoryLedger()
-    asyncio.run(ledger.create_account(AccountConfig(1, 10)))
+def test_a_lease_whose_expiry_is_unrepresentable_is_an_invalid_ttl(make_ledger):
+    ledger = make_ledger()
+    run(ledger.create_account(AccountConfig(1, 10)))
     with pytest.raises(errors.InvalidTtl):
-        asyncio.run(ledger.acquire(1, 1, 1, TIMESTAMP_MAX))
+        run(ledger.acquire(1, 1, 1, TIMESTAMP_MAX))
 
 
-def test_units_stay_in_their_domain():
+def test_units_stay_in_their_domain(make_ledger):
     assert require_units("x", COST_UNITS_MAX) == COST_UNITS_MAX
     for bad in (-1, COST_UNITS_MAX + 1, True, 1.0):
         with pytest.raises(ValueError, match="x must be"):
             require_units("x", bad)
     with pytest.raises(ValueError, match="initial_balance"):
-        asyncio.run(MemoryLedger().create_account(AccountConfig(1, LEDGER_UNITS_MAX + 1)))
+        run(make_ledger().create_account(AccountConfig(1, LEDGER_UNITS_MAX + 1)))
+
+
+def test_ids_and_instants_a_ledger_cannot_store_are_refused_before_any_write(make_ledger):
+    ledger = make_ledger()
+    for account in (TIMESTAMP_MAX + 1, TIMESTAMP_MIN - 1):
+        with pytest.raises(ValueError, match="account_id"):
+            run(ledger.create_account(AccountConfig(account, 1)))
+        with pytest.raises(errors.UnknownAccount):
+            run(ledger.acquire(account, 1, 1, 0))
+    assert run(ledger.account_ids()) == ()
+    run(ledger.create_account(AccountConfig(TIMESTAMP_MAX, 1)))
+    with pytest.raises(errors.UnknownLease):
+        run(ledger.release(TIMESTAMP_MAX + 1, 1, 0, 0))
+    for field, value in [("period_ms", TIMESTAMP_MAX + 1), ("anchor_ms", TIMESTAMP_MIN - 1)]:
+        with pytest.raises(ValueError, match=field):
+            BudgetSchedule(allowance=5, **{"period_ms": 10, field: value})
+
+
+def test_a_rollover_to_a_period_start_a_ledger_cannot_store_is_a_storage_failure(make_ledger):
+    ledger = make_ledger()
+    run(ledger.create_account(AccountConfig(1, 0)))
+    run(ledger.set_budget_schedule(1, BudgetSchedule(allowance=5, period_ms=10)))
+    with pytest.raises(errors.StoreError, match="BIGINT"):
+        run(ledger.roll_due_periods(TIMESTAMP_MAX + 10, 1))
 
 
 def test_a_checked_sum_reports_an_unrepresentable_total_instead_of_wrapping():
