@@ -26,6 +26,7 @@ from typing import TypeVar
 import asyncpg
 
 from stores.tollgate.domain import (
+    TIMESTAMP_MAX,
     AccountConfig,
     AccountStatus,
     AccountView,
@@ -221,11 +222,13 @@ class PostgresLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
             cutoff = self.policy.reclaim_cutoff(now)
             if cutoff is not None:
                 # The first ``limit`` due leases in the sweep's order; locking
-                # their accounts loads them (and maybe later due ones).
+                # their accounts loads them (and maybe later due ones). Every
+                # stored expiry and count is a BIGINT, so clamping the two
+                # bounds to it selects the same leases and never overflows.
                 due = await books.connection.fetch(
                     "SELECT account_id FROM lease WHERE state = $1 AND expires_at <= $2 "
-                    "ORDER BY expires_at, lease_id LIMIT $3",
-                    LeaseState.ACTIVE.value, cutoff, limit)
+                    "ORDER BY expires_at, lease_id LIMIT $3", LeaseState.ACTIVE.value,
+                    min(cutoff, TIMESTAMP_MAX), min(limit, TIMESTAMP_MAX))
                 await books.lock_accounts(row["account_id"] for row in due)
             return await books.ledger(self.policy).reclaim_expired_batch(now, limit)
         return await self._write(work, _as_is)

@@ -61,6 +61,14 @@ def test_no_expiry_is_due_when_the_cutoff_is_unrepresentable(make_ledger):
     assert run(ledger.reclaim_expired_batch(TIMESTAMP_MIN, 4)).is_empty()
 
 
+def test_a_sweep_past_every_representable_instant_reclaims_what_is_due(make_ledger):
+    ledger = make_ledger(GrantPolicy(reclaim_grace_ms=10))
+    run(ledger.create_account(AccountConfig(1, 10)))
+    lease = run(ledger.acquire(1, 4, 1, 0)).grant
+    batch = run(ledger.reclaim_expired_batch(TIMESTAMP_MAX + 10**6, 2**70))
+    assert [reclaimed.lease_id for reclaimed in batch.reclaimed] == [lease.lease_id]
+
+
 def test_a_lease_whose_expiry_is_unrepresentable_is_an_invalid_ttl(make_ledger):
     ledger = make_ledger()
     run(ledger.create_account(AccountConfig(1, 10)))
