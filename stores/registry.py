@@ -70,12 +70,12 @@ class StoreKind:
     """``migrate(data_port, settings, namespaces)``: the migration an operator
     runs, with the fleet stopped, before starting a fleet of this kind on a
     keyspace another kind wrote (its report has ``carried_microdollars``)."""
-    service: Callable[[str | None, Any, list[Any]], Awaitable[Any]] | None = None
-    """Service kinds (a ledger, not Redis): ``service(url, settings, keys)`` opens
-    the ``stores.ports.Service`` the lab's service node runs, provisioned for
-    the workload's ``keys`` -- in process for ``None``, else on the database
-    at ``url`` -- and each replica's ``build`` gets a
-    ``stores.ports.ServicePort`` to it."""
+    service: Callable[[str | None, Any, list[Any], str], Awaitable[Any]] | None = None
+    """Service kinds (a ledger, not Redis): ``service(url, settings, keys, name)``
+    opens the ``stores.ports.Service`` the lab's service node runs, provisioned
+    for the workload's ``keys`` -- in process for ``None``, else on the
+    database at ``url``, under ``name`` (unique to the run: its schema) -- and
+    each replica's ``build`` gets a ``stores.ports.ServicePort`` to it."""
     holds_count_past_deadline: bool = False
     """The store keeps counting a hold against the cap after its deadline,
     until something deletes it (its settlement, or the expiry of the key that

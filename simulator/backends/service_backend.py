@@ -13,6 +13,7 @@ script, a test or a notebook (whose own loop is already running).
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any
@@ -80,8 +81,11 @@ def open_service_backend(kind: Any, url: str | None, settings: Any,
     """The service of ``kind`` for one run, provisioned for ``keys``: in the
     lab's process for ``url=None``, else on the database at ``url``."""
     loop = None if url is None else LoopThread()
+    # Random, not seeded: it only keeps concurrent runs on one database apart
+    # and never reaches a result.
+    name = f"lab_run_{secrets.token_hex(6)}"
     try:
-        opening = kind.service(url, settings, list(keys))
+        opening = kind.service(url, settings, list(keys), name)
         service = step_to_end(opening) if loop is None else loop.run(opening)
     except Exception as error:
         if loop is not None:

@@ -18,7 +18,8 @@ PROTOCOL = "ledger"
 """The request lifecycle a gateway runs against these kinds: spends funded by
 leases, usage billed in batches (``simulator/families/tollgate``)."""
 
-OpenService = Callable[[str | None, TollgateSettings, list[Any]], Awaitable[LedgerService]]
+OpenService = Callable[[str | None, TollgateSettings, list[Any], str],
+                      Awaitable[LedgerService]]
 
 
 def ledger_kind(name: str, summary: str, *, holder_class: type[LeaseHolder] = LeaseHolder,

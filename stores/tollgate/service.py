@@ -8,13 +8,12 @@ the ledger itself is not a refusal: it is raised, and the lab stops the run
 rather than report numbers from a ledger it could not reach.
 
 ``open_ledger`` opens a fresh ledger for one run (in process, or in a schema
-of its own on the PostgreSQL at ``url``) and funds one account per key of the
+of its own, named by the lab, on the PostgreSQL at ``url``) and funds one account per key of the
 workload, numbered from 1 in the key space's order.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,22 +60,23 @@ async def fund_accounts(ledger: Any, accounts: int, deposit: int) -> None:
         await ledger.deposit(account, deposit)
 
 
-async def open_ledger(url: str | None, settings: TollgateSettings,
-                      keys: Sequence[Any]) -> Any:
+async def open_ledger(url: str | None, settings: TollgateSettings, keys: Sequence[Any],
+                      name: str) -> Any:
     """A fresh, funded ledger for one run: in process for ``None``, else on the
-    PostgreSQL at ``url`` in a schema of its own (dropped by ``drop``)."""
+    PostgreSQL at ``url`` in the schema ``name`` (dropped by ``drop``)."""
     policy = settings.policy()
     if url is None:
         ledger: Any = MemoryLedger(policy)
     else:
         from stores.tollgate.postgres import PostgresLedger  # only runs that ask for it need it
 
-        ledger = await PostgresLedger.open(url, f"lab_run_{secrets.token_hex(6)}", policy)
+        ledger = await PostgresLedger.open(url, name, policy)
     await fund_accounts(ledger, len(keys), settings.deposit)
     return ledger
 
 
-async def open_service(url: str | None, settings: TollgateSettings,
-                       keys: Sequence[Any]) -> LedgerService:
+async def open_service(url: str | None, settings: TollgateSettings, keys: Sequence[Any],
+                       name: str) -> LedgerService:
     """``StoreKind.service`` of the fixed ledger."""
-    return LedgerService(await open_ledger(url, settings, keys), dropped_on_close=url is not None)
+    return LedgerService(await open_ledger(url, settings, keys, name),
+                         dropped_on_close=url is not None)

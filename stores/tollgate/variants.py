@@ -107,21 +107,22 @@ class SettledReleaseSucceeds(LedgerWrapper):
 def wrapped(wrapper: type[LedgerWrapper]):
     """A ``StoreKind.service`` opening the fixed ledger inside ``wrapper``."""
 
-    async def open_service(url: str | None, settings: TollgateSettings,
-                           keys: list[Any]) -> LedgerService:
-        ledger = await open_ledger(url, settings, keys)
+    async def open_service(url: str | None, settings: TollgateSettings, keys: list[Any],
+                           name: str) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys, name)
         return LedgerService(wrapper(ledger), dropped_on_close=url is not None)
 
     return open_service
 
 
-async def _open_without_grace(url: str | None, settings: TollgateSettings,
-                              keys: list[Any]) -> LedgerService:
+async def _open_without_grace(url: str | None, settings: TollgateSettings, keys: list[Any],
+                              name: str) -> LedgerService:
     # The bug: the sweep reclaims a lease the moment it expires. A holder's
     # release landing just after expiry -- a pause, a slow network -- is
     # refused, and its unspent units are forfeited as settlement loss. The
     # fix: a grace past expiry through which releases are still accepted.
-    ledger = await open_ledger(url, settings.model_copy(update={"reclaim_grace_ms": 0}), keys)
+    ledger = await open_ledger(url, settings.model_copy(update={"reclaim_grace_ms": 0}), keys,
+                               name)
     return LedgerService(ledger, dropped_on_close=url is not None)
 
 

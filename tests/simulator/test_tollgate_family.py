@@ -101,8 +101,9 @@ class GrantsWhatIsAsked(GrantPolicy):
         return requested
 
 
-async def _open_unfunded(url: str | None, settings: Any, keys: list[Any]) -> LedgerService:
-    ledger = await open_ledger(url, settings, keys)
+async def _open_unfunded(url: str | None, settings: Any, keys: list[Any],
+                         name: str) -> LedgerService:
+    ledger = await open_ledger(url, settings, keys, name)
     ledger.policy = GrantsWhatIsAsked(**dataclasses.asdict(ledger.policy))
     return LedgerService(ledger)
 
@@ -121,8 +122,9 @@ class ForgetsGrants(LeaseHolder):
 
 
 def _wrapped(wrapper: type[LedgerWrapper]) -> Any:
-    async def open_service(url: str | None, settings: Any, keys: list[Any]) -> LedgerService:
-        return LedgerService(wrapper(await open_ledger(url, settings, keys)))
+    async def open_service(url: str | None, settings: Any, keys: list[Any],
+                           name: str) -> LedgerService:
+        return LedgerService(wrapper(await open_ledger(url, settings, keys, name)))
     return open_service
 
 
