@@ -121,6 +121,28 @@ class ForgetsGrants(LeaseHolder):
         return await super().spend(account, units, request_id)
 
 
+class MisstatesItsToken(LeaseHolder):
+    """A holder whose usage events carry the token after its lease's own."""
+
+    def _charge(self, lease: Any, units: int, request_id: str) -> Spend:
+        spend = super()._charge(lease, units, request_id)
+        event = self.pending[-1]
+        self.pending[-1] = dataclasses.replace(event, fencing_token=event.fencing_token + 1)
+        return spend
+
+
+class TrustsTheLeaseId(LedgerWrapper):
+    """Ingest bills an event to the lease its id names, whatever token it presents."""
+
+    async def ingest(self, events: Any, now: int) -> Any:
+        trusted = []
+        for event in events:
+            view = await self.ledger.lease_view(event.lease_id)
+            token = view.grant.fencing_token if view is not None else event.fencing_token
+            trusted.append(dataclasses.replace(event, fencing_token=token))
+        return await self.ledger.ingest(trusted, now)
+
+
 def _wrapped(wrapper: type[LedgerWrapper]) -> Any:
     async def open_service(url: str | None, settings: Any, keys: list[Any],
                            name: str) -> LedgerService:
@@ -142,6 +164,10 @@ MUTANTS: dict[str, tuple[Any, dict, tuple[str, ...]]] = {
                                          service=_open_unfunded),
                              {"store_settings": {"deposit": 300_000}},
                              ("overspend_units",)),
+    "trusts_the_lease_id": (ledger_kind("ledger_mutants.trusts_the_lease_id", "unfenced usage",
+                                        holder_class=MisstatesItsToken,
+                                        service=_wrapped(TrustsTheLeaseId)), {},
+                            ("fencing_violations",)),
     "forgets_grants": (ledger_kind("ledger_mutants.forgets_grants", "forgets grants",
                                    holder_class=ForgetsGrants), {},
                        ("units_stranded_by_store_logic",)),

@@ -24,7 +24,19 @@ class LedgerObserver:
     def __init__(self, oracle: LedgerOracle, layouts: list[tuple[Any, Any]],
                  keys: list[Any]) -> None:
         self.oracle = oracle
-        self.server: Any = None  # the service node, set by the run
+        self._server: Any = None
+
+    @property
+    def server(self) -> Any:
+        """The service node, set by the run before anything executes."""
+        return self._server
+
+    @server.setter
+    def server(self, server: Any) -> None:
+        # Every account's opening statement, so the series starts funded.
+        self._server = server
+        for account in self.oracle.accounts:
+            self.oracle.statement(account, self._read(self._ledger.conservation(account)))
 
     def _read(self, coroutine: Any) -> Any:
         return self.server.backend.run(coroutine)
@@ -59,13 +71,31 @@ class LedgerObserver:
                 self.oracle.usage_arrived(event.request_id)
             touched_leases += sorted({event.lease_id for event in args[0]
                                       if event.lease_id in self.oracle.leases})
+        billed_before = {lease_id: self.oracle.leases[lease_id].billed
+                         for lease_id in touched_leases if lease_id in self.oracle.leases}
         accounts = set()
         for lease_id in touched_leases:
             accounts.add(self._seen(lease_id, now_us))
+        if verb == "ingest":
+            self._check_capabilities(args[0], billed_before)
         if verb in ("release", "consolidate") and args[0] in self.oracle.leases:
             accounts.add(self.oracle.leases[args[0]].grant.account_id)
         for account in sorted(accounts):
             self.oracle.statement(account, self._read(self._ledger.conservation(account)))
+
+    def _check_capabilities(self, events: Any, billed_before: dict[int, int]) -> None:
+        """Usage billed to a lease beyond what the events presenting its own
+        capability (lease, account, token) carried was accepted from a holder
+        presenting another's: a fencing violation."""
+        rightful: dict[int, int] = {}
+        for event in events:
+            book = self.oracle.leases.get(event.lease_id)
+            if book is not None and (event.account_id, event.fencing_token) == (
+                    book.grant.account_id, book.grant.fencing_token):
+                rightful[event.lease_id] = rightful.get(event.lease_id, 0) + event.units
+        for lease_id, before in billed_before.items():
+            if self.oracle.leases[lease_id].billed - before > rightful.get(lease_id, 0):
+                self.oracle.fencing_violation()
 
     def _seen(self, lease_id: int, now_us: int, credited: int = 0) -> int:
         view = self._read(self._ledger.lease_view(lease_id))
