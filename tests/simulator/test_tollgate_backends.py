@@ -1,0 +1,54 @@
+"""Every committed tollgate scenario gives the same run on the in-process
+ledger and on a real PostgreSQL: the same summary (but for its ``backend``
+field) and the same trace fingerprint, and the lab leaves no schema behind.
+
+The PostgreSQL runs need the throwaway cluster (``postgres_server``): they
+skip loudly without its binaries and fail when ``REQUIRE_POSTGRES=1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from simulator.run import run_scenario
+from simulator.scenario import ScenarioError, load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted({*REPO.glob("data/scenarios/tollgate*.toml"),
+                    *REPO.glob("data/scenarios/hunt/tollgate*.toml")})
+
+
+def test_the_tollgate_scenarios_are_found():
+    assert len(SCENARIOS) >= 6, SCENARIOS
+
+
+async def _schemas(dsn: str) -> set[str]:
+    connection = await asyncpg.connect(dsn)
+    try:
+        rows = await connection.fetch("SELECT schema_name FROM information_schema.schemata")
+        return {row["schema_name"] for row in rows}
+    finally:
+        await connection.close()
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda path: path.stem)
+def test_memory_and_postgresql_give_the_same_run(path, postgres_server):
+    scenario = load_scenario(path)
+    before = asyncio.run(_schemas(postgres_server.dsn))
+    in_memory = run_scenario(scenario, backend="memory").summary
+    on_postgres = run_scenario(scenario, backend=postgres_server.dsn).summary
+    assert (in_memory.pop("backend"), on_postgres.pop("backend")) == ("memory", "postgresql")
+    assert on_postgres == in_memory
+    assert asyncio.run(_schemas(postgres_server.dsn)) == before
+
+
+def test_an_unreachable_database_is_one_clear_error():
+    scenario = load_scenario(REPO / "data/scenarios/tollgate.toml")
+    from simulator.backends import BackendError
+
+    with pytest.raises((BackendError, ScenarioError), match="cannot open the service"):
+        run_scenario(scenario, backend="postgresql://lab@127.0.0.1:1/postgres")
