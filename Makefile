@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m simulator run data/scenarios/demo.toml
 
-## test: lint, then the whole suite (real-Redis tests use a throwaway redis-server when installed)
+## test: lint, then the whole suite (real-Redis and PostgreSQL tests use throwaway servers when installed)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest

@@ -43,11 +43,11 @@ def test_the_readme_gives_the_two_commands_the_makefile_runs():
         assert f"\n{command.split()[1]}: " in makefile
 
 
-def test_ci_runs_the_readmes_test_command_with_real_redis_required():
+def test_ci_runs_the_readmes_test_command_with_real_redis_and_postgresql_required():
     ci = (REPO / ".ci" / "run").read_text()
-    assert "REQUIRE_REDIS=1" in ci
+    assert "REQUIRE_REDIS=1" in ci and "REQUIRE_POSTGRES=1" in ci
     assert "make test" in ci
-    assert "redis-server" in ci
+    assert "redis-server" in ci and "postgresql" in ci
 
 
 def test_every_notebook_is_a_text_notebook_executed_by_a_test_of_its_own():
