@@ -1,0 +1,145 @@
+"""The tollgate variants beside the fixed ledger, on their own scenarios.
+
+Each variant (``stores/tollgate/variants.py``) has a scenario,
+``data/scenarios/tollgate-variant-<name>.toml``, that shows its damage: run on
+the variant, the damage is filed under ``store_logic``; run on
+``tollgate.ledger`` with the same scenario and seed, none of it appears and
+nothing is blamed on the store. Each variant changes one rule, so its damage
+must come from that rule only: the tests below move the scenario just off
+the rule's ground (a deep account, a lost request instead of a lost reply,
+losses aimed at other calls, a pause past the grace) and the damage is gone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from blame import blamed_on_the_store
+
+from simulator.run import RunResult, run_scenario
+from simulator.scenario import load_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
+FIXED = "tollgate.ledger"
+
+DAMAGE = {
+    "release-then-acquire": "regrant_shortfall_units",
+    "spends-through-ambiguity": "billing_loss_units_by_store_logic",
+    "replay-bills-twice": "double_billed_units",
+    "reclaim-without-grace": "units_forfeited_in_grace",
+    "settled-release-succeeds": "fencing_violations",
+}
+"""Each variant's scenario, by name, and the metric its damage moves."""
+
+
+def kind_of(name: str) -> str:
+    return f"tollgate.variant_{name.replace('-', '_')}"
+
+
+def run(name: str, store: str, **overrides: Any) -> RunResult:
+    """The variant scenario ``name`` on ``store``, with dotted-path overrides."""
+    path = SCENARIOS / f"tollgate-variant-{name}.toml"
+    return run_scenario(load_scenario(path, {"store": store, **overrides}))
+
+
+def store_logic(metric: str) -> str:
+    return metric if metric.endswith("_by_store_logic") else f"{metric}_by_store_logic"
+
+
+def events(result: RunResult) -> list[dict[str, Any]]:
+    """The run's trace, one dict per event."""
+    columns = result.trace.columns
+    return [dict(zip(columns, row, strict=True))
+            for row in zip(*columns.values(), strict=True)]
+
+
+@pytest.fixture(scope="module")
+def beside() -> dict[str, tuple[dict, dict]]:
+    """Each variant scenario's summary on the variant and on the fixed ledger."""
+    return {name: (run(name, kind_of(name)).summary, run(name, FIXED).summary)
+            for name in DAMAGE}
+
+
+def test_every_variant_has_a_scenario_naming_it():
+    named = {path.stem.removeprefix("tollgate-variant-")
+             for path in SCENARIOS.glob("tollgate-variant-*.toml")}
+    assert named == set(DAMAGE)
+    for name in DAMAGE:
+        assert load_scenario(SCENARIOS / f"tollgate-variant-{name}.toml").store == kind_of(name)
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGE))
+def test_each_variant_is_blamed_for_its_damage_and_the_fixed_ledger_for_nothing(beside, name):
+    variant, fixed = beside[name]
+    metric = DAMAGE[name]
+    assert variant[metric] > 0
+    assert store_logic(metric) in blamed_on_the_store(variant)
+    assert fixed[metric] == 0
+    assert blamed_on_the_store(fixed) == {}
+
+
+def test_the_composing_holder_is_re_granted_less_only_near_exhaustion():
+    # Accounts deep enough never cap a grant: the variant exchanges its
+    # leases as often as ever (by release then acquire: the ledger sees no
+    # consolidate) and is always re-granted at least what it gave back.
+    deep = run("release-then-acquire", kind_of("release-then-acquire"),
+               **{"store_settings.deposit": 100_000_000})
+    # (The lifecycle labels any grant obtained for credit given back so.)
+    exchanges = [event for event in events(deep)
+                 if event["kind"] == "lease_obtained" and event["outcome"] == "consolidate"]
+    assert len(exchanges) > 50
+    assert deep.summary["consolidations"] == 0
+    assert deep.summary["regrants_below_credit"] == 0
+    assert blamed_on_the_store(deep.summary) == {}
+
+
+def test_keeping_an_ambiguous_consolidations_lease_costs_only_when_it_committed():
+    # A lost request: the consolidation never ran, the old lease is still
+    # active, and spending it further is sound. Only a lost reply (the
+    # scenario's) hides a commit that closed it.
+    lost_requests = run("spends-through-ambiguity", kind_of("spends-through-ambiguity"),
+                        **{"faults.schedule.0.fault": "lose_request"}).summary
+    assert lost_requests["spends_refused_by_storage"] > 0  # as ambiguous to the holder
+    assert lost_requests["billing_loss_units"] == 0
+    assert blamed_on_the_store(lost_requests) == {}
+
+
+def test_the_replay_variant_bills_twice_only_a_batch_delivered_twice(beside):
+    variant, fixed = beside["replay-bills-twice"]
+    assert variant["usage_events_replayed"] == fixed["usage_events_replayed"] > 0
+    # The same lost replies aimed at releases: no batch arrives twice, and
+    # the variant's run is the fixed ledger's, event for event.
+    elsewhere = {"faults.schedule.0.call": "release"}
+    variant_run = run("replay-bills-twice", kind_of("replay-bills-twice"), **elsewhere)
+    fixed_run = run("replay-bills-twice", FIXED, **elsewhere)
+    assert variant_run.summary["usage_events_replayed"] == 0
+    assert variant_run.summary["double_billed_units"] == 0
+    assert variant_run.summary["trace_fingerprint"] == fixed_run.summary["trace_fingerprint"]
+
+
+def test_reclaiming_without_grace_forfeits_only_releases_inside_the_grace():
+    # Pauses of 4 s outlast a 1 s lease and its 2 s grace: both ledgers have
+    # reclaimed the lease when its holder wakes, refuse the release alike and
+    # file the same settlement loss. Neither owed the holder anything.
+    past_grace = {"faults.pause.duration": "4s"}
+    variant = run("reclaim-without-grace", kind_of("reclaim-without-grace"), **past_grace).summary
+    fixed = run("reclaim-without-grace", FIXED, **past_grace).summary
+    assert variant["leases_reclaimed"] == fixed["leases_reclaimed"] > 0
+    assert variant["settlement_loss_units"] == fixed["settlement_loss_units"] > 0
+    assert variant["units_forfeited_in_grace"] == fixed["units_forfeited_in_grace"] == 0
+    assert blamed_on_the_store(variant) == {}
+
+
+def test_the_settled_release_variant_differs_only_in_answering_success_for_a_settled_lease():
+    variant = run("settled-release-succeeds", kind_of("settled-release-succeeds"))
+    fixed = run("settled-release-succeeds", FIXED)
+    differing = [(ours, theirs)
+                 for ours, theirs in zip(events(variant), events(fixed), strict=True)
+                 if ours != theirs]
+    assert len(differing) == variant.summary["fencing_violations"] > 0
+    for ours, theirs in differing:
+        assert (ours["detail"], ours["outcome"], theirs["outcome"]) == (
+            "release", "nil", "lease not active")
+        assert {**ours, "outcome": ""} == {**theirs, "outcome": ""}
