@@ -39,6 +39,10 @@ class LeaseBook:
     returned_in_time: int = 0
     """Truth: units its holder gave back by a release or consolidation that
     reached the ledger before the lease's expiry plus the configured grace."""
+    refused_return: int = 0
+    """Units a release or consolidation refused as not active within the
+    grace offered back while the ledger still held the lease active: forfeited
+    if the sweep reclaims it next."""
     # The ledger's record, from the lease's view after each transaction.
     state: str = "active"
     billed: int = 0

@@ -16,6 +16,7 @@ from typing import Any
 from simulator.families.tollgate.oracle import LedgerOracle
 from simulator.kernel import SimulationError
 from stores.tollgate.domain import Allocation, ReclaimBatch
+from stores.tollgate.errors import LeaseNotActive
 
 
 class LedgerObserver:
@@ -56,7 +57,8 @@ class LedgerObserver:
             if book is not None:
                 if accepted and (book.state != "active" or token != book.grant.fencing_token):
                     self.oracle.fencing_violation()
-                self.oracle.returned(book, unspent, now_us, accepted)
+                self.oracle.returned(book, unspent, now_us, accepted,
+                                     not_active=isinstance(reply, LeaseNotActive))
                 if accepted:
                     self._seen(lease_id, now_us, credited=unspent)
         if refused:

@@ -114,6 +114,8 @@ class LedgerOracle:
             lease.settled_at_us = now_us
             lease.credited = credited
             self.counts.add(f"leases_{state}")
+            if state == "reclaimed" and lease.refused_return:
+                self._forfeited(lease, lease.refused_return)
         lease.state, lease.billed, lease.loss = state, view.usage, view.loss
 
     def usage_arrived(self, request_id: str) -> None:
@@ -126,19 +128,26 @@ class LedgerOracle:
         else:
             self.counts.add("usage_events_replayed")
 
-    def returned(self, lease: LeaseBook, unspent: int, now_us: int, accepted: bool) -> None:
+    def returned(self, lease: LeaseBook, unspent: int, now_us: int, accepted: bool,
+                 not_active: bool = False) -> None:
         """A release or consolidation giving back ``unspent`` units of ``lease``
         reached the ledger: it counts as given back when it arrived within the
-        expiry plus the configured grace, and forfeited if refused there
-        because the ledger had already reclaimed the lease."""
+        expiry plus the configured grace, and as forfeited if refused there as
+        no longer active -- at once when the ledger had reclaimed the lease, or
+        when its sweep reclaims it next."""
         if EPOCH_MS + now_us // 1_000 > lease.grant.expires_at + self.grace_ms:
             return
         if accepted:
             lease.returned_in_time += unspent
-        elif lease.state == "reclaimed":
-            lease.returned_in_time += unspent
-            self.counts.add("releases_refused_in_grace")
-            self.counts.add("units_forfeited_in_grace", unspent)
+        elif not_active and lease.state == "reclaimed":
+            self._forfeited(lease, unspent)
+        elif not_active and lease.state == "active":
+            lease.refused_return = max(lease.refused_return, unspent)
+
+    def _forfeited(self, lease: LeaseBook, unspent: int) -> None:
+        lease.returned_in_time += unspent
+        self.counts.add("releases_refused_in_grace")
+        self.counts.add("units_forfeited_in_grace", unspent)
 
     def fencing_violation(self) -> None:
         self.counts.add("fencing_violations")
