@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
+from simulator.families.record_series import involved_title, summed
 
 Key = tuple[str, str]
 
@@ -31,26 +32,17 @@ def draw_counters(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
                   cap: int | None) -> None:
     """The counters of the involved sessions: the store's record against the
     truth (committed minus refunded), summed per instant, and the highest limit."""
-    series: dict[int, list[int]] = {}
-    limits = [0]
-    for row in samples:
-        if (row["namespace"], row["subject"]) in keys:
-            point = series.setdefault(row["time_us"], [0, 0])
-            point[0] += row["counter_record_units"]
-            point[1] += row["counter_truth_units"]
-            limits.append(row["limit"])
-    times = sorted(series)
+    times, sums = summed(samples, keys, {"record": lambda row: row["counter_record_units"],
+                                         "truth": lambda row: row["counter_truth_units"]})
+    limits = [row["limit"] for row in samples if (row["namespace"], row["subject"]) in keys]
     hours = [time / 3.6e9 for time in times]
-    axes.step(hours, [series[t][1] for t in times], where="post", color="tab:red",
+    axes.step(hours, sums["truth"], where="post", color="tab:red",
               label="told committed, minus refunds (truth)")
-    axes.step(hours, [series[t][0] for t in times], where="post", color="tab:blue",
-              label="counters (store)")
-    if len(keys) == 1 and max(limits):
+    axes.step(hours, sums["record"], where="post", color="tab:blue", label="counters (store)")
+    if len(keys) == 1 and max(limits, default=0):
         axes.axhline(max(limits), color="black", linewidth=1, label="limit")
-    shown = ", ".join(f"{ns}/{subject}" for ns, subject in sorted(keys)[:3])
-    more = f" (+{len(keys) - 3} more)" if len(keys) > 3 else ""
     axes.set_ylabel("units (hours on x)")
-    axes.set_title(f"the sessions involved: {shown}{more}", loc="left", fontsize=9)
+    axes.set_title(involved_title(keys, "sessions"), loc="left", fontsize=9)
     axes.legend(loc="upper left", fontsize=7)
 
 

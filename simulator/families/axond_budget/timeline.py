@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
+from simulator.families.record_series import involved_title, summed
 
 Key = tuple[str, str]
 
@@ -29,28 +30,22 @@ def draw_spend(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
                cap: int | None) -> None:
     """The store's record (settled spend, and that plus live holds) against the
     true spend, summed over the involved keys, from the per-key samples."""
-    series: dict[int, list[int]] = {}
-    for row in samples:
-        if row.get("scope", "subject") != "subject":
-            continue
-        if (row["namespace"], row["subject"]) in keys:
-            point = series.setdefault(row["time_us"], [0, 0, 0])
-            point[0] += row["true_spend_microdollars"]
-            point[1] += row["recorded_spend_microdollars"]
-            point[2] += row["recorded_spend_microdollars"] + row["holds_live_microdollars"]
-    times = sorted(series)
+    times, sums = summed(
+        samples, keys,
+        {"truth": lambda row: row["true_spend_microdollars"],
+         "recorded": lambda row: row["recorded_spend_microdollars"],
+         "counted": lambda row: (row["recorded_spend_microdollars"]
+                                 + row["holds_live_microdollars"])},
+        where=lambda row: row.get("scope", "subject") == "subject")
     seconds = [time / 1e6 for time in times]
-    axes.plot(seconds, [series[t][0] for t in times], color="tab:red", label="true spend")
-    axes.plot(seconds, [series[t][1] for t in times], color="tab:blue",
-              label="recorded spend (store)")
-    axes.plot(seconds, [series[t][2] for t in times], color="tab:blue", linestyle=":",
+    axes.plot(seconds, sums["truth"], color="tab:red", label="true spend")
+    axes.plot(seconds, sums["recorded"], color="tab:blue", label="recorded spend (store)")
+    axes.plot(seconds, sums["counted"], color="tab:blue", linestyle=":",
               label="recorded + live holds (what the store counts)")
     if cap is not None and len(keys) == 1:
         axes.axhline(cap, color="black", linewidth=1, label="cap")
-    shown = ", ".join(f"{ns}/{subject}" for ns, subject in sorted(keys)[:3])
-    more = f" (+{len(keys) - 3} more)" if len(keys) > 3 else ""
     axes.set_ylabel("micro-dollars")
-    axes.set_title(f"the keys involved: {shown}{more}", loc="left", fontsize=9)
+    axes.set_title(involved_title(keys), loc="left", fontsize=9)
     axes.legend(loc="upper left", fontsize=7)
 
 

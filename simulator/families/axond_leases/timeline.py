@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
+from simulator.families.record_series import involved_title, summed
 
 Key = tuple[str, str]
 
@@ -31,27 +32,20 @@ def draw_leases(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
                 cap: int | None) -> None:
     """Callers holding (the truth) against the leases the store counts, and
     the leaked ones, summed over the involved keys, from the per-key samples."""
-    series: dict[int, list[int]] = {}
-    for row in samples:
-        if (row["namespace"], row["subject"]) in keys:
-            point = series.setdefault(row["time_us"], [0, 0, 0])
-            point[0] += row["callers_holding"]
-            point[1] += row["leases_counted"]
-            point[2] += row["leases_leaked"]
-    times = sorted(series)
+    times, sums = summed(samples, keys, {"holding": lambda row: row["callers_holding"],
+                                         "counted": lambda row: row["leases_counted"],
+                                         "leaked": lambda row: row["leases_leaked"]})
     seconds = [time / 1e6 for time in times]
-    axes.step(seconds, [series[t][0] for t in times], where="post", color="tab:red",
+    axes.step(seconds, sums["holding"], where="post", color="tab:red",
               label="callers holding (truth)")
-    axes.step(seconds, [series[t][1] for t in times], where="post", color="tab:blue",
+    axes.step(seconds, sums["counted"], where="post", color="tab:blue",
               label="leases counted (store)")
-    axes.step(seconds, [series[t][2] for t in times], where="post", color="tab:blue",
-              linestyle=":", label="leases leaked")
+    axes.step(seconds, sums["leaked"], where="post", color="tab:blue", linestyle=":",
+              label="leases leaked")
     if cap is not None and len(keys) == 1:
         axes.axhline(cap, color="black", linewidth=1, label="max_in_flight")
-    shown = ", ".join(f"{ns}/{subject}" for ns, subject in sorted(keys)[:3])
-    more = f" (+{len(keys) - 3} more)" if len(keys) > 3 else ""
     axes.set_ylabel("leases")
-    axes.set_title(f"the keys involved: {shown}{more}", loc="left", fontsize=9)
+    axes.set_title(involved_title(keys), loc="left", fontsize=9)
     axes.legend(loc="upper left", fontsize=7)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
+from simulator.families.record_series import involved_title, summed
 
 Key = tuple[str, str]
 
@@ -30,27 +31,19 @@ def straying_accounts(samples: list[dict[str, Any]], limit: int = 3) -> list[Key
 def draw_billing(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
                  cap: int | None) -> None:
     """Billed against consumed for ``keys``, summed per instant, and the residual."""
-    series: dict[int, list[int]] = {}
-    for row in samples:
-        if (row["namespace"], row["subject"]) in keys:
-            point = series.setdefault(row["time_us"], [0, 0, 0])
-            point[0] += row["units_billed"]
-            point[1] += row["units_consumed"]
-            point[2] += row["residual_units"]
-    times = sorted(series)
+    times, sums = summed(samples, keys, {"billed": lambda row: row["units_billed"],
+                                         "consumed": lambda row: row["units_consumed"],
+                                         "residual": lambda row: row["residual_units"]})
     seconds = [time / 1e6 for time in times]
-    axes.step(seconds, [series[t][1] for t in times], where="post", color="tab:red",
+    axes.step(seconds, sums["consumed"], where="post", color="tab:red",
               label="consumed by holders (truth)")
-    axes.step(seconds, [series[t][0] for t in times], where="post", color="tab:blue",
-              label="billed (ledger)")
+    axes.step(seconds, sums["billed"], where="post", color="tab:blue", label="billed (ledger)")
     residual = axes.twinx()
-    residual.step(seconds, [series[t][2] for t in times], where="post", color="tab:purple",
-                  linestyle="--", label="conservation residual")
+    residual.step(seconds, sums["residual"], where="post", color="tab:purple", linestyle="--",
+                  label="conservation residual")
     residual.set_ylabel("residual (units)", fontsize=8)
-    shown = ", ".join(f"{ns}/{subject}" for ns, subject in sorted(keys)[:3])
-    more = f" (+{len(keys) - 3} more)" if len(keys) > 3 else ""
     axes.set_ylabel("units")
-    axes.set_title(f"the accounts involved: {shown}{more}", loc="left", fontsize=9)
+    axes.set_title(involved_title(keys, "accounts"), loc="left", fontsize=9)
     axes.legend(loc="upper left", fontsize=7)
     residual.legend(loc="lower right", fontsize=7)
 
