@@ -66,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", type=Path, help="a scenario TOML file")
     run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
     run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
-                     "postgresql://USER@HOST:PORT/DB (default: the scenario's, else the "
-                     "store's own)")
+                     "postgresql://USER@HOST:PORT/DB | postgresql (a throwaway local server) "
+                     "(default: the scenario's, else the store's own)")
     run.add_argument("--out", type=Path,
                      help="where to write results (default: data/results/NAME-seedN)")
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[],

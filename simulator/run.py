@@ -168,7 +168,9 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                                  "creates a schema of its own there (dropped afterwards)")
             except ValueError as error:
                 raise ScenarioError(f"backend: {error}") from None
-        service_backend = open_service_backend(kind, spec.url, settings, key_space.keys)
+        service_backend = open_service_backend(kind, spec.url, settings, key_space.keys,
+                                               throwaway=spec.kind == "postgresql"
+                                               and spec.url is None)
         observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
         server = ServiceNode(kernel, service_backend, trace, observer=observer)
         observer.server = server

@@ -172,10 +172,10 @@ class Scenario(Model):
     store: str = Field(description="The store kind, e.g. 'axond_budget.redis_v1'.")
     backend: str | None = Field(
         None,
-        description="'memory', 'fakeredis', 'redis://HOST:PORT/DB' or "
+        description="'memory', 'fakeredis', 'redis://HOST:PORT/DB', "
         "'postgresql://USER@HOST:PORT/DB' (a ledger service's database: the lab works in a "
-        "schema of its own, dropped afterwards); default: the store's own (fakeredis for "
-        "Redis stores, memory for the others).",
+        "schema of its own, dropped afterwards) or 'postgresql' (a throwaway local one); "
+        "default: the store's own (fakeredis for Redis stores, memory for the others).",
     )
     store_settings: dict[str, Any] = Field(
         default_factory=dict, description="The store's settings (see its kind)."

@@ -30,8 +30,8 @@ from simulator.backends.virtual_expiry import PRELOADED_SHIM, SHIM_LIBRARY
 
 __all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
 
-BACKEND_HINT = ("'memory', 'fakeredis', 'redis://HOST:PORT/DB' or "
-                "'postgresql://USER@HOST:PORT/DB'")
+BACKEND_HINT = ("'memory', 'fakeredis', 'redis://HOST:PORT/DB', "
+                "'postgresql://USER@HOST:PORT/DB' or 'postgresql' (a throwaway local server)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class BackendSpec:
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
         text = text.strip()
-        if text in ("memory", "fakeredis"):
+        if text in ("memory", "fakeredis", "postgresql"):
             return cls(text)
         if text.startswith(("redis://", "rediss://", "unix://")):
             return cls("redis", text)

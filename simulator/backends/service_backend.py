@@ -55,9 +55,11 @@ class ServiceRunner:
 
     namespace = ""
 
-    def __init__(self, service: Any, loop: LoopThread | None) -> None:
+    def __init__(self, service: Any, loop: LoopThread | None, owned: Any = None) -> None:
         self.service = service
         self.loop = loop
+        self.owned = owned
+        """A database server the lab started for this run alone, stopped on close."""
 
     def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         """Drive one of the service's coroutines to its end (a transaction, or a
@@ -74,12 +76,30 @@ class ServiceRunner:
         finally:
             if self.loop is not None:
                 self.loop.close()
+            if self.owned is not None:
+                self.owned.stop()
+
+
+def start_throwaway_postgres() -> Any:
+    """A PostgreSQL cluster of the lab's own for one run (``--backend postgresql``)."""
+    from simulator.backends.local_postgres import ThrowawayPostgres, postgres_binaries
+
+    binaries = postgres_binaries()
+    if binaries is None:
+        raise BackendError("--backend postgresql starts a throwaway PostgreSQL, but its "
+                           "binaries (initdb, postgres) are not installed; install "
+                           "PostgreSQL or give postgresql://USER@HOST:PORT/DB")
+    return ThrowawayPostgres(binaries)
 
 
 def open_service_backend(kind: Any, url: str | None, settings: Any,
-                         keys: Sequence[Any]) -> ServiceRunner:
+                         keys: Sequence[Any], throwaway: bool = False) -> ServiceRunner:
     """The service of ``kind`` for one run, provisioned for ``keys``: in the
-    lab's process for ``url=None``, else on the database at ``url``."""
+    lab's process for ``url=None``, else on the database at ``url``; with
+    ``throwaway``, on a PostgreSQL the lab starts for the run and stops after."""
+    owned = start_throwaway_postgres() if throwaway else None
+    if owned is not None:
+        url = owned.dsn
     loop = None if url is None else LoopThread()
     # Random, not seeded: it only keeps concurrent runs on one database apart
     # and never reaches a result.
@@ -90,8 +110,10 @@ def open_service_backend(kind: Any, url: str | None, settings: Any,
     except Exception as error:
         if loop is not None:
             loop.close()
+        if owned is not None:
+            owned.stop()
         if url is None:
             raise
         raise BackendError(f"cannot open the service on {url}: "
                            f"{type(error).__name__}: {error}") from None
-    return ServiceRunner(service, loop)
+    return ServiceRunner(service, loop, owned)

@@ -108,5 +108,6 @@ def test_closing_the_backend_closes_the_service():
 def test_a_postgresql_url_is_a_backend_of_its_own(text):
     spec = BackendSpec.parse(text)
     assert (spec.kind, spec.family, str(spec)) == ("postgresql", "postgresql", text)
+    assert BackendSpec.parse("postgresql") == BackendSpec("postgresql")  # a throwaway server
     assert BackendSpec.parse("fakeredis").family == "redis"
     assert BackendSpec.parse("memory").family == "memory"

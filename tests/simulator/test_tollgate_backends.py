@@ -52,3 +52,13 @@ def test_an_unreachable_database_is_one_clear_error():
 
     with pytest.raises((BackendError, ScenarioError), match="cannot open the service"):
         run_scenario(scenario, backend="postgresql://lab@127.0.0.1:1/postgres")
+
+
+def test_backend_postgresql_alone_runs_on_a_throwaway_server_of_the_runs_own(postgres_server):
+    # postgres_server only makes the test skip (or fail when required) like
+    # the others when the binaries are missing; the run starts its own.
+    scenario = load_scenario(REPO / "data/scenarios/hunt/tollgate-replay-bills-twice-quiet.toml")
+    in_memory = run_scenario(scenario).summary
+    throwaway = run_scenario(scenario, backend="postgresql")
+    assert throwaway.run_info["backend"] == "postgresql"
+    assert throwaway.summary["trace_fingerprint"] == in_memory["trace_fingerprint"]
