@@ -76,27 +76,15 @@ workers = None  # local worker processes (None: one per core)
 
 # %%
 # ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
-import numpy as np
 from IPython.display import Image, Markdown, display
-from matplotlib.figure import Figure
 
-from simulator.analysis import figure_png, lab_path, notebook_results_dir
-from simulator.scenario import read_toml
-from simulator.sweeps import build_sweep, read_metrics, read_results, results_dir_for, run_sweep
+from simulator.analysis import kept_png, ledger, ledger_figures, notebook_results_dir
+from simulator.sweeps import read_metrics, read_results, results_dir_for, run_sweep
 
-CRASH_RATE, REPLY_LOSS, STORE = "faults.crash.rate", "network.reply_loss", "store"
-MILLION = 1e6
-TERMS_RIGHT = ("balance", "active_lease_grants", "settled_usage", "settlement_loss", "expired")
-"""The right side of the equation, as `metrics.parquet` names its terms."""
-
-base = read_toml(lab_path(scenario_file))
-fault_sweep = build_sweep({
-    "name": "ledger-fault-rates", "seeds": seeds, "backend": backend, "set": set_fields,
-    "vary": {CRASH_RATE: crash_rates, REPLY_LOSS: reply_losses}}, base, source=scenario_file)
-exchange_sweep = build_sweep({
-    "name": "ledger-exchange", "seeds": seeds, "backend": backend,
-    "set": {**set_fields, "store_settings.deposit": exchange_deposit},
-    "vary": {STORE: exchange_stores}}, base, source=scenario_file)
+fault_sweep = ledger.fault_rate_sweep(scenario_file, seeds, crash_rates, reply_losses,
+                                      set_fields=set_fields, backend=backend)
+exchange_sweep = ledger.exchange_sweep(scenario_file, seeds, exchange_stores, exchange_deposit,
+                                       set_fields=set_fields, backend=backend)
 root = notebook_results_dir("08_ledger_conservation", results_dir)
 figures = root / "figures"
 figures.mkdir(parents=True, exist_ok=True)
@@ -108,50 +96,12 @@ for sweep in (fault_sweep, exchange_sweep):
     print(f"{sweep.name}: {outcome.runs_total} runs ({outcome.already_done} reused from {out})")
     if outcome.failed:
         print("  failed runs (left out of the figures):", outcome.failed)
-    results = read_results(out)
-    # A run's summary names only the refusals it met: none of a kind is zero of it.
-    refusals = [column for column in results.columns if column.startswith("spends_refused_by_")]
-    results[refusals] = results[refusals].fillna(0)
-    # Only this configuration's points and seeds: a folder may hold a wider earlier run.
-    wanted = {point.point_id for point in sweep.points}
-    tables[sweep.name] = results[results["point"].isin(wanted)
-                                 & results["seed"].isin(sweep.seeds)].reset_index(drop=True)
+    tables[sweep.name] = ledger.ledger_table(read_results(out), sweep)
     folders[sweep.name] = out
 faults_table = tables[fault_sweep.name]
 exchange_table = tables[exchange_sweep.name]
-
-
-def show(figure, name):
-    """Display a figure and keep it as a PNG beside the runs."""
-    png = figure_png(figure)
-    (figures / f"{name}.png").write_bytes(png)
-    display(Image(png))
-
-
-def units(value):
-    """Units as a reader takes them in: millions past a million."""
-    return f"{value / MILLION:,.2f} M" if abs(value) >= MILLION else f"{value:,.0f}"
-
-
-def faults_seen(table):
-    """Faults the lab injected per run: crashes plus replies lost."""
-    return table["fault_crash_count"] + table["reply_lost_count"]
-
-
-def point_label(row, between="\n"):
-    return f"crashes {row[CRASH_RATE]}{between}reply loss {row[REPLY_LOSS] * 100:g}%"
-
-
 # The points of the fault sweep in grid order, with the faults their runs saw.
-points = (faults_table.assign(faults=faults_seen(faults_table))
-          .groupby("point", sort=False)
-          .agg(**{CRASH_RATE: (CRASH_RATE, "first"), REPLY_LOSS: (REPLY_LOSS, "first"),
-                  "faults": ("faults", "mean")}))
-points = points.loc[[point.point_id for point in fault_sweep.points
-                     if point.point_id in points.index]]
-points["label"] = points.apply(point_label, axis=1)  # on a figure's axis
-points["name"] = points.apply(point_label, axis=1, between=", ")  # in a sentence
-calmest, harshest = points["faults"].idxmin(), points["faults"].idxmax()
+points = ledger.fault_points(faults_table, fault_sweep)
 
 # %% [markdown]
 # ## The conservation equation over time
@@ -174,74 +124,11 @@ calmest, harshest = points["faults"].idxmin(), points["faults"].idxmax()
 # it, so the first sample, before any transaction, shows nothing deposited.)
 
 # %%
-metrics = read_metrics(folders[fault_sweep.name])
-aggregate = metrics[(metrics["namespace"] == "*")
-                    & metrics["point"].isin(points.index)
-                    & metrics["seed"].isin(fault_sweep.seeds)]
-drawn_seed = fault_sweep.seeds[0] if series_seed is None else series_seed
-series = aggregate[(aggregate["point"] == harshest)
-                   & (aggregate["seed"] == drawn_seed)].sort_values("time_us")
-seconds = series["time_us"] / 1e6
-
-figure = Figure(figsize=(11, 10), layout="constrained")
-top, middle, bottom = figure.subplots(3, 1, sharex=True, height_ratios=(3, 2, 2))
-top.stackplot(seconds, *(series[term] / MILLION for term in TERMS_RIGHT),
-              labels=[term.replace("_", " ") for term in TERMS_RIGHT], alpha=0.8)
-top.plot(seconds, (series["deposited"] + series["overage_recorded"]) / MILLION, "k--",
-         label="deposited + overage")
-top.set_ylabel("units (millions)")
-top.set_title(f"Where the units sit: {points.loc[harshest, 'name']}, "
-              f"seed {drawn_seed}", fontsize=10)
-top.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-middle.plot(seconds, series["units_consumed"] / MILLION, label="consumed by holders (truth)")
-middle.plot(seconds, series["units_billed"] / MILLION, label="billed by the ledger")
-middle.set_ylabel("units (millions)")
-middle.legend(fontsize=8, loc="upper left")
-for _, run in aggregate.groupby(["point", "seed"]):
-    bottom.plot(run["time_us"] / 1e6, run["residual_units"], color="tab:red", alpha=0.4,
-                linewidth=1)
-span = 1.2 * max(1, aggregate["residual_units"].abs().max())  # a zero line sits mid-panel
-bottom.set_ylim(-span, span)
-bottom.set_ylabel("residual (units)")
-bottom.set_xlabel("virtual time (s)")
-bottom.set_title(f"The residual, every run of the sweep ({len(fault_sweep.points)} points × "
-                 f"{len(fault_sweep.seeds)} seeds)", fontsize=10)
-for ax in (top, middle, bottom):
-    ax.grid(True, alpha=0.3)
-show(figure, "conservation-terms-over-time")
-
-end = series.iloc[-1]
-drawn = faults_table[(faults_table["point"] == harshest)
-                     & (faults_table["seed"] == drawn_seed)].iloc[0]
-peak = series.loc[series["active_lease_grants"].idxmax()]
-nonzero_runs = aggregate.groupby(["point", "seed"])["residual_units"].apply(
-    lambda residual: bool((residual != 0).any()))
-worst_transaction = int(faults_table["conservation_residual_max_units"].max())
-violations = int(faults_table["conservation_violations"].sum())
-residual_verdict = (
-    f"was **0 at every one of the {len(aggregate):,} samples of all {len(nonzero_runs)} runs**"
-    if not nonzero_runs.any() else
-    f"left zero in **{int(nonzero_runs.sum())} of {len(nonzero_runs)} runs** (largest "
-    f"|residual| at a sample: {units(aggregate['residual_units'].abs().max())} units)")
-transaction_verdict = (
-    "and after every transaction of every run (the oracle checks each one): no violation"
-    if worst_transaction == 0 and violations == 0 else
-    f"and after the transactions: {violations} violations, the worst residual "
-    f"{units(worst_transaction)} units")
-display(Markdown(
-    f"**The run drawn** ({points.loc[harshest, 'name']}, seed "
-    f"{drawn_seed}: {int(drawn['fault_crash_count'])} crashes, "
-    f"{int(drawn['reply_lost_count'])} replies lost). Of {units(end['deposited'])} units "
-    f"deposited (+ {units(end['overage_recorded'])} overage), at the end "
-    f"{units(end['balance'])} sit in the balance, {units(end['settled_usage'])} were billed "
-    f"as settled usage, {units(end['settlement_loss'])} written off as settlement loss, "
-    f"{units(end['expired'])} expired, and {units(end['active_lease_grants'])} are still out "
-    f"on active leases. At most {units(peak['active_lease_grants'])} units were out on leases "
-    f"at once (at {peak['time_us'] / 1e6:.0f} s). The holders consumed "
-    f"{units(end['units_consumed'])} units; the ledger billed {units(end['units_billed'])}, "
-    f"{units(end['units_consumed'] - end['units_billed'])} short.\n\n"
-    f"**The residual** `deposited + overage − (balance + active lease grants + settled usage "
-    f"+ settlement loss + expired)` {residual_verdict}, {transaction_verdict}."))
+conservation = ledger.conservation_runs(read_metrics(folders[fault_sweep.name]), points,
+                                        fault_sweep, series_seed)
+display(Image(kept_png(ledger_figures.plot_conservation(conservation), figures,
+                       "conservation-terms-over-time")))
+display(Markdown(ledger.conservation_text(conservation, faults_table)))
 
 # %% [markdown]
 # ## Billing loss and settlement loss by cause, as faults grow
@@ -263,85 +150,10 @@ display(Markdown(
 # the true loss plus the billing loss of settled leases; anything beyond
 # (`settlement_loss_excess_units`) would be the ledger's.
 
-
 # %%
-def causes_of(table, prefix):
-    """The summary's ``PREFIX<cause>`` columns, in the summary's order."""
-    return [column for column in table.columns if column.startswith(prefix)]
-
-
-def stacked_causes(ax, table, prefix, title):
-    """Bars of the mean per point, stacked by cause."""
-    means = table.groupby("point")[causes_of(table, prefix)].mean().loc[points.index]
-    bottom = np.zeros(len(means))
-    for column in means.columns:
-        values = means[column].to_numpy() / MILLION
-        if values.any():
-            ax.bar(range(len(means)), values, bottom=bottom, label=column.removeprefix(prefix))
-            bottom += values
-    ax.set_xticks(range(len(means)), points["label"], fontsize=7)
-    ax.set_ylabel("units (millions), mean per run")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
-
-
-figure = Figure(figsize=(max(8, 1.2 * len(points)), 11), layout="constrained")
-billing_ax, stranded_ax, settlement_ax = figure.subplots(3, 1, sharex=True)
-stacked_causes(billing_ax, faults_table, "billing_loss_units_by_", "Billing loss by cause")
-stacked_causes(stranded_ax, faults_table, "units_stranded_by_", "Units stranded by cause")
-width = 0.38
-for offset, column, label in ((-width / 2, "settlement_loss_units", "reported by the ledger"),
-                              (width / 2, "settlement_loss_true_units", "true")):
-    means = faults_table.groupby("point")[column].mean().loc[points.index] / MILLION
-    xs = np.arange(len(points)) + offset
-    settlement_ax.bar(xs, means, width, alpha=0.6, label=label)
-    for x, point in zip(xs, points.index, strict=True):
-        runs = faults_table[faults_table["point"] == point][column] / MILLION
-        settlement_ax.plot([x] * len(runs), runs, "o", color="black", markersize=2.5)
-settlement_ax.set_xticks(range(len(points)), points["label"], fontsize=7)
-settlement_ax.set_ylabel("units (millions) per run")
-settlement_ax.set_title("Settlement loss: reported against true", fontsize=10)
-settlement_ax.legend(fontsize=8, loc="upper left")
-for ax in (billing_ax, stranded_ax, settlement_ax):
-    ax.grid(True, axis="y", alpha=0.3)
-show(figure, "losses-by-cause-vs-fault-rates")
-
-
-def cause_lines(table, prefix, what):
-    """One sentence per cause: its mean per run at the calmest and the harshest
-    point, and where it is largest; the causes zero in every run together."""
-    means = table.groupby("point")[causes_of(table, prefix)].mean()
-    lines, never = [], []
-    for column in means.columns:
-        cause = column.removeprefix(prefix)
-        if not (table[column] != 0).any():
-            never.append(f"`{cause}`")
-            continue
-        top = means[column].idxmax()
-        lines.append(
-            f"- {what} under `{cause}`: {units(means.loc[calmest, column])} per run at "
-            f"{points.loc[calmest, 'name']}, "
-            f"{units(means.loc[harshest, column])} at "
-            f"{points.loc[harshest, 'name']}; largest at "
-            f"{points.loc[top, 'name']} ({units(means.loc[top, column])}).")
-    if never:
-        lines.append(f"- {what} under {', '.join(never)}: zero in all {len(table)} runs.")
-    return lines
-
-
-excess = faults_table["settlement_loss_excess_units"]
-gap = (faults_table["settlement_loss_units"] - faults_table["settlement_loss_true_units"]).mean()
-excess_verdict = ("is **0 in every run**: the reported loss is the true loss plus the billing "
-                  "loss of settled leases, exactly" if not (excess != 0).any() else
-                  f"is nonzero in {int((excess != 0).sum())} of {len(excess)} runs (the "
-                  f"ledger's own; largest {units(excess.abs().max())} units)")
-display(Markdown("\n".join([
-    *cause_lines(faults_table, "billing_loss_units_by_", "Billing loss"),
-    *cause_lines(faults_table, "units_stranded_by_", "Units stranded"),
-    f"- Settlement loss: the ledger reported {units(gap)} units per run more than the true "
-    f"loss, on average; `settlement_loss_excess_units` (what no billing loss explains) "
-    f"{excess_verdict}.",
-])))
+display(Image(kept_png(ledger_figures.plot_losses(faults_table, points), figures,
+                       "losses-by-cause-vs-fault-rates")))
+display(Markdown(ledger.loss_text(faults_table, points)))
 
 # %% [markdown]
 # ## Consolidate against release-then-acquire, near exhaustion
@@ -363,73 +175,11 @@ display(Markdown("\n".join([
 # every exchange.
 
 # %%
-kinds = [point.parameters[STORE] for point in exchange_sweep.points]
-reference = kinds[0]
-refusal_columns = causes_of(exchange_table, "spends_refused_by_")
-by_store = exchange_table.groupby(STORE)
-figure = Figure(figsize=(4.2 * 3, 4.6), layout="constrained")
-refused_ax, below_ax, shortfall_ax = figure.subplots(1, 3)
-means = by_store[refusal_columns].mean().reindex(kinds).fillna(0)
-bottom = np.zeros(len(kinds))
-for column in refusal_columns:
-    values = means[column].to_numpy()
-    if values.any():
-        refused_ax.bar(range(len(kinds)), values, bottom=bottom,
-                       label=column.removeprefix("spends_refused_by_"))
-        bottom += values
-refused_ax.set_title("Spends refused, by refusal", fontsize=10)
-refused_ax.legend(fontsize=8, loc="lower right")
-for ax, metric, title in ((below_ax, "regrants_below_credit", "Re-grants below credit"),
-                          (shortfall_ax, "regrant_shortfall_units", "Regrant shortfall (units)")):
-    ax.bar(range(len(kinds)), by_store[metric].mean().reindex(kinds), alpha=0.6)
-    ax.set_title(title, fontsize=10)
-for ax, metric in ((refused_ax, "spends_refused"), (below_ax, "regrants_below_credit"),
-                   (shortfall_ax, "regrant_shortfall_units")):
-    for x, kind in enumerate(kinds):
-        runs = exchange_table[exchange_table[STORE] == kind][metric]
-        ax.plot([x] * len(runs), runs, "o", color="black", markersize=3)
-    ax.set_xticks(range(len(kinds)), [kind.replace("tollgate.", "").replace("_", "\n", 1)
-                                      for kind in kinds], fontsize=8)
-    ax.set_ylabel("per run")
-    ax.grid(True, axis="y", alpha=0.3)
-figure.suptitle(f"Each account funded with {units(exchange_deposit)} units (mean over "
-                f"{len(exchange_sweep.seeds)} seeds; dots: seeds)", fontsize=11)
-show(figure, "consolidate-vs-release-then-acquire")
-
-
-def exchange_lines(table):
-    """Per store: its re-grants below credit and shortfall; against the reference,
-    seed by seed, the spends it refused."""
-    paired = table.pivot(index="seed", columns=STORE)
-    lines = []
-    for kind in kinds:
-        runs = table[table[STORE] == kind]
-        short, below = runs["regrant_shortfall_units"], runs["regrants_below_credit"]
-        if not (below != 0).any():
-            regrants = f"re-granted below credit in none of its {len(runs)} runs"
-        else:
-            regrants = (f"re-granted below credit in {int((below != 0).sum())} of {len(runs)} "
-                        f"runs, a median of {below.median():,.0f} times per run, "
-                        f"{units(short.median())} units short in all (median; "
-                        f"{units(short.sum() / below.sum())} per short re-grant, "
-                        f"{short.sum() / runs['units_consumed'].sum():.2%} of the units "
-                        f"consumed)")
-        refused = (f"refused a median of {runs['spends_refused'].median():,.0f} spends and "
-                   f"admitted {runs['spends_admitted'].median():,.0f}, consuming "
-                   f"{units(runs['units_consumed'].median())} units")
-        if kind != reference:
-            more = paired["spends_refused"][kind] - paired["spends_refused"][reference]
-            consumed = paired["units_consumed"][kind] - paired["units_consumed"][reference]
-            refused += (f"; against `{reference}` it refused more spends on "
-                        f"{int((more > 0).sum())} of {len(more)} seeds, fewer on "
-                        f"{int((more < 0).sum())} (median difference {more.median():+,.0f}), "
-                        f"and consumed fewer units on {int((consumed < 0).sum())} of "
-                        f"{len(consumed)} seeds (median difference {consumed.median():+,.0f})")
-        lines.append(f"- `{kind}` {regrants}; it {refused}.")
-    return lines
-
-
-display(Markdown("\n".join(exchange_lines(exchange_table))))
+kinds = ledger.exchange_kinds(exchange_sweep)  # the reference first
+display(Image(kept_png(ledger_figures.plot_exchange(exchange_table, kinds, exchange_deposit,
+                                                    len(exchange_sweep.seeds)),
+                       figures, "consolidate-vs-release-then-acquire")))
+display(Markdown("\n".join(ledger.exchange_lines(exchange_table, kinds))))
 
 # %% [markdown]
 # ## Caveats

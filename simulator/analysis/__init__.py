@@ -36,3 +36,12 @@ def figure_png(figure: Figure, dpi: int = 100) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+def kept_png(figure: Figure, directory: Path, name: str) -> bytes:
+    """The figure as PNG bytes (``figure_png``), also written as
+    ``DIRECTORY/NAME.png``: a notebook displays a figure and keeps it beside
+    its runs in one call."""
+    png = figure_png(figure)
+    (directory / f"{name}.png").write_bytes(png)
+    return png

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from notebook_runner import execute_notebook, figures_of, outputs_of
 
+from simulator.analysis import ledger
 from simulator.sweeps import read_metrics, read_results
 
 NAME = "08_ledger_conservation"
@@ -48,8 +49,9 @@ def test_the_notebook_draws_and_concludes_what_its_runs_give(tmp_path: Path):
     root = tmp_path / "results"
     for name in FIGURES:
         assert (root / "figures" / f"{name}.png").read_bytes().startswith(PNG_SIGNATURE), name
-    conclusions = "\n".join(output["data"].get("text/markdown", "")
-                            for output in outputs_of(notebook, "display_data"))
+    displayed = [output["data"]["text/markdown"] for output in outputs_of(notebook, "display_data")
+                 if "text/markdown" in output["data"]]
+    conclusions = "\n".join(displayed)
 
     # The fixed ledger keeps its equation at every sample of every run, faults or not.
     faults = read_results(folder(root, "ledger-fault-rates"))
@@ -81,3 +83,19 @@ def test_the_notebook_draws_and_concludes_what_its_runs_give(tmp_path: Path):
     paired = exchange.pivot(index="seed", columns="store", values="spends_refused")
     more = int((paired[COMPOSING] > paired[LEDGER]).sum())
     assert f"it refused more spends on {more} of 2 seeds" in conclusions
+
+    # Every conclusion it displayed is what the tested analysis gives for its runs.
+    parameters = small_parameters(tmp_path)
+    fault_sweep = ledger.fault_rate_sweep(
+        "data/scenarios/tollgate.toml", 2, parameters["crash_rates"], parameters["reply_losses"],
+        set_fields=parameters["set_fields"])
+    exchange_sweep = ledger.exchange_sweep(
+        "data/scenarios/tollgate.toml", 2, [LEDGER, COMPOSING], parameters["exchange_deposit"],
+        set_fields=parameters["set_fields"])
+    table = ledger.ledger_table(faults, fault_sweep)
+    points = ledger.fault_points(table, fault_sweep)
+    runs = ledger.conservation_runs(series, points, fault_sweep)
+    assert displayed == [
+        ledger.conservation_text(runs, table), ledger.loss_text(table, points),
+        "\n".join(ledger.exchange_lines(ledger.ledger_table(exchange, exchange_sweep),
+                                        ledger.exchange_kinds(exchange_sweep)))]
