@@ -37,7 +37,7 @@
 # - **Consolidate against release-then-acquire.** The ledger's `consolidate`
 #   releases a low lease and re-grants in one transaction, never smaller than
 #   the credit it restores. The historical holder
-#   (`tollgate.variant_release_then_acquire`) releases, then acquires: near
+#   (`tollgate.variants.release_then_acquire`) releases, then acquires: near
 #   exhaustion the acquire is sized against a balance other instances drain
 #   meanwhile, so it gets back less than it gave (*re-grants below credit*,
 #   *regrant shortfall*).
@@ -67,7 +67,7 @@ seeds = 5  # seeds per point: a count N (seeds 1..N) or a list of seeds
 crash_rates = ["0/h", "60/h", "240/h"]  # replica crashes, per replica
 reply_losses = [0.0, 0.01, 0.05]  # share of replies lost
 series_seed = None  # the seed whose terms are drawn over time (None: the sweep's first)
-exchange_stores = ["tollgate.ledger", "tollgate.variant_release_then_acquire"]  # reference first
+exchange_stores = ["tollgate.ledger", "tollgate.variants.release_then_acquire"]  # reference first
 exchange_deposit = 10_000_000  # units per account in the side-by-side: below the demo's demand
 set_fields = {}  # any other scenario fields, by dotted path, both sweeps
 backend = None  # None: the scenario's (memory); or "postgresql://USER@127.0.0.1:PORT/DB"

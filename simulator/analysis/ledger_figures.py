@@ -127,5 +127,6 @@ def _seed_dots(ax: Axes, xs: Sequence[float], runs: Sequence[pd.Series], size: f
 
 
 def _store_tick(kind: str) -> str:
-    """A store kind on two lines, less the family's name."""
-    return kind.replace("tollgate.", "").replace("_", "\n", 1)
+    """A store kind on two lines, less the family's name: ``variants`` above
+    the variant's name."""
+    return kind.replace("tollgate.", "").replace(".", "\n", 1)

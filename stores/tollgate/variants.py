@@ -127,20 +127,20 @@ async def _open_without_grace(url: str | None, settings: TollgateSettings, keys:
 
 
 KINDS: tuple[StoreKind, ...] = (
-    ledger_kind("tollgate.variant_release_then_acquire",
+    ledger_kind("tollgate.variants.release_then_acquire",
                 "historical: the holder exchanges a low lease by release then acquire "
                 "(re-granted less than it gave back)", holder_class=ComposingHolder),
-    ledger_kind("tollgate.variant_spends_through_ambiguity",
+    ledger_kind("tollgate.variants.spends_through_ambiguity",
                 "historical: an ambiguous consolidation leaves the old lease in service "
                 "(usage refused past its loss, replacement stranded)",
                 holder_class=SpendsThroughAmbiguity),
-    ledger_kind("tollgate.variant_replay_bills_twice",
+    ledger_kind("tollgate.variants.replay_bills_twice",
                 "historical: ingest not idempotent on request_id (a re-sent batch is "
                 "billed twice)", service=wrapped(ReplayBillsTwice)),
-    ledger_kind("tollgate.variant_reclaim_without_grace",
+    ledger_kind("tollgate.variants.reclaim_without_grace",
                 "historical: expired leases reclaimed at once (a late release is refused, "
                 "its units forfeited)", service=_open_without_grace),
-    ledger_kind("tollgate.variant_settled_release_succeeds",
+    ledger_kind("tollgate.variants.settled_release_succeeds",
                 "historical: releasing a settled lease answers success (a stale holder "
                 "is never told)", service=wrapped(SettledReleaseSucceeds)),
 )

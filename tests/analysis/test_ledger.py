@@ -17,7 +17,7 @@ from simulator.analysis import kept_png, ledger, ledger_figures  # noqa: E402
 from simulator.sweeps import Sweep  # noqa: E402
 
 SCENARIO = "data/scenarios/tollgate.toml"
-LEDGER, COMPOSING = "tollgate.ledger", "tollgate.variant_release_then_acquire"
+LEDGER, COMPOSING = "tollgate.ledger", "tollgate.variants.release_then_acquire"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -374,7 +374,7 @@ def test_the_exchange_figure_has_refusals_regrants_and_shortfall_per_holder(trad
     assert [bar.get_height() for bar in below.patches] == [0, 20]
     assert [bar.get_height() for bar in shortfall.patches] == [0, 10_000]
     assert [tick.get_text() for tick in below.get_xticklabels()] == [
-        "ledger", "variant\nrelease_then_acquire"]
+        "ledger", "variants\nrelease_then_acquire"]
     assert shortfall.get_title() == "Regrant shortfall (units)"
     assert figure.get_suptitle() == ("Each account funded with 3.00 M units (mean over 2 seeds; "
                                      "dots: seeds)")

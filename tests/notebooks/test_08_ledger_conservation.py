@@ -17,7 +17,7 @@ NAME = "08_ledger_conservation"
 FIGURES = ("conservation-terms-over-time", "losses-by-cause-vs-fault-rates",
            "consolidate-vs-release-then-acquire")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-LEDGER, COMPOSING = "tollgate.ledger", "tollgate.variant_release_then_acquire"
+LEDGER, COMPOSING = "tollgate.ledger", "tollgate.variants.release_then_acquire"
 
 
 def small_parameters(tmp_path: Path) -> dict:

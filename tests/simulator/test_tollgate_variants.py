@@ -35,7 +35,7 @@ DAMAGE = {
 
 
 def kind_of(name: str) -> str:
-    return f"tollgate.variant_{name.replace('-', '_')}"
+    return f"tollgate.variants.{name.replace('-', '_')}"
 
 
 def run(name: str, store: str, **overrides: Any) -> RunResult:
