@@ -26,7 +26,6 @@ import copy
 import os
 import random
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from simulator.expectations import Condition, Expectation, Invariant, Verdict, c
 from simulator.families import family_of, invariants_for
 from simulator.operations import MIGRATOR
 from simulator.run import RunResult, resolve_backend, run_scenario
-from simulator.scenario import Scenario, parse_scenario
+from simulator.scenario import Scenario, parse_scenario, read_toml
 from simulator.strategies import REPLICA_FAULTS, fault_schedules
 from simulator.trace import Trace
 from stores import registry
@@ -92,7 +91,7 @@ class Hunt:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
         self.scenario_path = scenario_path
-        self.data = tomllib.loads(scenario_path.read_text(encoding="utf-8"))
+        self.data = read_toml(scenario_path)
         self.scenario: Scenario = parse_scenario(self.data, source=str(scenario_path))
         self.invariant = invariant
         self.reference = reference

@@ -85,7 +85,8 @@ def load_report(path: str | Path) -> RaceReport:
         raise ScenarioError(f"{path}: plugins: the report's stores need it: {error}") from None
     scenario = data["scenario"]
     if isinstance(scenario, str):
-        scenario = read_toml((path.parent / scenario).resolve())
+        scenario = read_toml((path.parent / scenario).resolve(),
+                             f"scenario file (named by the race report {path})")
     invariant = data["invariant"]
     if not isinstance(invariant, dict) or not {"broken_when", "reference"} & invariant.keys():
         raise ScenarioError(

@@ -299,13 +299,30 @@ def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
 
 
 def read_toml(path: Path, what: str = "scenario file") -> dict[str, Any]:
-    """A TOML file as a dict; a missing or malformed one is a ``ScenarioError``."""
+    """A TOML file as a dict. Whatever stops it being read — missing, a
+    directory, unreadable, not UTF-8 text, not TOML — is a one-line
+    ``ScenarioError`` naming the path, so every command reports it alike."""
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise ScenarioError(_a_directory(path, what)) from None
+    except UnicodeDecodeError as error:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {error.start} is "
+                            f"{error.object[error.start]:#04x}); give a {what} in TOML") from None
+    except OSError as error:
+        raise ScenarioError(f"{path}: cannot read the {what}: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ScenarioError(f"{path}: not valid TOML: {error}") from None
+
+
+def _a_directory(path: Path, what: str) -> str:
+    """Say so, and name a file in it that would do, as a newcomer who typed
+    the directory most likely wanted one of its files."""
+    files = sorted(path.glob("*.toml"))
+    example = f", e.g. {files[0]}" if files else ""
+    return f"{path} is a directory; give a {what} (TOML){example}"
 
 
 def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
