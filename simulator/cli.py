@@ -176,8 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         print(fields_reference())
         return 0
     if args.command == "stores":
-        for name, kind in sorted(registry.kinds().items()):
-            print(f"{name:32} {kind.summary} [backends: {', '.join(kind.backends)}]")
+        kinds = sorted(registry.kinds().items())
+        # As wide as the longest name, so a plugin's long name keeps the column.
+        width = max(len(name) for name, _ in kinds)
+        for name, kind in kinds:
+            print(f"{name:{width}}  {kind.summary} [backends: {', '.join(kind.backends)}]")
         return 0
     if args.command == "replay":
         return _exit_code_of(lambda: _replay(args))

@@ -49,7 +49,7 @@ from simulator.scenario import (
     set_dotted,
 )
 from stores import registry
-from stores.quantities import MICROSECONDS_PER, parse_duration_us
+from stores.quantities import MICROSECONDS_PER, parse_duration_us, parse_rate_per_second
 
 Value = bool | int | float | str
 
@@ -356,11 +356,18 @@ def duration_text(microseconds: int) -> str:
     return f"{microseconds}us"
 
 
-def seconds_of(value: Any) -> float | None:
-    """A duration parameter in seconds (``"250ms"`` → 0.25); None for other values."""
+def numeric_columns(path: str, value: Any) -> dict[str, float]:
+    """The columns a parameter written as people write it gets beside its text,
+    so results can be plotted and compared as numbers: a duration also in
+    seconds (``"250ms"`` → ``{path}_seconds = 0.25``), a rate also per second
+    (``"30/min"`` → ``{path}_per_second = 0.5``); none for other values."""
     if not isinstance(value, str):
-        return None
-    try:
-        return parse_duration_us(value) / MICROSECONDS_PER["s"]
-    except ValueError:
-        return None
+        return {}
+    readings = (("seconds", lambda text: parse_duration_us(text) / MICROSECONDS_PER["s"]),
+                ("per_second", parse_rate_per_second))
+    for unit, read in readings:
+        try:
+            return {f"{path}_{unit}": read(value)}
+        except ValueError:
+            continue
+    return {}

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulator.scenario import ScenarioError
-from simulator.sweeps.design import Sweep, Task, seconds_of
+from simulator.sweeps.design import Sweep, Task, numeric_columns
 
 RESULTS_FILE = "results.parquet"
 
@@ -95,13 +95,12 @@ def results_dir_for(sweep: Sweep, root: str | Path) -> Path:
 
 def row_of(task: Task, summary: dict[str, Any], run_info: dict[str, Any]) -> dict[str, Any]:
     """A run's row: which point and seed, the varied parameters (durations also in
-    seconds, for plotting), every summary metric, and the run's wall time."""
+    seconds, rates also per second, for plotting), every summary metric, and the
+    run's wall time."""
     row: dict[str, Any] = {"point": task.point.point_id, "seed": task.seed}
     for path, value in task.point.parameters.items():
         row[path] = value
-        seconds = seconds_of(value)
-        if seconds is not None:
-            row[f"{path}_seconds"] = seconds
+        row.update(numeric_columns(path, value))
     row.update({name: value for name, value in summary.items() if name not in row})
     row["run_wall_seconds"] = run_info.get("wall_seconds")
     return row

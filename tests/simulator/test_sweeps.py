@@ -168,6 +168,25 @@ def test_a_sweep_writes_one_row_per_run_with_its_parameters_and_every_summary_me
     pd.testing.assert_frame_equal(read_results(out), frame)
 
 
+def test_rates_and_durations_varied_get_numeric_columns_beside_their_text(tmp_path):
+    sweep = load_sweep(write_sweep(tmp_path, """
+seeds = 1
+[set]
+"faults.crash.restart_after" = "500ms"
+[vary]
+"faults.crash.rate" = ["0/h", "30/min"]
+"store_settings.reservation_ttl" = ["1500ms"]
+"""))
+    out = tmp_path / "out"
+    assert run_sweep(sweep, out, workers=1, progress=False).ok
+
+    frame = read_results(out).set_index("faults.crash.rate")
+    assert frame["faults.crash.rate_per_second"].to_dict() == {"0/h": 0.0, "30/min": 0.5}
+    assert frame["store_settings.reservation_ttl_seconds"].to_list() == [1.5, 1.5]
+    assert "faults.crash.rate_seconds" not in frame
+    assert "store_settings.reservation_ttl_per_second" not in frame
+
+
 def test_a_results_directory_of_another_base_scenario_is_refused(tmp_path):
     sweep = load_sweep(write_sweep(tmp_path, '[vary]\n"network.reply_loss" = [0.0]\n'),
                        set_fields={"duration": "500ms"})
