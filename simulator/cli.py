@@ -1,4 +1,4 @@
-"""The command line: ``python -m simulator run|replay|hunt|sweep|bench|fields|stores``.
+"""The command line: ``python -m simulator run|check|diff|replay|hunt|sweep|bench|fields|stores``.
 
 Exit status: 0 done, 1 the simulation itself failed (a bug in a store or in
 the lab: the message names the seed and the virtual time), 2 the input was
@@ -18,19 +18,24 @@ from typing import Any
 
 from tqdm import tqdm
 
+from simulator import preflight
 from simulator.backends import BackendError
 from simulator.bench import run_bench
 from simulator.counterfactual import counterfactual, counterfactual_table
-from simulator.expectations import failed_expectations, parse_condition
-from simulator.hunt import Hunt
+from simulator.expectations import failed_expectations, judge_expectations, parse_condition
+from simulator.families import family_of, invariants_for
+from simulator.hunt import Hunt, PhaseSummary
+from simulator.junit import write_junit
 from simulator.kernel import SimulationError
 from simulator.races import involved_events, load_report, replay
 from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
+from simulator.run_diff import diff_table, read_summary
 from simulator.scenario import ScenarioError, load_scenario, parse_scenario
 from simulator.strategies import ALL_FAULTS, REPLICA_FAULTS
 from simulator.sweeps import load_sweep, run_sweep
 from simulator.timeline import draw_timeline
+from simulator.verdicts import expectation_line, invariant_verdicts
 from stores import registry
 from stores.quantities import parse_duration_us
 
@@ -81,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="then re-run the same seed once per fault class the scenario "
                      "injects, that class removed, and print the damage each removal takes "
                      "away beside the oracle's attribution (also counterfactual.json)")
+    run.add_argument("--junit", type=Path, metavar="FILE.xml",
+                     help="also write the invariant verdicts and the [expect] entries as "
+                     "JUnit XML, one test case each, for a CI system to show")
 
     replay_cmd = commands.add_parser(
         "replay", parents=[plugins],
@@ -125,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--target", choices=["any", "replicas", "migration"], default="any",
                           help="what lost requests and replies may hit")
     hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
+    hunt_cmd.add_argument("--verbose", action="store_true",
+                          help="print a line for every run (default: the baseline, the run "
+                          "that first broke, and a count every 25 runs)")
 
     sweep_cmd = commands.add_parser(
         "sweep", parents=[plugins],
@@ -158,6 +169,22 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--quick", action="store_true",
                            help="small workloads, under a minute: a smoke test")
 
+    check_cmd = commands.add_parser(
+        "check", parents=[plugins],
+        help="validate a scenario, its plugins and its [expect] metric names without running it")
+    check_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
+    check_cmd.add_argument("--set", dest="overrides", type=_override, action="append",
+                           default=[], metavar="PATH=VALUE",
+                           help="override a scenario field, as run takes it (repeatable)")
+    check_cmd.add_argument("--backend", help="the backend run would be given (default: the "
+                           "scenario's, else the store's own)")
+
+    diff_cmd = commands.add_parser(
+        "diff", help="compare two runs' summaries metric by metric: those that differ")
+    diff_cmd.add_argument("run_a", type=Path, metavar="RUN_A",
+                          help="a run's results directory, or its summary.json")
+    diff_cmd.add_argument("run_b", type=Path, metavar="RUN_B", help="the other run")
+
     commands.add_parser("fields", parents=[plugins],
                         help="print every scenario field with its default")
     commands.add_parser("stores", parents=[plugins],
@@ -186,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         return _exit_code_of(lambda: _replay(args))
     if args.command == "hunt":
         return _exit_code_of(lambda: _hunt(args))
+    if args.command == "check":
+        return _exit_code_of(lambda: _check(args))
+    if args.command == "diff":
+        return _exit_code_of(lambda: _diff(args))
     if args.command == "sweep":
         return _exit_code_of(lambda: _sweep(args))
     if args.command == "bench":
@@ -248,13 +279,25 @@ def _hunt(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise ValueError(f"--invariant: {error}") from None
     budget_s = parse_duration_us(args.budget) / 1e6
+
+    def echo(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def each_run(phase: str, runs: int, line: str) -> None:
+        echo(f"hunt: {phase} run {runs}: {line}")
+
+    phases = PhaseSummary(echo)
     hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,
                 time_budget_s=budget_s, max_faults=args.max_faults,
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
-                progress=lambda phase, runs, line: print(f"hunt: {phase} run {runs}: {line}",
-                                                         file=sys.stderr))
-    with quiet_store_logs():
-        found = hunt.search()
+                progress=each_run if args.verbose else phases)
+    try:
+        with quiet_store_logs():
+            found = hunt.search()
+    except preflight.UnknownMetric as error:
+        raise ValueError(f"--invariant: {error}") from None
+    if not args.verbose:
+        echo(f"hunt: {hunt.runs} run(s): {phases.totals()}")
     if found is None:
         print(f"no schedule broke it in {hunt.runs} run(s) (broken when {hunt.question})")
         return SIMULATION_FAILED
@@ -302,6 +345,13 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, dict(args.overrides))
+    # What check finds is refused before the run, not reported after it.
+    problems = preflight.problems(scenario, args.backend)
+    if problems:
+        raise ScenarioError("\n".join(problems))
+    if args.junit is not None and args.junit.is_dir():
+        raise ValueError(f"--junit: {args.junit} is a directory; give a file, e.g. "
+                         f"{args.junit / 'junit.xml'}")
     seed = scenario.seed if args.seed is None else args.seed
     out = args.out or Path("data/results") / f"{scenario.name}-seed{seed}"
     with tqdm(total=100, unit="%", desc=f"{scenario.name} (virtual time)",
@@ -313,7 +363,11 @@ def _run(args: argparse.Namespace) -> int:
         result = run_scenario(scenario, seed=seed, backend=args.backend,
                               allow_remote_redis=args.allow_remote_redis, progress=progress)
     result.write(out)
-    print(summary_table(result.summary, result.run_info))
+    # The verdicts first: whether each invariant held, in one line each.
+    verdicts = invariant_verdicts(result.summary, invariants_for(scenario.kind))
+    for verdict in verdicts:
+        print(verdict)
+    print(("\n" if verdicts else "") + summary_table(result.summary, result.run_info))
     if args.counterfactual:
         found = counterfactual(scenario, seed=seed, backend=args.backend,
                                allow_remote_redis=args.allow_remote_redis,
@@ -321,11 +375,43 @@ def _run(args: argparse.Namespace) -> int:
                                progress=lambda line: print(line, file=sys.stderr, flush=True))
         (out / "counterfactual.json").write_text(json.dumps(found.as_dict(), indent=2) + "\n")
         print(f"\n{counterfactual_table(found)}")
+    expectations = judge_expectations(scenario.expect, result.summary)
+    if expectations:
+        print()
+    for expectation in expectations:
+        print(expectation_line(expectation))
+    if args.junit is not None:
+        write_junit(args.junit, f"{scenario.name}-seed{seed}", verdicts, expectations)
     written = ", ".join(str(path) for path in sorted(out.iterdir()))
     print(f"\nresults: {written}")
+    if args.junit is not None:
+        print(f"junit: {args.junit}")
     failures = failed_expectations(scenario.expect, result.summary)
     for failure in failures:
         print(f"expectation failed: {failure}", file=sys.stderr)
-    if scenario.expect and not failures:
-        print(f"all {len(scenario.expect)} expectation(s) hold")
     return EXPECTATION_FAILED if failures else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``check``: the scenario validated, its plugins imported and its
+    ``[expect]`` names known, without running it; one line either way."""
+    scenario = load_scenario(args.scenario, dict(args.overrides))
+    problems = preflight.problems(scenario, args.backend)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return USER_ERROR
+    plugins = [*args.plugins, *scenario.plugins]
+    entries = len(scenario.expect)
+    expect = (f"{entries} [expect] entr{'y' if entries == 1 else 'ies'}, every metric known"
+              if entries else "no [expect] entries")
+    print(f"ok: {args.scenario}: store {scenario.store} (family "
+          f"{family_of(scenario.kind).name}), {expect}"
+          + (f", plugins {', '.join(dict.fromkeys(plugins))}" if plugins else ""))
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    a, b = read_summary(args.run_a), read_summary(args.run_b)
+    print(diff_table(str(args.run_a), str(args.run_b), a, b))
+    return 0

@@ -15,7 +15,9 @@ and race reports read them alike:
 
 A metric a condition names that the summary lacks is an error naming the
 known ones (``check_metrics``), never a quiet "holds": a misspelt metric must
-not read as "nothing broke it".
+not read as "nothing broke it". ``judge_expectations`` keeps each
+``[expect]`` entry's measured values beside its outcome, for ``run`` to print
+(``simulator.verdicts``).
 """
 
 from __future__ import annotations
@@ -181,26 +183,66 @@ def check_metrics(condition: Condition, summary: Mapping[str, Any]) -> None:
     """Refuse a condition that names a metric the summary does not have."""
     unknown = [metric for metric in condition.metrics if metric not in summary]
     if unknown:
-        known = sorted(name for name, value in summary.items()
-                       if isinstance(value, int | float) and not isinstance(value, bool))
-        close = sorted({match for metric in unknown
-                        for match in difflib.get_close_matches(metric, known, n=3)})
-        hint = (f"did you mean {', '.join(close)}? " if close else "")
-        raise ValueError(f"no metric {', '.join(map(repr, unknown))} in the summary; "
-                         f"{hint}known metrics: {', '.join(known)}")
+        raise ValueError(unknown_metrics(unknown, (
+            name for name, value in summary.items()
+            if isinstance(value, int | float) and not isinstance(value, bool))))
+
+
+def unknown_metrics(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """The one line that refuses ``unknown`` metric names: the close matches
+    among ``known`` first (a typo is the likely cause), then every known name."""
+    unknown, known = list(unknown), sorted(known)
+    close = sorted({match for metric in unknown
+                    for match in difflib.get_close_matches(metric, known, n=3)})
+    hint = (f"did you mean {', '.join(close)}? " if close else "")
+    return (f"no metric {', '.join(map(repr, unknown))} in the summary; "
+            f"{hint}known metrics: {', '.join(known)}")
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationOutcome:
+    """One ``[expect]`` entry judged on a run's summary."""
+
+    name: str
+    """Its key in ``[expect]``: the metric, or the label of a whole condition."""
+    condition: Condition
+    values: Mapping[str, Any]
+    """Each metric the condition names, as the summary has it."""
+    missing: tuple[str, ...]
+    """The metrics the condition names that the summary lacks."""
+    held: bool
+
+    @property
+    def label(self) -> str:
+        """``metric < 1000``, or ``label: a == 0 and b == 0`` for a named condition."""
+        if isinstance(self.condition, Expectation) and self.condition.metric == self.name:
+            return str(self.condition)
+        return f"{self.name}: {self.condition}"
+
+
+def judge_expectations(expectations: Mapping[str, str],
+                       summary: Mapping[str, Any]) -> tuple[ExpectationOutcome, ...]:
+    """Every ``[expect]`` entry judged on ``summary``, in the scenario's order;
+    one naming a metric the summary lacks does not hold."""
+    outcomes = []
+    for name, text in expectations.items():
+        condition = parse_expectation(name, text)
+        missing = tuple(metric for metric in condition.metrics if metric not in summary)
+        outcomes.append(ExpectationOutcome(
+            name, condition, {metric: summary.get(metric) for metric in condition.metrics},
+            missing, not missing and condition.holds_in(summary)))
+    return tuple(outcomes)
 
 
 def failed_expectations(expectations: dict[str, str], summary: dict[str, Any]) -> list[str]:
     """One line per expectation that does not hold (or names no metric)."""
     failures = []
-    for name, text in expectations.items():
-        condition = parse_expectation(name, text)
-        missing = [metric for metric in condition.metrics if metric not in summary]
-        if missing:
-            failures.append(f"{condition}: the summary has no metric "
-                            f"{', '.join(map(repr, missing))}")
-        elif not condition.holds_in(summary):
-            failures.append(f"{condition}: got {_observed(condition, summary)}")
+    for outcome in judge_expectations(expectations, summary):
+        if outcome.missing:
+            failures.append(f"{outcome.condition}: the summary has no metric "
+                            f"{', '.join(map(repr, outcome.missing))}")
+        elif not outcome.held:
+            failures.append(f"{outcome.condition}: got {_observed(outcome.condition, summary)}")
     return failures
 
 
@@ -211,13 +253,38 @@ def failed_expectations(expectations: dict[str, str], summary: dict[str, Any]) -
 class Invariant:
     """A summary metric a family promises to keep down, and which way is worse:
     ``"higher"`` (overshoot, leaked hold-seconds) or ``"further_from_zero"``
-    (drift, whose sign says which way the books are wrong)."""
+    (drift, whose sign says which way the books are wrong). Either way it
+    holds at 0, its sound value."""
 
     metric: str
     worse: Literal["higher", "further_from_zero"] = "higher"
+    by_cause: str = ""
+    """The names of its parts filed by cause, ``{cause}`` standing for the
+    cause (``cap_overshoot_by_{cause}_microdollars``); empty for the usual
+    ``<metric>_by_{cause}``."""
 
     def badness(self, value: float) -> float:
         return abs(value) if self.worse == "further_from_zero" else value
+
+    @property
+    def cause_pattern(self) -> str:
+        return self.by_cause or f"{self.metric}_by_{{cause}}"
+
+    def in_scope(self, prefix: str) -> Invariant:
+        """The same invariant measured in another scope, whose metrics carry
+        ``prefix`` (``namespace_``)."""
+        return Invariant(prefix + self.metric, self.worse, prefix + self.cause_pattern)
+
+    def causes(self, summary: Mapping[str, Any]) -> dict[str, Any]:
+        """Its parts in ``summary`` by cause (zeros included), in the summary's order."""
+        before, _, after = self.cause_pattern.partition("{cause}")
+        named = re.compile(f"{re.escape(before)}(?P<cause>[a-z0-9_]+){re.escape(after)}")
+        found = {}
+        for name, value in summary.items():
+            match = named.fullmatch(name)
+            if match and isinstance(value, int | float) and not isinstance(value, bool):
+                found[match.group("cause")] = value
+        return found
 
 
 @dataclass(frozen=True, slots=True)

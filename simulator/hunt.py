@@ -12,12 +12,19 @@ finds the same schedule. A time budget bounds the whole search, shrinking
 included: past it, no new run is started and the best schedule found so far
 is kept.
 
-Before searching, the scenario runs once without faults (the baseline). A
-condition naming a metric that run's summary lacks is refused there, so a typo
-never reads as "no schedule broke it"; a baseline that already breaks is
-reported with an empty schedule; and the calls a lost request or reply may
-target are those the baseline actually sent, the replicas' and the
-migration's apart, so no drawn fault aims at a call nobody makes.
+A condition naming a metric the scenario's family never reports is refused
+before anything runs (``simulator.preflight``), so a typo never reads as "no
+schedule broke it". Then the scenario runs once without faults (the
+baseline), where a metric the summary lacks is refused too; a baseline that
+already breaks is reported with an empty schedule; and the calls a lost
+request or reply may target are those the baseline actually sent, the
+replicas' and the migration's apart, so no drawn fault aims at a call nobody
+makes.
+
+Each run is reported to a ``progress`` callback with its phase: the
+baseline, the search (no broken schedule seen yet) or the shrinking.
+``PhaseSummary`` turns those into the few lines ``hunt`` prints unless asked
+for every run.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import copy
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +45,7 @@ from hypothesis.errors import NoSuchExample
 from simulator.expectations import Condition, Expectation, Invariant, Verdict, check_metrics, judge
 from simulator.families import family_of, invariants_for
 from simulator.operations import MIGRATOR
+from simulator.preflight import known_metrics, refuse_unknown
 from simulator.run import RunResult, resolve_backend, run_scenario
 from simulator.scenario import Scenario, parse_scenario, read_toml
 from simulator.strategies import REPLICA_FAULTS, fault_schedules
@@ -46,6 +55,45 @@ from stores import registry
 Progress = Callable[[str, int, str], None]
 """``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"search"``
 (no broken schedule seen yet) or ``"shrink"``; ``run`` counts the candidate's runs."""
+
+
+BROKEN = " BROKEN"
+"""How a progress line ends when its run broke the invariant."""
+
+
+class PhaseSummary:
+    """A hunt's progress as a person reads it, for ``progress``: the
+    baseline, the run that first broke (where the shrinking starts), and every
+    ``every`` runs of a phase a count, with the latest broken schedule while
+    shrinking; ``totals`` once it is over. ``echo`` prints a line."""
+
+    def __init__(self, echo: Callable[[str], None], every: int = 25) -> None:
+        self.echo = echo
+        self.every = every
+        self.runs: Counter[str] = Counter()
+        self.latest_broken: str | None = None
+
+    def __call__(self, phase: str, run: int, line: str) -> None:
+        self.runs[phase] += 1
+        count = self.runs[phase]
+        broken = line.endswith(BROKEN)
+        if broken:
+            self.latest_broken = line.removesuffix(BROKEN)
+        if phase == "baseline":
+            self.echo(f"hunt: baseline: {line}")
+        elif phase == "search" and broken:
+            self.echo(f"hunt: search run {count} broke it ({self.latest_broken}); "
+                      "now shrinking the schedule")
+        elif count % self.every == 0 and phase == "search":
+            self.echo(f"hunt: search: {count} schedules tried, none broke it yet")
+        elif count % self.every == 0:
+            self.echo(f"hunt: shrink: {count} runs; latest broken schedule: "
+                      f"{self.latest_broken}")
+
+    def totals(self) -> str:
+        """``1 baseline, 37 search and 233 shrink runs``."""
+        return (f"{self.runs['baseline']} baseline, {self.runs['search']} search and "
+                f"{self.runs['shrink']} shrink runs")
 
 
 @dataclass(frozen=True)
@@ -169,12 +217,14 @@ class Hunt:
         _, verdict = self._judge(schedule, complete=False)
         self._tell("shrink" if self._broken_seen else "search",
                    f"{len(schedule)} fault(s), {verdict.observed}"
-                   f"{' BROKEN' if verdict.broken else ''}")
+                   f"{BROKEN if verdict.broken else ''}")
         self._broken_seen = self._broken_seen or verdict.broken
         return verdict.broken
 
     def search(self) -> Found | None:
         scenario = self.scenario
+        if self.invariant is not None:
+            refuse_unknown(self.invariant, known_metrics(scenario))
         if self.target == "migration" and not scenario.migrations:
             raise ValueError("--target migration: the scenario runs no migration")
         baseline, verdict = self._baseline()
@@ -208,7 +258,7 @@ class Hunt:
             check_metrics(self.invariant, baseline.summary)
         verdict = self._verdict(baseline.summary, [], complete=True)
         self._tell("baseline", f"no faults, {verdict.observed}"
-                               f"{' BROKEN' if verdict.broken else ''}")
+                               f"{BROKEN if verdict.broken else ''}")
         return baseline, verdict
 
     def write_report(self, found: Found, out: Path) -> None:

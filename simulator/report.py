@@ -1,4 +1,9 @@
-"""Human-readable output: the summary table and the scenario field reference."""
+"""Human-readable output: the summary table and the scenario field reference.
+
+The summary table shows every metric of a run, in its family's groups (each
+scope of a family that has several: the budget family's subjects and
+namespaces); ``simulator.run_diff`` groups a comparison the same way.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +18,24 @@ from stores import registry
 
 RUN_FIELDS = ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us")
 """The ``run`` group's first lines, for every family."""
+TEXT_FIELDS = ("scenario", "store", "backend", "trace_fingerprint")
+"""The summary's entries that name things rather than measure them."""
+RUN_TOTALS = ("migrations_completed", "migration_reruns", "migration_carried_microdollars",
+              "noscript_replies_count", "swallowed_io_by_dead_replicas")
+"""What every run counts besides its trace events (``simulator.run``)."""
+DETERMINISM = ("trace_events", "trace_fingerprint")
+"""How a run's trace is told apart from another's."""
+BACKEND_TOTALS = {"redis": ("scripts_executed", "store_commands_executed"),
+                  "service": ("transactions_executed",)}
+"""The work a run's server did, by the kind of server it ran."""
 CLOSING_SECTIONS = (
-    ("what happened", ("*_count",)),
-    ("determinism", ("trace_events", "trace_fingerprint")),
+    ("what happened", ("*_count", *RUN_TOTALS)),
+    ("server work", tuple(name for names in BACKEND_TOTALS.values() for name in names)),
+    ("determinism", DETERMINISM),
 )
 """The groups after the family's own, for every family."""
+OTHER = "other"
+"""The group of the metrics no other group names: a summary hides nothing."""
 
 
 def sections(summary: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
@@ -33,17 +51,19 @@ def sections(summary: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     return [("run", run), *layout.sections, *CLOSING_SECTIONS]
 
 
-def _format(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
+def figure(value: Any) -> str:
+    """A metric's value as the console shows it: ``12,305``, ``572,938.855``, ``n/a``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return f"{value:,}"
     if value is None:
         return "n/a"
     return str(value)
 
 
-def _matching(summary: dict[str, Any], patterns: tuple[str, ...]) -> list[str]:
+def _matching(summary: dict[str, Any], patterns: tuple[str, ...],
+              zeros: bool = False) -> list[str]:
     """Keys named by ``patterns``: a plain name, ``*_suffix``, or ``*prefix_``
-    (a wildcard pattern shows only the metrics that are not zero)."""
+    (a wildcard pattern shows only the metrics that are not zero, unless ``zeros``)."""
     keys = []
     for pattern in patterns:
         if not pattern.startswith("*"):
@@ -52,18 +72,38 @@ def _matching(summary: dict[str, Any], patterns: tuple[str, ...]) -> list[str]:
         part = pattern[1:]
         keys += [key for key, value in summary.items()
                  if (key.endswith(part) if part.startswith("_") else key.startswith(part))
-                 and value]
+                 and (value or zeros)]
     return keys
+
+
+def grouped(summary: dict[str, Any], zeros: bool = False) -> list[tuple[str, list[str]]]:
+    """The summary's metrics by group, each in the first group that names it,
+    and those no group names under ``other``: every metric, every scope,
+    has its place. A wildcard's zeros are left out unless ``zeros``; a group
+    that names metrics, none of which the summary has, is left out (a run
+    without a namespace cap has no namespace scope)."""
+    placed: set[str] = set()
+    groups = []
+    for title, patterns in sections(summary):
+        keys = [key for key in dict.fromkeys(_matching(summary, patterns, zeros))
+                if key not in placed]
+        placed.update(_matching(summary, patterns, zeros=True))
+        if keys or not patterns:
+            groups.append((title, keys))
+    rest = [key for key in summary if key not in placed]
+    if rest:
+        groups.append((OTHER, rest))
+    return groups
 
 
 def summary_table(summary: dict[str, Any], run_info: dict[str, Any] | None = None) -> str:
     """The invariant summary, grouped, one metric a line."""
-    width = max(len(key) for key in summary)
+    groups = grouped(summary)
+    width = max((len(key) for _, keys in groups for key in keys), default=0)
     lines = []
-    for title, patterns in sections(summary):
+    for title, keys in groups:
         lines.append(f"-- {title}")
-        for key in _matching(summary, patterns):
-            lines.append(f"   {key:<{width}}  {_format(summary[key])}")
+        lines += [f"   {key:<{width}}  {figure(summary[key])}" for key in keys]
     if run_info:
         lines.append(
             f"-- wall time {run_info['wall_seconds']}s, "

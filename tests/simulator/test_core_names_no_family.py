@@ -18,7 +18,8 @@ from stores.registry import FAMILIES as STORE_FAMILIES
 
 SIMULATOR = Path(__file__).resolve().parents[2] / "simulator"
 CORE = ("kernel", "network", "server", "faults", "arrivals", "run", "trace", "races", "hunt",
-        "cli", "world", "fleet", "metrics", "pipeline", "report", "timeline", "counterfactual")
+        "cli", "world", "fleet", "metrics", "pipeline", "report", "timeline", "counterfactual",
+        "preflight", "verdicts", "junit", "run_diff")
 CORE_MODULES = sorted(
     [SIMULATOR / f"{name}.py" for name in CORE if (SIMULATOR / f"{name}.py").exists()]
     + list((SIMULATOR / "sweeps").glob("*.py")))

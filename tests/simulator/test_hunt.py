@@ -203,8 +203,9 @@ def test_the_cli_hunts_with_a_condition_and_a_reference_and_replay_judges_both(t
     out = tmp_path / "either.toml"
     assert main(["hunt", str(SPLIT), "--reference", SHIPPED, "--invariant",
                  "cap_overshoot_microdollars_total > 0", "--faults", "lose_reply",
-                 "--examples", "30", "--max-faults", "2", "--out", str(out)]) == 0
+                 "--examples", "30", "--max-faults", "2", "--out", str(out), "--verbose"]) == 0
     printed = capsys.readouterr()
+    # --verbose: a line a run, each saying its phase.
     assert "hunt: baseline run 1: " in printed.err and "hunt: search run 2: " in printed.err
     assert "hunt: shrink run " in printed.err
     assert f"(broken when > 0 or worse than {SHIPPED})" in printed.out

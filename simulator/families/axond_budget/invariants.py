@@ -5,7 +5,8 @@ down, and which way is worse.
 each of these under the same scenario, seed and schedule: the candidate is
 broken where it does strictly worse. A metric a summary lacks (the
 ``namespace_`` ones, when no namespace cap is judged) is left out of the
-comparison.
+comparison. ``run`` prints a verdict on each, the subject and the namespace
+scope apart, naming the largest part filed by cause.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 from simulator.expectations import Invariant
 
 _PER_SCOPE = (
-    Invariant("cap_overshoot_microdollars_total"),
+    # Their parts by cause carry the unit after the cause (tests/blame.py).
+    Invariant("cap_overshoot_microdollars_total",
+              by_cause="cap_overshoot_by_{cause}_microdollars"),
     # Drift's sign says which way the books are wrong; a candidate that turns
     # a small undercount into a larger overcount is worse too, and the two
     # one-sided totals catch a change of side that the net drift hides.
-    Invariant("conservation_drift_microdollars_total", worse="further_from_zero"),
+    Invariant("conservation_drift_microdollars_total", worse="further_from_zero",
+              by_cause="conservation_drift_by_{cause}_microdollars"),
     Invariant("conservation_undercount_microdollars_total"),
     Invariant("conservation_overcount_microdollars_total"),
     Invariant("leaked_hold_microdollar_seconds"),
@@ -28,5 +32,5 @@ _PER_SCOPE = (
 INVARIANTS: tuple[Invariant, ...] = (
     *_PER_SCOPE,
     Invariant("false_denials"),
-    *(Invariant(f"namespace_{invariant.metric}", invariant.worse) for invariant in _PER_SCOPE),
+    *(invariant.in_scope("namespace_") for invariant in _PER_SCOPE),
 )
