@@ -24,10 +24,11 @@ from simulator.bench import run_bench
 from simulator.counterfactual import counterfactual, counterfactual_table
 from simulator.expectations import failed_expectations, judge_expectations, parse_condition
 from simulator.families import family_of, invariants_for
+from simulator.html_report import write_replay_report, write_report
 from simulator.hunt import Hunt, PhaseSummary
 from simulator.junit import write_junit
 from simulator.kernel import SimulationError
-from simulator.races import involved_events, load_report, replay
+from simulator.races import involved_events, load_report, replay, timeline_sampling
 from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
 from simulator.run_diff import diff_table, read_summary
@@ -40,6 +41,14 @@ from stores import registry
 from stores.quantities import parse_duration_us
 
 USER_ERROR, SIMULATION_FAILED, EXPECTATION_FAILED = 2, 1, 3
+
+
+def _duration(text: str) -> int:
+    """``--trace-from 1.2s``: a duration as scenarios write them, in µs."""
+    try:
+        return parse_duration_us(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -86,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="then re-run the same seed once per fault class the scenario "
                      "injects, that class removed, and print the damage each removal takes "
                      "away beside the oracle's attribution (also counterfactual.json)")
+    run.add_argument("--report", dest="html", type=Path, metavar="FILE.html",
+                     help="also write one self-contained HTML page: the verdicts, the story "
+                     "around the first fault, a zoomable timeline, the fault schedule and the "
+                     "scenario (samples per key, as metrics.per_key = true)")
     run.add_argument("--junit", type=Path, metavar="FILE.xml",
                      help="also write the invariant verdicts and the [expect] entries as "
                      "JUnit XML, one test case each, for a CI system to show")
@@ -105,6 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.add_argument("--plot", type=Path, metavar="FILE.png",
                             help="draw the timeline: the involved replicas' requests, lost "
                             "calls and faults; the store's record against the truth")
+    replay_cmd.add_argument("--trace-from", type=_duration, metavar="TIME",
+                            help="start the story at this virtual time, e.g. 0s (default: "
+                            "a few events before the first fault, lost call or damage)")
+    replay_cmd.add_argument("--trace-before", type=int, default=5, metavar="N",
+                            help="events told before the first fault or damage (default 5)")
+    replay_cmd.add_argument("--trace-limit", type=int, default=60, metavar="N",
+                            help="events told at most (default 60; 0: every one)")
+    replay_cmd.add_argument("--report", dest="html", type=Path, metavar="FILE.html",
+                            help="write one self-contained HTML page: the verdicts, the story, "
+                            "a zoomable timeline, and the fixed store's run beside it")
     replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
                             "postgresql://USER@HOST:PORT/DB")
 
@@ -311,23 +334,42 @@ def _hunt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_file(path: Path | None) -> None:
+    """``--report``: refused before anything runs when it names a directory."""
+    if path is not None and path.is_dir():
+        raise ValueError(f"--report: {path} is a directory; give a file, e.g. "
+                         f"{path / 'report.html'}")
+
+
 def _replay(args: argparse.Namespace) -> int:
+    _report_file(args.html)
     report = load_report(args.report)
-    found = replay(report, against_fixed=args.against == "fixed", backend=args.backend,
-                   sample_every="20ms" if args.plot else None)
+    against_fixed = args.against == "fixed"
+    # Drawn or told: sampled per key (which never changes the trace).
+    sampling = timeline_sampling(report) if args.plot or args.trace or args.html else None
+    found = replay(report, against_fixed=against_fixed, backend=args.backend,
+                   sample_every=sampling)
     if args.plot:
-        settings = parse_scenario(report.scenario_for(report.variant)).settings
+        changes = report.fixed if against_fixed else report.variant
+        settings = parse_scenario(report.scenario_for(changes)).settings
         draw_timeline(found.result, args.plot, report.schedule, settings=settings,
                       title=report.title)
         print(f"timeline: {args.plot}")
+    if args.html:
+        page = write_replay_report(args.html, report, found, backend=args.backend,
+                                   sample_every=sampling)
+        print(f"report: {page}")
     print(f"{report.title}")
     if args.trace:
-        for line in involved_events(found.result, report):
+        story = involved_events(found.result, report, start_us=args.trace_from,
+                                before=args.trace_before, limit=args.trace_limit)
+        for line in story:
             print(f"  {line}")
+        if story and (story[0].startswith("... (") or story[-1].startswith("... (")):
+            print("  (--trace-from TIME or --trace-before N widens the window; "
+                  "--trace-limit 0 shows every event)")
     if args.against:
-        verdict = ("BROKEN on the fixed store too" if found.reproduced
-                   else "HOLDS on the fixed store")
-        print(f"{verdict}: {found.verdict}")
+        print(found.headline)
         return SIMULATION_FAILED if found.reproduced else 0
     if args.record:
         found.result.trace.write_parquet(report.recorded_trace)
@@ -337,14 +379,14 @@ def _replay(args: argparse.Namespace) -> int:
         print(f"trace differs from the recorded one: {found.divergence}")
     elif report.fingerprint is not None:
         print("trace fingerprint matches the report")
-    verdict = "REPRODUCED" if found.reproduced else "NOT REPRODUCED"
-    seen = "" if found.reproduced else " instead"
-    print(f"{verdict}: {found.verdict.observed}{seen} {found.verdict.rule}")
+    print(found.headline)
     return 0 if found.reproduced else SIMULATION_FAILED
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, dict(args.overrides))
+    _report_file(args.html)
+    per_key = {"metrics.per_key": True} if args.html else {}  # the report's record panel
+    scenario = load_scenario(args.scenario, dict(args.overrides) | per_key)
     # What check finds is refused before the run, not reported after it.
     problems = preflight.problems(scenario, args.backend)
     if problems:
@@ -386,6 +428,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nresults: {written}")
     if args.junit is not None:
         print(f"junit: {args.junit}")
+    if args.html is not None:
+        print(f"report: {write_report(args.html, result, scenario)}")
     failures = failed_expectations(scenario.expect, result.summary)
     for failure in failures:
         print(f"expectation failed: {failure}", file=sys.stderr)

@@ -31,7 +31,7 @@ from simulator.expectations import (
 from simulator.families import invariants_for
 from simulator.run import RunResult, run_scenario
 from simulator.scenario import ScenarioError, parse_scenario, read_toml, set_dotted
-from simulator.trace import SCHEMA
+from simulator.story import describe_row, focus, tell, trace_rows
 from stores import registry
 
 
@@ -115,6 +115,20 @@ class Replay:
     divergence: str | None
     verdict: Verdict | None = None
     """How the run was judged (its ``observed`` and ``rule`` say it in words)."""
+    against_fixed: bool = False
+    """Whether this was the report's fixed store rather than its variant."""
+
+    @property
+    def headline(self) -> str:
+        """``REPRODUCED: ...`` / ``NOT REPRODUCED: ...`` for the variant;
+        ``HOLDS on the fixed store: ...`` / ``BROKEN on the fixed store too: ...``."""
+        if self.against_fixed:
+            said = ("BROKEN on the fixed store too" if self.reproduced
+                    else "HOLDS on the fixed store")
+            return f"{said}: {self.verdict}"
+        said = "REPRODUCED" if self.reproduced else "NOT REPRODUCED"
+        instead = "" if self.reproduced else " instead"
+        return f"{said}: {self.verdict.observed}{instead} {self.verdict.rule}"
 
 
 def replay(report: RaceReport, against_fixed: bool = False, backend: str | None = None,
@@ -122,6 +136,10 @@ def replay(report: RaceReport, against_fixed: bool = False, backend: str | None 
     """Run the report (or its fixed store) and judge the invariant. With
     ``sample_every``, keep per-key samples for a timeline (sampling never
     changes the trace)."""
+    if against_fixed and not report.fixed:
+        raise ScenarioError(
+            f"{report.path}: nothing to compare against: the report has no [fixed] table "
+            f"naming the fixed store (add one, e.g. [fixed] store = \"KIND\")")
     changes = dict(report.fixed if against_fixed else report.variant)
     if sample_every is not None:
         changes.update({"metrics.sample_every": sample_every, "metrics.per_key": True})
@@ -140,16 +158,19 @@ def replay(report: RaceReport, against_fixed: bool = False, backend: str | None 
     if not against_fixed and report.fingerprint is not None:
         if result.summary["trace_fingerprint"] != report.fingerprint:
             divergence = first_divergence(report, result)
-    return Replay(verdict.broken, verdict.value, result, divergence, verdict)
+    return Replay(verdict.broken, verdict.value, result, divergence, verdict, against_fixed)
 
 
-def describe_row(row: dict[str, Any]) -> str:
-    replica = "server" if row["replica"] < 0 else f"replica {row['replica']}"
-    request = f" request {row['request']}" if row["request"] >= 0 else ""
-    detail = f" {row['detail']}" if row["detail"] else ""
-    outcome = f" -> {row['outcome']}" if row["outcome"] else ""
-    return (f"t={row['time_us'] / 1e6:.6f}s {replica}{request}: {row['kind']}{detail}"
-            f"{outcome}")
+TIMELINE_SAMPLES = 1000
+"""Samples a timeline needs over a run, at most (and never finer than 20 ms)."""
+
+
+def timeline_sampling(report: RaceReport) -> str:
+    """How often to sample a replay that is drawn or told: every 20 ms, or a
+    thousandth of the run when that is longer (a run of days stays quick)."""
+    scenario = parse_scenario(report.scenario_for(report.variant), source=str(report.path))
+    every_us = max(20_000, (scenario.duration_us + scenario.drain_us) // TIMELINE_SAMPLES)
+    return f"{every_us}us"
 
 
 def first_divergence(report: RaceReport, result: RunResult) -> str:
@@ -157,9 +178,7 @@ def first_divergence(report: RaceReport, result: RunResult) -> str:
     if not report.recorded_trace.exists():
         return "no recorded trace beside the report to compare with"
     recorded = pq.read_table(report.recorded_trace).to_pylist()
-    names = [column.name for column in SCHEMA]
-    current = [dict(zip(names, row, strict=True))
-               for row in zip(*(result.trace.columns[name] for name in names), strict=True)]
+    current = trace_rows(result.trace)
     for index, (old, new) in enumerate(zip(recorded, current, strict=False)):
         if old != new:
             return (f"event #{index}: recorded {describe_row(old)}; "
@@ -169,25 +188,12 @@ def first_divergence(report: RaceReport, result: RunResult) -> str:
             f"ends there ({len(recorded)} recorded, {len(current)} now)")
 
 
-ROUTINE = frozenset({"call_executed", "request_arrived", "replica_started",
-                     "replica_restarted", "work_completed"})
-"""Events too common to tell a story with."""
-
-
-def involved_events(result: RunResult, report: RaceReport, limit: int = 60) -> list[str]:
-    """The events that matter: those of the replicas the schedule hit, the
-    server's, and the fault events, in order, as a story."""
-    replicas = {fault.get("replica") for fault in report.schedule if "replica" in fault}
-    for fault in report.schedule:
-        replicas.update(fault.get("replicas", []))
-    names = [column.name for column in SCHEMA]
-    story = []
-    for row in zip(*(result.trace.columns[name] for name in names), strict=True):
-        event = dict(zip(names, row, strict=True))
-        interesting = (event["kind"].startswith(("fault_", "migration", "server_"))
-                       or (event["replica"] in replicas and event["kind"] not in ROUTINE))
-        if interesting:
-            story.append(describe_row(event))
-    if len(story) > limit:
-        story = story[:limit] + [f"... ({len(story) - limit} more)"]
-    return story
+def involved_events(result: RunResult, report: RaceReport, *, start_us: int | None = None,
+                    before: int = 5, limit: int = 60) -> list[str]:
+    """The events that matter, as a story (``simulator.story``): those of the
+    involved replicas, the server's and the faults, from a few events before
+    the first fault, lost call or damage (or from ``start_us``), at most
+    ``limit`` of them (0: all), with ``... (N earlier)`` / ``... (N more)``."""
+    found = focus(result, report.schedule)
+    return tell(found.rows, list(found.replicas), found.anchor, start_us=start_us,
+                before=before, limit=limit).lines()

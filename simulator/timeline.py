@@ -1,14 +1,17 @@
-"""The timeline of a run, drawn so a reviewer can see the race.
+"""The timeline of a run, drawn as a PNG so a reviewer can see the race.
 
-Top: one swimlane per involved replica. Each request is a bar from its
-arrival to the end of its service (green), or to its refusal (grey); the
-calls it lost are marked (a red dot for a lost reply, a red cross for a lost
-request, a black bar for a timeout), and every injected fault is a labelled
-vertical line. Bottom: for the keys involved, the store's record against the
-truth, as the store's family draws it (``TimelineLanes``: for a budget, the
-recorded spend against the true spend and the cap). By default only the
-replicas the fault schedule hit (or, failing that, those with lost calls) and
-the keys their requests touched are drawn.
+Top: a lane for the faults, then one swimlane per involved replica (at most
+``MAX_LANES``; the others are named "+N more"). Each request is a bar from
+its arrival to the end of its service (green), or to its refusal (grey); a
+paused, partitioned or crashed replica's lane is shaded for as long as it
+lasts; the calls it lost are marked (a red dot for a lost reply, a red cross
+for a lost request, a black bar for a timeout). Every fault is drawn in the
+faults lane — a span for as long as it lasts — with its label there, clear
+of the replicas, and a dotted line down the panels below. Then the store's
+record against the truth for the involved keys, and the gap between them
+(record minus truth) on a scale of its own, so a drift of thousands shows on
+a total of hundreds of thousands. What is drawn comes from
+``simulator.timeline_marks``, which the HTML report draws too.
 
 ``draw_timeline`` is the one function the CLI (``replay --plot``) and the
 notebooks call.
@@ -16,7 +19,6 @@ notebooks call.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -26,79 +28,39 @@ matplotlib.use("Agg")  # files only: no screen is assumed anywhere the lab runs
 
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from simulator.families import TimelineLanes, family_of  # noqa: E402
-from simulator.trace import SCHEMA  # noqa: E402
-from stores import registry  # noqa: E402
+from simulator.families.record_series import RecordSeries  # noqa: E402
+from simulator.timeline_marks import MAX_LANES, Timeline, time_scale, timeline_of  # noqa: E402
 
-LOSSES = {"reply_lost": ("o", "red", "reply lost"), "request_lost": ("x", "red", "request lost"),
-          "call_timed_out": ("|", "black", "timed out"), "call_retried": ("^", "orange", "retried")}
-
-
-def _rows(trace: Any) -> list[dict[str, Any]]:
-    names = [field.name for field in SCHEMA]
-    return [dict(zip(names, row, strict=True))
-            for row in zip(*(trace.columns[name] for name in names), strict=True)]
-
-
-def involved_replicas(rows: list[dict[str, Any]], schedule: list[dict[str, Any]],
-                      limit: int = 8) -> list[int]:
-    """The replicas a schedule hit; else those that lost calls; at most ``limit``."""
-    chosen: list[int] = []
-    for fault in schedule:
-        for replica in [fault.get("replica"), *fault.get("replicas", [])]:
-            if replica is not None and replica not in chosen:
-                chosen.append(replica)
-    if not chosen:
-        for row in rows:
-            if row["kind"] in LOSSES and row["replica"] >= 0 and row["replica"] not in chosen:
-                chosen.append(row["replica"])
-    return sorted(chosen[:limit])
-
-
-def _replicas_of(rows: list[dict[str, Any]], keys: list[tuple[str, str]],
-                 limit: int = 8) -> list[int]:
-    chosen: list[int] = []
-    for row in rows:
-        if (row["namespace"], row["subject"]) in keys and row["replica"] not in chosen:
-            chosen.append(row["replica"])
-            if len(chosen) == limit:
-                break
-    return sorted(chosen)
+LOSS_STYLE = {"reply_lost": ("o", "red"), "request_lost": ("x", "red"),
+              "call_timed_out": ("|", "black"), "call_retried": ("^", "orange")}
+FAULT_COLOR = "purple"
 
 
 def draw_timeline(result: Any, path: Path, schedule: list[dict[str, Any]] = (),
-                  settings: Any = None, title: str = "") -> Path:
+                  settings: Any = None, title: str = "", max_lanes: int = MAX_LANES) -> Path:
     """Draw ``result``'s timeline to ``path`` (PNG) and return it; ``settings``,
     the store's, give the cap line when its family draws one."""
-    lanes = family_of(registry.get(result.summary["store"])).timeline
-    rows = _rows(result.trace)
-    samples = result.sampler.rows if result.sampler else []
-    replicas = (involved_replicas(rows, list(schedule))
-                or _replicas_of(rows, lanes.strayed_keys(samples)))
-    lane = {replica: index for index, replica in enumerate(replicas)}
-    requests: dict[int, dict[str, Any]] = defaultdict(dict)
-    keys: set[tuple[str, str]] = set()
-    for row in rows:
-        if row["replica"] in lane and row["request"] >= 0:
-            request = requests[row["request"]]
-            request.setdefault("replica", row["replica"])
-            request.setdefault("start", row["time_us"])
-            request[row["kind"]] = row["time_us"]
-            if row["namespace"]:
-                keys.add((row["namespace"], row["subject"]))
-    figure, (swimlanes, record) = plt.subplots(
-        2, 1, figsize=(12, 3 + 0.5 * max(1, len(replicas))), sharex=True,
-        gridspec_kw={"height_ratios": [max(1, len(replicas)), 3]})
-    _draw_requests(swimlanes, requests, lane, lanes)
-    _draw_losses(swimlanes, rows, lane)
-    _draw_faults((swimlanes, record), rows, lane)
-    swimlanes.set_yticks(range(len(replicas)), [f"replica {r}" for r in replicas])
-    swimlanes.set_ylim(-0.7, max(0.7, len(replicas) - 0.3))
-    swimlanes.set_title(title or "timeline", loc="left")
-    swimlanes.legend(loc="upper right", fontsize=7, ncols=3)
-    lanes.draw_record(record, samples, keys or set(lanes.strayed_keys(samples)),
-                      None if settings is None else lanes.cap(settings))
-    record.set_xlabel("virtual time (s)")
+    timeline = timeline_of(result, schedule, settings=settings, title=title,
+                           max_lanes=max_lanes)
+    divisor, unit = time_scale(timeline.end_us)
+    lanes = len(timeline.shown) + 1 + bool(timeline.hidden)  # + faults, + "+N more"
+    figure, (swimlanes, record, gap) = plt.subplots(
+        3, 1, figsize=(12, 4.5 + 0.45 * lanes), sharex=True,
+        gridspec_kw={"height_ratios": [max(2, lanes), 3, 1.6]})
+    _draw_lanes(swimlanes, timeline, divisor)
+    swimlanes.set_title(timeline.title, loc="left")
+    lanes, found = timeline.focus.lanes, timeline.focus
+    if timeline.record is not None:
+        _draw_record(record, gap, timeline.record, timeline.cap, divisor)
+    elif lanes.draw_record is not None:  # a plugin family drawing its record itself
+        lanes.draw_record(record, found.samples, set(found.keys), timeline.cap)
+    else:
+        record.text(0.5, 0.5, "no per-key samples of the involved keys", ha="center",
+                    transform=record.transAxes)
+    for mark in timeline.faults:
+        for axes in (record, gap):
+            axes.axvline(mark.time_us / divisor, color=FAULT_COLOR, linestyle=":", alpha=0.6)
+    gap.set_xlabel(f"virtual time ({unit})")
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, dpi=110)
@@ -106,40 +68,74 @@ def draw_timeline(result: Any, path: Path, schedule: list[dict[str, Any]] = (),
     return path
 
 
-def _draw_requests(axes: Any, requests: dict[int, dict[str, Any]], lane: dict[int, int],
-                   lanes: TimelineLanes) -> None:
+def _draw_lanes(axes: Any, timeline: Timeline, divisor: float) -> None:
+    """Replica lanes from the top down, the faults lane above them, "+N more" below."""
+    top = len(timeline.shown)
+    row = {replica: top - 1 - index for index, replica in enumerate(timeline.shown)}
     labelled: set[str] = set()
-    for request in requests.values():
-        end = request.get(lanes.served) or request.get(lanes.refused)
-        if end is None:
-            continue
-        denied = lanes.refused in request
-        label = "denied" if denied else lanes.served_label
-        axes.barh(lane[request["replica"]], (end - request["start"]) / 1e6,
-                  left=request["start"] / 1e6, height=0.35,
-                  color="lightgrey" if denied else "tab:green", alpha=0.8,
-                  label=None if label in labelled else label)
+
+    def once(label: str) -> str | None:
+        first = label not in labelled
         labelled.add(label)
+        return label if first else None
+
+    for outage in timeline.outages:
+        axes.barh(row[outage.replica], (outage.end_us - outage.start_us) / divisor,
+                  left=outage.start_us / divisor, height=0.9, color=FAULT_COLOR, alpha=0.12,
+                  label=once(f"replica {outage.kind}ed" if outage.kind != "pause"
+                             else "replica paused"))
+    for bar in timeline.bars:
+        label = "denied" if bar.refused else timeline.served_label
+        axes.barh(row[bar.replica], (bar.end_us - bar.start_us) / divisor,
+                  left=bar.start_us / divisor, height=0.35,
+                  color="lightgrey" if bar.refused else "tab:green", alpha=0.8,
+                  label=once(label))
+    for lost in timeline.lost_calls:
+        marker, color = LOSS_STYLE[lost.kind]
+        axes.scatter(lost.time_us / divisor, row[lost.replica] + 0.3, marker=marker,
+                     color=color, s=30, zorder=3, label=once(lost.words))
+    for index, mark in enumerate(timeline.faults):
+        start, end = mark.time_us / divisor, mark.end_us / divisor
+        if end > start:
+            axes.barh(top, end - start, left=start, height=0.5, color=FAULT_COLOR, alpha=0.35)
+        axes.scatter(start, top, marker="v", color=FAULT_COLOR, s=40, zorder=3)
+        # Labels alternate above and below the faults lane's middle, so two
+        # faults close in time do not write over each other.
+        axes.annotate(mark.label, (start, top + (0.28 if index % 2 == 0 else -0.42)),
+                      fontsize=7, color=FAULT_COLOR, xytext=(4, 0),
+                      textcoords="offset points")
+        axes.axvline(start, color=FAULT_COLOR, linestyle=":", alpha=0.4)
+    ticks = [top, *(row[replica] for replica in timeline.shown)]
+    names = ["faults", *(f"replica {replica}" for replica in timeline.shown)]
+    if timeline.hidden:
+        ticks.append(-1)
+        names.append(timeline.more)
+    axes.set_yticks(ticks, names)
+    axes.set_ylim(-1.7 if timeline.hidden else -0.7, top + 0.8)
+    if labelled:
+        axes.legend(loc="lower right", fontsize=7, ncols=3, framealpha=0.9)
 
 
-def _draw_losses(axes: Any, rows: list[dict[str, Any]], lane: dict[int, int]) -> None:
-    labelled: set[str] = set()
-    for row in rows:
-        if row["kind"] in LOSSES and row["replica"] in lane:
-            marker, color, label = LOSSES[row["kind"]]
-            axes.scatter(row["time_us"] / 1e6, lane[row["replica"]] + 0.3, marker=marker,
-                         color=color, s=30, zorder=3,
-                         label=None if label in labelled else f"{label} ({row['detail']})")
-            labelled.add(label)
+def _draw_record(record: Any, gap: Any, series: RecordSeries, cap: int | None,
+                 divisor: float) -> None:
+    times = [time / divisor for time in series.times_us]
 
+    def line(axes: Any, values: Any, color: str, dotted: bool, label: str) -> None:
+        style = ":" if dotted else "-"
+        if series.step:
+            axes.step(times, values, where="post", color=color, linestyle=style, label=label)
+        else:
+            axes.plot(times, values, color=color, linestyle=style, label=label)
 
-def _draw_faults(panels: tuple[Any, Any], rows: list[dict[str, Any]],
-                 lane: dict[int, int]) -> None:
-    for row in rows:
-        if row["kind"].startswith(("fault_", "migration_")) and (
-                row["replica"] < 0 or row["replica"] in lane):
-            for axes in panels:
-                axes.axvline(row["time_us"] / 1e6, color="purple", linestyle=":", alpha=0.6)
-            panels[0].annotate(row["kind"].removeprefix("fault_"), (row["time_us"] / 1e6, 0),
-                               xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
-                               color="purple", va="bottom")
+    for drawn in series.lines:
+        line(record, drawn.values, drawn.color, drawn.dotted, drawn.label)
+    if cap is not None:
+        record.axhline(cap, color="black", linewidth=1, label=series.cap_label)
+    record.set_ylabel(series.unit)
+    record.set_title(series.title, loc="left", fontsize=9)
+    record.legend(loc="upper left", fontsize=7)
+    gap.axhline(0, color="grey", linewidth=0.8)
+    for drawn in series.gaps:
+        line(gap, drawn.values, drawn.color, drawn.dotted, drawn.label)
+    gap.set_ylabel(f"gap ({series.unit})", fontsize=8)
+    gap.legend(loc="best", fontsize=7)

@@ -18,6 +18,7 @@ from redis_server import ThrowawayRedis, redis_binary, redis_required
 
 _SKIPPED_FOR_REDIS: list[str] = []
 _SKIPPED_FOR_POSTGRES: list[str] = []
+_SKIPPED_FOR_BROWSER: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -81,6 +82,8 @@ def pytest_runtest_logreport(report):
         _SKIPPED_FOR_REDIS.append(report.nodeid)
     if report.skipped and POSTGRES_SKIP_REASON in str(report.longrepr):
         _SKIPPED_FOR_POSTGRES.append(report.nodeid)
+    if report.skipped and "no Chromium" in str(report.longrepr):
+        _SKIPPED_FOR_BROWSER.append(report.nodeid)
 
 
 def _untested(terminalreporter, title: str, skipped: list[str], missing: str,
@@ -99,3 +102,5 @@ def pytest_terminal_summary(terminalreporter):
               "apt-get install redis-server", "REQUIRE_REDIS")
     _untested(terminalreporter, "POSTGRESQL NOT TESTED", _SKIPPED_FOR_POSTGRES,
               "PostgreSQL's binaries", "apt-get install postgresql", "REQUIRE_POSTGRES")
+    _untested(terminalreporter, "BROWSER NOT TESTED", _SKIPPED_FOR_BROWSER, "Chromium",
+              "apt-get install chromium", "REQUIRE_BROWSER")

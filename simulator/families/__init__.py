@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from simulator.oracle.protocol import Oracle, ReplicaObserver, ServerObserver
 
 if TYPE_CHECKING:
+    from simulator.families.record_series import RecordSeries
     from simulator.fleet import Replica
     from simulator.scenario import Scenario
     from simulator.workload import Request
@@ -59,7 +60,8 @@ class SummaryLayout:
 
 @dataclass(frozen=True)
 class TimelineLanes:
-    """How ``replay --plot`` draws a family's requests and record (``simulator.timeline``)."""
+    """How a family's requests and record are drawn: ``replay --plot``
+    (``simulator.timeline``) and the HTML report (``simulator.html_report``)."""
 
     served: str
     """The trace event that ends a served request's bar."""
@@ -69,11 +71,19 @@ class TimelineLanes:
     strayed_keys: Callable[[list[dict[str, Any]]], list[tuple[str, str]]]
     """``strayed_keys(samples)``: the keys whose record strays furthest from
     the truth, to show when no fault names a replica."""
-    draw_record: Callable[[Any, list[dict[str, Any]], set[tuple[str, str]], int | None], None]
-    """``draw_record(axes, samples, keys, cap)``: the store's record of ``keys``
-    against the truth, from the per-key samples, on matplotlib ``axes``."""
-    cap: Callable[[Any], int | None]
+    series: Callable[[list[dict[str, Any]], set[tuple[str, str]]], RecordSeries] | None = None
+    """``series(samples, keys)``: the store's record of ``keys`` against the
+    truth and the gap between them, from the per-key samples
+    (``simulator.families.record_series``); both renderers draw it."""
+    draw_record: Callable[[Any, list[dict[str, Any]], set[tuple[str, str]], int | None],
+                          None] | None = None
+    """``draw_record(axes, samples, keys, cap)``: a family's own matplotlib
+    drawing of its record, for a plugin family with no ``series``."""
+    cap: Callable[[Any], int | None] = lambda settings: None
     """``cap(settings)``: the line to draw across the record, if any."""
+    violation_columns: tuple[str, ...] = ()
+    """Columns of the aggregate sample row (``namespace == "*"``) that stay
+    zero until the run's first damage: where ``replay --trace`` starts its story."""
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from matplotlib.figure import Figure
 
-from simulator.races import load_report, replay
+from simulator.cli import main
+from simulator.races import involved_events, load_report, replay, timeline_sampling
 from simulator.scenario import ScenarioError
+from simulator.timeline import draw_timeline
+from simulator.timeline_marks import Outage, timeline_of
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = sorted((REPO / "data" / "races").glob("*.toml"))
@@ -84,3 +88,89 @@ def test_replay_draws_the_timeline_of_the_race(tmp_path):
     assert "trace fingerprint matches the report" in result.stdout  # sampling changed nothing
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert picture.stat().st_size > 20_000
+
+
+# -- where the story starts, and what the timeline shows ------------------------
+
+SPLIT = REPO / "data" / "races" / "split-settlement-lost-release-reply.toml"
+
+
+@pytest.fixture(scope="module")
+def split_settlement():
+    """The split-settlement race replayed with per-key samples, as --trace and --plot do."""
+    report = load_report(SPLIT)
+    return report, replay(report, sample_every=timeline_sampling(report))
+
+
+def test_the_story_starts_at_the_fault_so_the_lost_replies_at_one_second_show(split_settlement):
+    report, found = split_settlement
+    story = involved_events(found.result, report)
+    assert story[0].startswith("... (") and "earlier)" in story[0]
+    told = story[1:]
+    assert told[0] < "t=1.000000s" and "fault_lose_reply HDEL" in "\n".join(told[:20])
+    assert any("reply_lost HDEL" in line for line in told)
+    assert any("call_timed_out HDEL" in line for line in told)
+
+
+def test_trace_options_widen_the_window_or_raise_the_limit(split_settlement):
+    report, found = split_settlement
+    from_start = involved_events(found.result, report, start_us=0, limit=3)
+    assert len(from_start) == 4 and from_start[-1].startswith("... (")
+    assert from_start[0].startswith("t=0.")
+    everything = involved_events(found.result, report, start_us=0, limit=0)
+    assert not any(line.startswith("... (") for line in everything)
+    assert len(everything) == 3 + int(from_start[-1].split("(")[1].split()[0])
+    wider = involved_events(found.result, report, before=50)
+    default = involved_events(found.result, report)
+    assert int(wider[0].split("(")[1].split()[0]) == int(default[0].split("(")[1].split()[0]) - 45
+
+
+def test_replay_trace_from_the_command_line_tells_the_lost_replies(capsys):
+    assert main(["replay", str(SPLIT), "--trace", "--trace-from", "1.05s",
+                 "--trace-limit", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "reply_lost HDEL" in out and "t=0." not in out
+    assert "--trace-limit 0 shows every event" in out
+
+
+def test_the_timeline_names_the_lanes_it_leaves_out_and_draws_the_gap_on_its_own_axis(
+        split_settlement, monkeypatch, tmp_path):
+    report, found = split_settlement
+    timeline = timeline_of(found.result, report.schedule)
+    assert timeline.shown == tuple(range(8)) and timeline.more == "+2 more: 8, 9"
+    drift = next(line for line in timeline.record.gaps if line.label.startswith("drift"))
+    assert drift.values[-1] == -12305  # the run's whole drift, summed over its keys
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: figures.append(figure))
+    draw_timeline(found.result, tmp_path / "t.png", report.schedule, title=report.title)
+    lanes, record, gap = figures[0].axes
+    assert "+2 more: 8, 9" in [label.get_text() for label in lanes.get_yticklabels()]
+    assert gap.get_ylabel() == "gap (micro-dollars)"
+    low, high = gap.get_ylim()
+    assert low < -12305 < high < 12305  # scaled to the gap, not to the 500,000 total
+    faults_lane = len(timeline.shown)  # labels sit in the faults lane, above every replica
+    assert lanes.texts and all(text.xy[1] > faults_lane - 0.5 for text in lanes.texts)
+
+
+def test_a_pause_is_drawn_as_a_span_for_as_long_as_it_lasts():
+    report = load_report(REPO / "data" / "races"
+                         / "tollgate-late-release-forfeited-without-grace.toml")
+    found = replay(report, sample_every=timeline_sampling(report))
+    timeline = timeline_of(found.result, report.schedule)
+    assert Outage(1, 115_000, 1_115_000, "pause") in timeline.outages
+    (pause,) = timeline.faults
+    assert (pause.time_us, pause.end_us, pause.label) == (115_000, 1_115_000,
+                                                          "pause 1s on replica 1")
+
+
+def test_against_fixed_on_a_report_without_a_fixed_store_says_so_and_runs_nothing(
+        tmp_path, capsys):
+    copied = copy_report(SPLIT, tmp_path)
+    text = copied.read_text()
+    start = text.index("[fixed]")
+    copied.write_text(text[:start] + text[text.index("[[schedule]]"):])
+    assert main(["replay", str(copied), "--against", "fixed"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert "nothing to compare against" in line and "[fixed]" in line

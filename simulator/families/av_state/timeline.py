@@ -1,9 +1,9 @@
-"""How ``replay --plot`` draws a session-counter run: sessions from their
-opening to their close, and the involved sessions' counters as the store
-records them against what their callers were told, with the limit.
+"""How a session-counter run's timeline reads: sessions from their opening
+to their close, and the involved sessions' counters as the store records
+them against what their callers were told, the difference on its own scale.
 
-Only the drawing is here; ``simulator.timeline`` lays out the figure (and
-chooses matplotlib's backend), so this module imports no plotting library.
+Only the series are here; ``simulator.timeline`` and ``simulator.html_report``
+draw them, so this module imports no plotting library.
 """
 
 from __future__ import annotations
@@ -11,7 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
-from simulator.families.record_series import involved_title, summed
+from simulator.families.record_series import (
+    GAP,
+    RECORD,
+    TRUTH,
+    RecordLine,
+    RecordSeries,
+    difference,
+    involved_title,
+    summed,
+)
 
 Key = tuple[str, str]
 
@@ -28,22 +37,17 @@ def straying_keys(samples: list[dict[str, Any]], limit: int = 3) -> list[Key]:
     return sorted(worst, key=lambda key: (-worst[key], key))[:limit]
 
 
-def draw_counters(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
-                  cap: int | None) -> None:
+def counter_series(samples: list[dict[str, Any]], keys: set[Key]) -> RecordSeries:
     """The counters of the involved sessions: the store's record against the
-    truth (committed minus refunded), summed per instant, and the highest limit."""
+    truth (committed minus refunded), summed per instant."""
     times, sums = summed(samples, keys, {"record": lambda row: row["counter_record_units"],
                                          "truth": lambda row: row["counter_truth_units"]})
-    limits = [row["limit"] for row in samples if (row["namespace"], row["subject"]) in keys]
-    hours = [time / 3.6e9 for time in times]
-    axes.step(hours, sums["truth"], where="post", color="tab:red",
-              label="told committed, minus refunds (truth)")
-    axes.step(hours, sums["record"], where="post", color="tab:blue", label="counters (store)")
-    if len(keys) == 1 and max(limits, default=0):
-        axes.axhline(max(limits), color="black", linewidth=1, label="limit")
-    axes.set_ylabel("units (hours on x)")
-    axes.set_title(involved_title(keys, "sessions"), loc="left", fontsize=9)
-    axes.legend(loc="upper left", fontsize=7)
+    return RecordSeries(
+        title=involved_title(keys, "sessions"), unit="units", times_us=tuple(times),
+        cap_label="limit",
+        lines=(RecordLine("told committed, minus refunds (truth)", tuple(sums["truth"]), TRUTH),
+               RecordLine("counters (store)", tuple(sums["record"]), RECORD)),
+        gaps=(RecordLine("counters - truth", difference(sums["record"], sums["truth"]), GAP),))
 
 
 def no_cap(settings: Any) -> int | None:
@@ -51,6 +55,12 @@ def no_cap(settings: Any) -> int | None:
     return None
 
 
+VIOLATIONS = ("counter_overshoot_units", "counters_without_ttl_now", "budget_minted_units",
+              "double_debits", "false_refusals", "counters_resurrected", "counter_resets",
+              "partial_batches")
+"""Aggregate sample columns that are zero until the first damage."""
+
 LANES = TimelineLanes(served="session_closed", refused="spend_refused",
                       served_label="session (opened to closed)",
-                      strayed_keys=straying_keys, draw_record=draw_counters, cap=no_cap)
+                      strayed_keys=straying_keys, series=counter_series, cap=no_cap,
+                      violation_columns=VIOLATIONS)

@@ -1,8 +1,9 @@
-"""How ``replay --plot`` draws a budget run: requests from reserve to settle,
-and the keys' recorded spend against the true spend and the cap.
+"""How a budget run's timeline reads: requests from reserve to settle, and
+the keys' recorded spend against the true spend and the cap, with the drift
+(recorded minus true) on a scale of its own.
 
-Only the drawing is here; ``simulator.timeline`` lays out the figure (and
-chooses matplotlib's backend), so this module imports no plotting library.
+Only the series are here; ``simulator.timeline`` and ``simulator.html_report``
+draw them, so this module imports no plotting library.
 """
 
 from __future__ import annotations
@@ -10,7 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
-from simulator.families.record_series import involved_title, summed
+from simulator.families.record_series import (
+    GAP,
+    RECORD,
+    TRUTH,
+    RecordLine,
+    RecordSeries,
+    difference,
+    involved_title,
+    summed,
+)
 
 Key = tuple[str, str]
 
@@ -26,8 +36,7 @@ def drifting_keys(samples: list[dict[str, Any]], limit: int = 3) -> list[Key]:
     return sorted(last, key=lambda key: (-abs(last[key]), key))[:limit]
 
 
-def draw_spend(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
-               cap: int | None) -> None:
+def spend_series(samples: list[dict[str, Any]], keys: set[Key]) -> RecordSeries:
     """The store's record (settled spend, and that plus live holds) against the
     true spend, summed over the involved keys, from the per-key samples."""
     times, sums = summed(
@@ -37,22 +46,27 @@ def draw_spend(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
          "counted": lambda row: (row["recorded_spend_microdollars"]
                                  + row["holds_live_microdollars"])},
         where=lambda row: row.get("scope", "subject") == "subject")
-    seconds = [time / 1e6 for time in times]
-    axes.plot(seconds, sums["truth"], color="tab:red", label="true spend")
-    axes.plot(seconds, sums["recorded"], color="tab:blue", label="recorded spend (store)")
-    axes.plot(seconds, sums["counted"], color="tab:blue", linestyle=":",
-              label="recorded + live holds (what the store counts)")
-    if cap is not None and len(keys) == 1:
-        axes.axhline(cap, color="black", linewidth=1, label="cap")
-    axes.set_ylabel("micro-dollars")
-    axes.set_title(involved_title(keys), loc="left", fontsize=9)
-    axes.legend(loc="upper left", fontsize=7)
+    return RecordSeries(
+        title=involved_title(keys), unit="micro-dollars", times_us=tuple(times), step=False,
+        lines=(RecordLine("true spend", tuple(sums["truth"]), TRUTH),
+               RecordLine("recorded spend (store)", tuple(sums["recorded"]), RECORD),
+               RecordLine("recorded + live holds (what the store counts)",
+                          tuple(sums["counted"]), RECORD, dotted=True)),
+        gaps=(RecordLine("drift: recorded - true", difference(sums["recorded"], sums["truth"]),
+                         GAP),))
 
 
 def subject_cap(settings: Any) -> int | None:
     return getattr(settings, "subject_cap_microdollars", None)
 
 
+VIOLATIONS = ("keys_over_cap", "wrongful_admissions", "premature_expiries", "holds_leaked",
+              "drift_settlement_lost_microdollars", "drift_duplicate_execution_microdollars",
+              "drift_server_data_loss_microdollars", "drift_eviction_microdollars",
+              "drift_migration_interrupted_microdollars", "drift_store_logic_microdollars")
+"""Aggregate sample columns that are zero until the first damage (drift in
+flight is not: every settlement on its way is some)."""
+
 LANES = TimelineLanes(served="request_settled", refused="request_denied",
                       served_label="served (reserve to settle)", strayed_keys=drifting_keys,
-                      draw_record=draw_spend, cap=subject_cap)
+                      series=spend_series, cap=subject_cap, violation_columns=VIOLATIONS)

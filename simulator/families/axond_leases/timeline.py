@@ -1,9 +1,9 @@
-"""How ``replay --plot`` draws a lease run: requests from arrival to the end
-of their work, and the callers holding against the leases the store counts,
-with ``max_in_flight`` as the cap line.
+"""How a lease run's timeline reads: requests from arrival to the end of
+their work, and the callers holding against the leases the store counts,
+with ``max_in_flight`` as the cap line and the difference on its own scale.
 
-Only the drawing is here; ``simulator.timeline`` lays out the figure (and
-chooses matplotlib's backend), so this module imports no plotting library.
+Only the series are here; ``simulator.timeline`` and ``simulator.html_report``
+draw them, so this module imports no plotting library.
 """
 
 from __future__ import annotations
@@ -11,7 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
-from simulator.families.record_series import involved_title, summed
+from simulator.families.record_series import (
+    GAP,
+    RECORD,
+    TRUTH,
+    RecordLine,
+    RecordSeries,
+    difference,
+    involved_title,
+    summed,
+)
 
 Key = tuple[str, str]
 
@@ -28,31 +37,31 @@ def straying_keys(samples: list[dict[str, Any]], limit: int = 3) -> list[Key]:
     return sorted(worst, key=lambda key: (-worst[key], key))[:limit]
 
 
-def draw_leases(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
-                cap: int | None) -> None:
+def lease_series(samples: list[dict[str, Any]], keys: set[Key]) -> RecordSeries:
     """Callers holding (the truth) against the leases the store counts, and
     the leaked ones, summed over the involved keys, from the per-key samples."""
     times, sums = summed(samples, keys, {"holding": lambda row: row["callers_holding"],
                                          "counted": lambda row: row["leases_counted"],
                                          "leaked": lambda row: row["leases_leaked"]})
-    seconds = [time / 1e6 for time in times]
-    axes.step(seconds, sums["holding"], where="post", color="tab:red",
-              label="callers holding (truth)")
-    axes.step(seconds, sums["counted"], where="post", color="tab:blue",
-              label="leases counted (store)")
-    axes.step(seconds, sums["leaked"], where="post", color="tab:blue", linestyle=":",
-              label="leases leaked")
-    if cap is not None and len(keys) == 1:
-        axes.axhline(cap, color="black", linewidth=1, label="max_in_flight")
-    axes.set_ylabel("leases")
-    axes.set_title(involved_title(keys), loc="left", fontsize=9)
-    axes.legend(loc="upper left", fontsize=7)
+    return RecordSeries(
+        title=involved_title(keys), unit="leases", times_us=tuple(times),
+        cap_label="max_in_flight",
+        lines=(RecordLine("callers holding (truth)", tuple(sums["holding"]), TRUTH),
+               RecordLine("leases counted (store)", tuple(sums["counted"]), RECORD),
+               RecordLine("leases leaked", tuple(sums["leaked"]), RECORD, dotted=True)),
+        gaps=(RecordLine("counted - holding", difference(sums["counted"], sums["holding"]),
+                         GAP),))
 
 
 def max_in_flight(settings: Any) -> int | None:
     return getattr(settings, "max_in_flight", None)
 
 
+VIOLATIONS = ("concurrency_excess", "leases_leaked", "callers_uncounted",
+              "misaligned_results_accepted", "false_denials")
+"""Aggregate sample columns that are zero until the first damage."""
+
 LANES = TimelineLanes(served="work_completed", refused="request_denied",
                       served_label="served (acquire to the end of its work)",
-                      strayed_keys=straying_keys, draw_record=draw_leases, cap=max_in_flight)
+                      strayed_keys=straying_keys, series=lease_series, cap=max_in_flight,
+                      violation_columns=VIOLATIONS)

@@ -1,9 +1,10 @@
-"""How ``replay --plot`` draws a ledger run: each spend from its arrival to
-its admission or refusal, and the involved accounts' usage as the ledger
-billed it against what their holders consumed, with the residual of the
-conservation equation beside them.
+"""How a ledger run's timeline reads: each spend from its arrival to its
+admission or refusal, and the involved accounts' usage as the ledger billed
+it against what their holders consumed; the difference and the residual of
+the conservation equation on a scale of their own.
 
-Only the drawing is here; ``simulator.timeline`` lays out the figure.
+Only the series are here; ``simulator.timeline`` and ``simulator.html_report``
+draw them, so this module imports no plotting library.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import TimelineLanes
-from simulator.families.record_series import involved_title, summed
+from simulator.families.record_series import (
+    GAP,
+    RECORD,
+    RESIDUAL,
+    TRUTH,
+    RecordLine,
+    RecordSeries,
+    difference,
+    involved_title,
+    summed,
+)
 
 Key = tuple[str, str]
 
@@ -28,24 +39,19 @@ def straying_accounts(samples: list[dict[str, Any]], limit: int = 3) -> list[Key
     return sorted(worst, key=lambda key: (-worst[key], key))[:limit]
 
 
-def draw_billing(axes: Any, samples: list[dict[str, Any]], keys: set[Key],
-                 cap: int | None) -> None:
+def billing_series(samples: list[dict[str, Any]], keys: set[Key]) -> RecordSeries:
     """Billed against consumed for ``keys``, summed per instant, and the residual."""
     times, sums = summed(samples, keys, {"billed": lambda row: row["units_billed"],
                                          "consumed": lambda row: row["units_consumed"],
                                          "residual": lambda row: row["residual_units"]})
-    seconds = [time / 1e6 for time in times]
-    axes.step(seconds, sums["consumed"], where="post", color="tab:red",
-              label="consumed by holders (truth)")
-    axes.step(seconds, sums["billed"], where="post", color="tab:blue", label="billed (ledger)")
-    residual = axes.twinx()
-    residual.step(seconds, sums["residual"], where="post", color="tab:purple", linestyle="--",
-                  label="conservation residual")
-    residual.set_ylabel("residual (units)", fontsize=8)
-    axes.set_ylabel("units")
-    axes.set_title(involved_title(keys, "accounts"), loc="left", fontsize=9)
-    axes.legend(loc="upper left", fontsize=7)
-    residual.legend(loc="lower right", fontsize=7)
+    return RecordSeries(
+        title=involved_title(keys, "accounts"), unit="units", times_us=tuple(times),
+        lines=(RecordLine("consumed by holders (truth)", tuple(sums["consumed"]), TRUTH),
+               RecordLine("billed (ledger)", tuple(sums["billed"]), RECORD)),
+        gaps=(RecordLine("billed - consumed", difference(sums["billed"], sums["consumed"]),
+                         GAP),
+              RecordLine("conservation residual", tuple(sums["residual"]), RESIDUAL,
+                         dotted=True)))
 
 
 def no_cap(settings: Any) -> int | None:
@@ -53,6 +59,11 @@ def no_cap(settings: Any) -> int | None:
     return None
 
 
+VIOLATIONS = ("conservation_violations", "residual_units")
+"""Aggregate sample columns that are zero until the first damage (billed and
+consumed part routinely: usage is billed in batches)."""
+
 LANES = TimelineLanes(served="spend_admitted", refused="spend_refused",
                       served_label="spend (arrival to admission)",
-                      strayed_keys=straying_accounts, draw_record=draw_billing, cap=no_cap)
+                      strayed_keys=straying_accounts, series=billing_series, cap=no_cap,
+                      violation_columns=VIOLATIONS)
