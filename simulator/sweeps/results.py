@@ -45,6 +45,9 @@ class ResultsDir:
 
     def claim(self, sweep: Sweep) -> None:
         """Make the directory this sweep's, or refuse one holding another sweep's results."""
+        if self.root.exists() and not self.root.is_dir():
+            raise ScenarioError(f"{self.root} is a file; give a directory for the sweep's "
+                                "results (--out)")
         manifest = self.root / "sweep.json"
         recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
         if recorded and recorded.get("fingerprint") != sweep.fingerprint:

@@ -94,3 +94,14 @@ def test_a_race_report_whose_scenario_is_missing_names_the_report(tmp_path):
     with pytest.raises(ScenarioError, match="no such scenario file") as raised:
         load_report(report)
     assert f"named by the race report {report}" in str(raised.value)
+
+
+def test_a_sweep_told_to_write_its_results_into_a_file_says_so(tmp_path, capsys):
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n")
+    code = main(["sweep", str(REPO / "data/sweeps/smoke.toml"), "--out", str(taken), "--quiet"])
+    assert code == USER_ERROR
+    # The sweep's own heading line comes first; the error is the last line.
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert_one_line_naming(error, taken, "is a file; give a directory")
+    assert taken.read_text() == "mine\n"
