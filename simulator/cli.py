@@ -257,6 +257,22 @@ def _exit_code_of(action: Callable[[], int]) -> int:
     except SimulationError as error:
         print(f"simulation failed: {error}", file=sys.stderr)
         return SIMULATION_FAILED
+    except OSError as error:
+        # A path the user gave that cannot be read or written as asked.
+        print(f"error: {error.strerror or error}: {error.filename}", file=sys.stderr)
+        return USER_ERROR
+
+
+def _output_directory(path: Path | None, option: str = "--out") -> None:
+    """An output directory that is an existing file is refused before anything runs."""
+    if path is not None and path.exists() and not path.is_dir():
+        raise ValueError(f"{option}: {path} is a file; give a directory for the results")
+
+
+def _output_file(path: Path | None, option: str) -> None:
+    """An output file that is an existing directory is refused before anything runs."""
+    if path is not None and path.is_dir():
+        raise ValueError(f"{option}: {path} is a directory; give a file")
 
 
 def _fault_kinds(text: str) -> tuple[str, ...]:
@@ -295,6 +311,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _hunt(args: argparse.Namespace) -> int:
+    _output_file(args.out, "--out")
     if args.invariant is None and args.reference is None:
         raise ValueError("hunt: give --invariant EXPR, --reference KIND, or both")
     try:
@@ -385,6 +402,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     _report_file(args.html)
+    _output_directory(args.out)
     per_key = {"metrics.per_key": True} if args.html else {}  # the report's record panel
     scenario = load_scenario(args.scenario, dict(args.overrides) | per_key)
     # What check finds is refused before the run, not reported after it.

@@ -105,3 +105,24 @@ def test_a_sweep_told_to_write_its_results_into_a_file_says_so(tmp_path, capsys)
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert_one_line_naming(error, taken, "is a file; give a directory")
     assert taken.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["run", "data/scenarios/tollgate.toml", "--quiet", "--out", "README.md"], "is a file"),
+    (["hunt", "data/scenarios/hunt/tollgate-replay-bills-twice-quiet.toml",
+      "--invariant", "double_billed_units > 0", "--out", "data"], "is a directory"),
+])
+def test_an_output_path_of_the_wrong_kind_is_refused_before_anything_runs(argv, words, capsys):
+    code = main(argv)
+    error = capsys.readouterr().err
+    assert code == USER_ERROR
+    assert error.count("\n") == 1 and words in error, error
+
+
+def test_an_output_nobody_can_write_is_one_line(tmp_path, capsys):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    code = main(["run", "data/scenarios/hunt/tollgate-replay-bills-twice-quiet.toml", "--quiet",
+                 "--out", str(blocked / "below")])
+    error = capsys.readouterr().err
+    assert code == USER_ERROR and error.count("\n") == 1 and str(blocked) in error, error
