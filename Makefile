@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint fields clean
+.PHONY: demo test lab lint fields clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the lab needs Python 3.11 or newer (set PYTHON=...)")'
@@ -24,6 +24,24 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# JupyterLab and its notebook extras, on first use of `make lab`.
+LAB_STAMP := $(VENV)/.installed-notebooks
+# Jupyter's configuration (committed: .jupyter/jupyter_server_config.py and
+# labconfig/), its data and JupyterLab's settings and workspaces, all under
+# .jupyter/ in the checkout: `make lab` reads and writes nothing in ~/.jupyter.
+JUPYTER_HOME := $(CURDIR)/.jupyter
+
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
+	@touch $(LAB_STAMP)
+
+## lab: open JupyterLab on notebooks/, each .py there opening as a notebook (configuration: .jupyter/)
+lab: $(LAB_STAMP)
+	JUPYTER_CONFIG_DIR="$(JUPYTER_HOME)" JUPYTER_DATA_DIR="$(JUPYTER_HOME)/data" \
+	JUPYTERLAB_SETTINGS_DIR="$(JUPYTER_HOME)/lab/user-settings" \
+	JUPYTERLAB_WORKSPACES_DIR="$(JUPYTER_HOME)/lab/workspaces" \
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

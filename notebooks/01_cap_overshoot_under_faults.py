@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -41,6 +43,7 @@
 # its own figure and is never drawn beside the fleet-wide stores. The last
 # figure shows what the faults cost in false denials (refusals the truth had
 # room for), which is where a fault that causes no overshoot shows its price.
+# Every figure is also written as a PNG under `results_dir/figures/`.
 
 # %% tags=["parameters"]
 stores = ["axond_budget.redis_v1", "axond_budget.redis_v2", "axond_budget.in_memory"]
@@ -57,7 +60,7 @@ workers = None  # local worker processes (None: one per core)
 
 from IPython.display import display
 
-from simulator.analysis import notebook_results_dir
+from simulator.analysis import figures_dir, kept_figure, notebook_results_dir
 from simulator.analysis.overshoot import (
     CRASHES,
     POLICY,
@@ -74,6 +77,7 @@ from simulator.analysis.overshoot import (
 )
 
 results_dir = notebook_results_dir("01_cap_overshoot_under_faults", results_dir)
+figures = figures_dir(results_dir)  # each figure is also kept there as a PNG
 sweeps = overshoot_sweeps(stores, seeds=seeds, set_fields=set_fields, vary=vary)
 for name, sweep in sweeps.items():
     print(f"{name}: {len(sweep.points)} points x {len(sweep.seeds)} seeds, varying "
@@ -114,7 +118,9 @@ display(frame.groupby(["store", POLICY, CRASHES, REPLY_LOSS], dropna=False).agg(
 # reply to a *settle* costs nothing: the settle ran.
 
 # %%
-display(headline_figure(frame))
+display(kept_figure(headline_figure(frame), figures, "headline",
+                    "The worst subject's cap overshoot of each store against the crash rate "
+                    "and against the reply-loss rate, failing closed and failing open."))
 
 # %% [markdown]
 # ## Why: overshoot stacked by cause
@@ -131,7 +137,9 @@ display(headline_figure(frame))
 # (`docs/metrics.md`; `run --counterfactual` gives the other view).
 
 # %%
-display(causes_figure(frame, per=per))
+display(kept_figure(causes_figure(frame, per=per), figures, "overshoot-by-cause",
+                    "Each fleet-wide store's cap overshoot stacked by cause, per fault axis "
+                    "and unavailable policy, on one y scale."))
 
 # %% [markdown]
 # ## Per-replica ledgers, apart
@@ -147,7 +155,9 @@ display(causes_figure(frame, per=per))
 if per_replica(frame).empty:
     print("no per-replica store in `stores`: nothing to show here")
 else:
-    display(per_replica_figure(frame, per=per))
+    display(kept_figure(per_replica_figure(frame, per=per), figures, "per-replica-ledgers",
+                        "The per-replica store's overshoot against the fleet-wide cap, "
+                        "by cause, as faults grow."))
 
 # %% [markdown]
 # ## What the faults cost instead: false denials
@@ -159,7 +169,9 @@ else:
 # have made.
 
 # %%
-display(false_denials_figure(frame))
+display(kept_figure(false_denials_figure(frame), figures, "false-denials",
+                    "False denials of each store (refusals the truth had room for) as "
+                    "crashes and lost replies grow."))
 
 # %% [markdown]
 # ## What this run shows

@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -44,7 +46,8 @@
 # (e.g. `"lognormal(2s, 1.2)"` or `"empirical(data/workloads/durations_ms.csv)"`),
 # `crash_rate` (crashes per replica, e.g. `"2/h"`), the TTLs to try, the
 # tolerances. Finished runs are kept and reused (one folder per configuration
-# under `results_dir`).
+# under `results_dir`), and every figure is also written as a PNG under
+# `results_dir/figures/`.
 
 # %% tags=["parameters"]
 sweep_file = "data/sweeps/ttl-tuning.toml"  # relative to the lab's checkout
@@ -64,7 +67,7 @@ workers = None  # local worker processes (None: one per core)
 # %matplotlib inline
 from IPython.display import Markdown, display
 
-from simulator.analysis import notebook_results_dir, ttl
+from simulator.analysis import figures_dir, kept_figure, notebook_results_dir, ttl
 from simulator.sweeps import read_metrics, read_results, results_dir_for, run_sweep
 
 sweep = ttl.load_ttl_sweep(sweep_file, seeds=seeds, ttl_range=ttl_range,
@@ -73,6 +76,7 @@ sweep = ttl.load_ttl_sweep(sweep_file, seeds=seeds, ttl_range=ttl_range,
 scenario = ttl.ttl_sweep_scenario(sweep)
 root = notebook_results_dir("02_tuning_the_reservation_ttl", results_dir)
 out = results_dir_for(sweep, root)
+figures = figures_dir(root)  # each figure is also kept there as a PNG
 outcome = run_sweep(sweep, out, workers=workers)
 print(f"{outcome.runs_total} runs ({outcome.already_done} reused from {out})")
 if outcome.failed:
@@ -97,8 +101,11 @@ display(Markdown(ttl.describe_setup(scenario, sweep)))
 # still leaves a sizeable share of requests running past it.
 
 # %%
-display(ttl.plot_duration_tail(durations, shares[ttl.TTL_SECONDS].unique(), recommendation,
-                               quantiles))
+display(kept_figure(
+    ttl.plot_duration_tail(durations, shares[ttl.TTL_SECONDS].unique(), recommendation,
+                           quantiles),
+    figures, "duration-tail",
+    "The share of requests that run longer than each duration, with the TTLs the sweep tries."))
 
 # %% [markdown]
 # ## Too short: holds expire under running requests
@@ -115,7 +122,9 @@ display(ttl.plot_duration_tail(durations, shares[ttl.TTL_SECONDS].unique(), reco
 # cap had no room for.
 
 # %%
-display(ttl.plot_too_short(shares, recommendation, quantiles))
+display(kept_figure(ttl.plot_too_short(shares, recommendation, quantiles), figures, "too-short",
+                    "Premature expiries, the money their holds held and the cap overshoot "
+                    "they caused, against the reservation TTL."))
 
 # %% [markdown]
 # ## Too long: holds of crashed requests block the budget
@@ -132,7 +141,9 @@ display(ttl.plot_too_short(shares, recommendation, quantiles))
 # subjects at random moments, so the seeds spread widely here.
 
 # %%
-display(ttl.plot_too_long(shares, recommendation, quantiles))
+display(kept_figure(ttl.plot_too_long(shares, recommendation, quantiles), figures, "too-long",
+                    "Leaked hold money over time, the most leaked at once on one subject, "
+                    "and the false denials leaked holds caused, against the reservation TTL."))
 
 # %% [markdown]
 # ## The trade-off, and the TTL range to choose
@@ -151,7 +162,9 @@ display(ttl.plot_too_long(shares, recommendation, quantiles))
 # rules out which TTLs instead of inventing one.
 
 # %%
-display(ttl.plot_trade_off(shares, recommendation, quantiles))
+display(kept_figure(ttl.plot_trade_off(shares, recommendation, quantiles), figures, "trade-off",
+                    "Premature-expiry overshoot and leak denials against the reservation "
+                    "TTL on one axis, with their limits and the recommended range."))
 display(Markdown(ttl.describe_trends(shares)))
 display(Markdown(ttl.describe_recommendation(recommendation, durations)))
 
@@ -178,7 +191,9 @@ display(recommendation.per_ttl)
 examples = ttl.example_ttls(recommendation)
 points = shares.loc[shares[ttl.TTL_SECONDS].isin(examples.values()), "point"].unique().tolist()
 series = ttl.aggregate_series(read_metrics(out, points=points), shares, examples)
-display(ttl.plot_over_time(series))
+display(kept_figure(ttl.plot_over_time(series), figures, "over-time",
+                    "In one run per example TTL, the money of running requests whose hold "
+                    "expired and of leaked holds the store still counts, over virtual time."))
 
 # %% [markdown]
 # ## Caveats

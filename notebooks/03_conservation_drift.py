@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -48,7 +50,8 @@
 # below, and the total drift as a black line (the sum of both sides). The
 # panels of one figure share their y scale. The last figure gives the final
 # drift by persistence model as a percentage of the true spend, with its
-# spread over seeds.
+# spread over seeds. Every figure is also written as a PNG under
+# `results_dir/figures/`.
 
 # %% tags=["parameters"]
 mechanisms = ["lost_settlements", "duplicate_execution", "server_data_loss"]
@@ -65,7 +68,7 @@ workers = None  # local worker processes (None: one per core)
 
 from IPython.display import display
 
-from simulator.analysis import notebook_results_dir
+from simulator.analysis import figures_dir, kept_figure, notebook_results_dir
 from simulator.analysis.drift import (
     RESTART_RATE,
     cause_checks,
@@ -78,6 +81,7 @@ from simulator.analysis.drift import (
 )
 
 results_dir = notebook_results_dir("03_conservation_drift", results_dir)
+figures = figures_dir(results_dir)  # each figure is also kept there as a PNG
 sweeps = drift_sweeps(mechanisms, seeds=seeds, set_fields=set_fields, vary=vary)
 for name, sweep in sweeps.items():
     print(f"{name}: {len(sweep.points)} points x {len(sweep.seeds)} seeds, varying "
@@ -100,8 +104,12 @@ print(f"results under {results_dir}")
 
 # %%
 if "lost_settlements" in runs:
-    display(drift_over_time_figure(runs["lost_settlements"], seed=series_seed,
-                                   title="(a) Drift from lost settlements"))
+    display(kept_figure(
+        drift_over_time_figure(runs["lost_settlements"], seed=series_seed,
+                               title="(a) Drift from lost settlements"),
+        figures, "drift-lost-settlements",
+        "The recorded spend's drift from the true spend over virtual time, by cause, "
+        "as more requests are lost."))
     display(final_drift_table(runs["lost_settlements"]))
 
 # %% [markdown]
@@ -116,8 +124,12 @@ if "lost_settlements" in runs:
 
 # %%
 if "duplicate_execution" in runs:
-    display(drift_over_time_figure(runs["duplicate_execution"], seed=series_seed,
-                                   title="(b) Drift from duplicate execution"))
+    display(kept_figure(
+        drift_over_time_figure(runs["duplicate_execution"], seed=series_seed,
+                               title="(b) Drift from duplicate execution"),
+        figures, "drift-duplicate-execution",
+        "The recorded spend's drift from the true spend over virtual time, by cause, "
+        "as the driver re-sends more commands whose reply timed out."))
     display(final_drift_table(runs["duplicate_execution"]))
 
 # %% [markdown]
@@ -133,8 +145,12 @@ if "duplicate_execution" in runs:
 if "server_data_loss" in runs:
     rate = highest_restart_rate(runs["server_data_loss"])
     where = {RESTART_RATE: rate} if rate is not None else None
-    display(drift_over_time_figure(runs["server_data_loss"], seed=series_seed, where=where,
-                                   title="(c) Drift from server restarts"))
+    display(kept_figure(
+        drift_over_time_figure(runs["server_data_loss"], seed=series_seed, where=where,
+                               title="(c) Drift from server restarts"),
+        figures, "drift-server-restarts",
+        "The recorded spend's drift from the true spend over virtual time, by cause, "
+        "for each persistence model at the highest restart rate."))
 
 # %% [markdown]
 # ### Final drift by persistence model
@@ -147,7 +163,10 @@ if "server_data_loss" in runs:
 
 # %%
 if "server_data_loss" in runs:
-    display(persistence_figure(runs["server_data_loss"]))
+    display(kept_figure(persistence_figure(runs["server_data_loss"]), figures,
+                        "drift-by-persistence",
+                        "Server data loss as a share of the true spend for each persistence "
+                        "model and restart rate, and every cause of the final drift."))
     display(final_drift_table(runs["server_data_loss"]))
 
 # %% [markdown]

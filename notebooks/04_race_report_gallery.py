@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -42,7 +44,8 @@
 # (blue), and recorded plus live holds (dotted blue: what the store counts
 # against the cap). A race shows as the blue line leaving the red one on the
 # left and not on the right (or, for a wedged cap, as grey denials). The
-# table at the end sums up the catalogue.
+# table at the end sums up the catalogue. Each side-by-side figure is also
+# written as a PNG under `results_dir/figures/`.
 
 # %% tags=["parameters"]
 reports = None        # None: every report in data/races; or a list of report names
@@ -53,9 +56,9 @@ workers = None        # replays at once, in processes (None: one per core; 1: in
 # %%
 # ruff: noqa: E402  (a notebook imports after its papermill parameters cell)
 
-from IPython.display import Image, Markdown, display
+from IPython.display import Markdown, display
 
-from simulator.analysis import figure_png, notebook_results_dir
+from simulator.analysis import figures_dir, kept_figure, notebook_results_dir
 from simulator.analysis.gallery import (
     entry_markdown,
     gallery_conclusion,
@@ -66,6 +69,7 @@ from simulator.analysis.gallery import (
 )
 
 out_dir = notebook_results_dir("04_race_report_gallery", results_dir)
+figures = figures_dir(out_dir)  # each side-by-side figure is also kept there as a PNG
 paths = report_paths(reports)
 print(f"{len(paths)} race report(s): {', '.join(path.stem for path in paths)}")
 print(f"timelines are written to {out_dir}")
@@ -89,7 +93,9 @@ entries = run_gallery(paths, out_dir, workers=workers, backend=backend, progress
 # %%
 for entry in entries:
     display(Markdown(entry_markdown(entry)))
-    display(Image(figure_png(side_by_side(entry))))
+    display(kept_figure(side_by_side(entry), figures, entry.name,
+                        f"Race report {entry.name}: the timeline of its replay on the variant "
+                        "beside the one on the fixed store."))
 
 # %% [markdown]
 # ## The catalogue at a glance

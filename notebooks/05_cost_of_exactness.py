@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -39,7 +41,8 @@
 # time figure the dashed line is a least-squares fit. The first figure counts
 # work (commands and scripts, deterministic); the second times it (machine-
 # and load-dependent): what the lab waited for, what the server spent in
-# scripts, and what the store's own scripts cost replayed alone.
+# scripts, and what the store's own scripts cost replayed alone. Both are
+# also written as PNGs under `results_dir/figures/`.
 
 # %% tags=["parameters"]
 stores = ["axond_budget.redis_v1", "axond_budget.redis_v2"]
@@ -54,9 +57,9 @@ workers = None            # runs at once, in processes (None or 1: one at a time
 # %%
 # ruff: noqa: E402  (a notebook imports after its papermill parameters cell)
 
-from IPython.display import Image, Markdown, display
+from IPython.display import Markdown, display
 
-from simulator.analysis import figure_png, notebook_results_dir
+from simulator.analysis import figures_dir, kept_figure, notebook_results_dir
 from simulator.analysis.exactness import (
     backend_description,
     choose_backend,
@@ -77,6 +80,7 @@ from simulator.analysis.exactness import (
 )
 
 out_dir = notebook_results_dir("05_cost_of_exactness", results_dir)
+figures = figures_dir(out_dir)  # each figure is also kept there as a PNG
 chosen = choose_backend(backend)
 tasks = plan_tasks(stores, durations, seeds, set_fields)
 display(Markdown(backend_description(chosen, backend)))
@@ -116,7 +120,9 @@ display(point_table(frame))
 # admission. Both are deterministic.
 
 # %%
-display(Image(figure_png(plot_counts(frame))))
+display(kept_figure(plot_counts(frame), figures, "counts-per-admission",
+                    "Commands and scripts per admission of each store against the holds "
+                    "in flight."))
 display(Markdown(counts_conclusion(frame)))
 
 # %% [markdown]
@@ -141,7 +147,9 @@ display(Markdown(counts_conclusion(frame)))
 # costs follow the figure.
 
 # %%
-display(Image(figure_png(plot_times(frame))))
+display(kept_figure(plot_times(frame), figures, "time-per-admission",
+                    "Microseconds per admission of each store against the holds in flight, "
+                    "with least-squares fits."))
 display(Markdown(times_conclusion(frame)))
 display(Markdown(hash_reads_note(subjects_of(tasks))))
 

@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -72,9 +74,9 @@ workers = None  # local worker processes (None: one per core)
 
 # %%
 # ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
-from IPython.display import Image, Markdown, display
+from IPython.display import Markdown, display
 
-from simulator.analysis import figure_png, lease_figures, leases, notebook_results_dir
+from simulator.analysis import figures_dir, kept_figure, lease_figures, leases, notebook_results_dir
 from simulator.sweeps import read_results, results_dir_for, run_sweep
 
 common = dict(seeds=seeds, limits=limits, arrivals=arrivals)
@@ -85,8 +87,7 @@ erlang_sweep = leases.load_lease_sweep(erlang_sweep_file, **common,
 sizing_sweep = leases.load_lease_sweep(sizing_sweep_file, **common, lease_ttls=lease_ttls,
                                        set_fields={**set_fields, **durations, **crashes})
 root = notebook_results_dir("06_sizing_concurrency_leases", results_dir)
-figures = root / "figures"
-figures.mkdir(parents=True, exist_ok=True)
+figures = figures_dir(root)  # each figure is also kept there as a PNG
 
 tables = {}
 for sweep in (erlang_sweep, sizing_sweep):
@@ -97,13 +98,6 @@ for sweep in (erlang_sweep, sizing_sweep):
         print("  failed runs (left out of the figures):", outcome.failed)
     tables[sweep.name] = leases.planner_table(read_results(out), sweep)
 erlang_table, sizing_table = tables[erlang_sweep.name], tables[sizing_sweep.name]
-
-
-def show(figure, name):
-    """Display a figure and keep it as a PNG beside the runs."""
-    png = figure_png(figure)
-    (figures / f"{name}.png").write_bytes(png)
-    display(Image(png))
 
 
 display(Markdown(leases.describe_sweep(erlang_sweep)))
@@ -122,7 +116,10 @@ display(Markdown(leases.describe_sweep(sizing_sweep)))
 
 # %%
 comparison = leases.erlang_b_comparison(erlang_table)
-show(lease_figures.plot_erlang_b(comparison, target_denial_share), "denials-vs-erlang-b")
+display(kept_figure(lease_figures.plot_erlang_b(comparison, target_denial_share), figures,
+                    "denials-vs-erlang-b",
+                    "The share of requests refused with no fault, against the limit and "
+                    "against the offered load, beside Erlang-B and the denial target."))
 display(Markdown(leases.describe_erlang_fit(comparison)))
 
 # %% [markdown]
@@ -147,7 +144,10 @@ targets = leases.RegionTargets.in_average_slots(
     target_denial_share, target_leaked_slots, target_excess_slots,
     run_seconds=leases.run_seconds_of(sizing_sweep))
 recommendation = leases.recommend_region(sizing_table, targets)
-show(lease_figures.plot_ttl_costs(sizing_table, recommendation), "costs-vs-lease-ttl")
+display(kept_figure(lease_figures.plot_ttl_costs(sizing_table, recommendation), figures,
+                    "costs-vs-lease-ttl",
+                    "The denial share, leaked lease-seconds and concurrency excess against "
+                    "the lease TTL under crashes and stalls, with their targets."))
 
 # %% [markdown]
 # ## The (limit, TTL) region to choose
@@ -161,7 +161,9 @@ show(lease_figures.plot_ttl_costs(sizing_table, recommendation), "costs-vs-lease
 # pairs instead of inventing one.
 
 # %%
-show(lease_figures.plot_region(recommendation), "recommended-region")
+display(kept_figure(lease_figures.plot_region(recommendation), figures, "recommended-region",
+                    "Which (limit, lease TTL) pairs meet every target at every offered load: "
+                    "the recommended region."))
 display(Markdown(leases.describe_region(recommendation)))
 print(leases.region_line(recommendation))
 

@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -78,9 +80,15 @@ workers = None  # local worker processes (None: one per core)
 
 # %%
 # ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
-from IPython.display import Image, Markdown, display
+from IPython.display import Markdown, display
 
-from simulator.analysis import figure_png, notebook_results_dir, session_figures, sessions
+from simulator.analysis import (
+    figures_dir,
+    kept_figure,
+    notebook_results_dir,
+    session_figures,
+    sessions,
+)
 from simulator.sweeps import read_metrics, read_results, results_dir_for, run_sweep
 
 retries_sweep = sessions.load_session_sweep(
@@ -92,8 +100,7 @@ cleanup_sweep = sessions.load_session_sweep(cleanup_sweep_file, seeds=seeds,
                                             set_fields=set_fields, stores=race_stores,
                                             cleanup_afters=cleanup_afters)
 root = notebook_results_dir("07_session_counters", results_dir)
-figures = root / "figures"
-figures.mkdir(parents=True, exist_ok=True)
+figures = figures_dir(root)  # each figure is also kept there as a PNG
 
 tables, folders = {}, {}
 for sweep in (retries_sweep, twin_sweep, cleanup_sweep):
@@ -107,13 +114,6 @@ for sweep in (retries_sweep, twin_sweep, cleanup_sweep):
 retries_table = tables[retries_sweep.name]
 twin_table = tables[twin_sweep.name]
 cleanup_table = tables[cleanup_sweep.name]
-
-
-def show(figure, name):
-    """Display a figure and keep it as a PNG beside the runs."""
-    png = figure_png(figure)
-    (figures / f"{name}.png").write_bytes(png)
-    display(Image(png))
 
 
 for sweep in (retries_sweep, twin_sweep, cleanup_sweep):
@@ -137,7 +137,10 @@ for sweep in (retries_sweep, twin_sweep, cleanup_sweep):
 # a marker mints on every refund the driver sends twice.
 
 # %%
-show(session_figures.plot_retry_damage(retries_table), "retries-vs-reply-loss")
+display(kept_figure(session_figures.plot_retry_damage(retries_table), figures,
+                    "retries-vs-reply-loss",
+                    "Budget minted, double debits and the refusals they caused, per store, "
+                    "against reply loss, one band per number of driver retries."))
 retry_findings = sessions.retry_findings(retries_table)
 for line in sessions.retry_lines(retry_findings):
     print(line)
@@ -166,7 +169,9 @@ for line in sessions.retry_lines(retry_findings):
 
 # %%
 twin = sessions.twin_comparison(twin_table)
-show(session_figures.plot_twin(twin, twin_table), "twin-vs-redis")
+display(kept_figure(session_figures.plot_twin(twin, twin_table), figures, "twin-vs-redis",
+                    "The in-memory twin beside Redis per session lifetime: counter resets, "
+                    "budget overshoot and counters kept past their TTL."))
 for line in sessions.twin_lines(twin):
     print(line)
 
@@ -192,7 +197,9 @@ display(twin)
 
 # %%
 race = sessions.race_series(read_metrics(folders[cleanup_sweep.name]), cleanup_table)
-show(session_figures.plot_race(race), "cleanup-race-over-time")
+display(kept_figure(session_figures.plot_race(race), figures, "cleanup-race-over-time",
+                    "Counters re-created after their session's cleanup, and counters with "
+                    "no expiry, over virtual time, per store and cleanup delay."))
 for line in sessions.race_lines(sessions.race_findings(race)):
     print(line)
 

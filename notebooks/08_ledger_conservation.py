@@ -1,11 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -76,9 +78,15 @@ workers = None  # local worker processes (None: one per core)
 
 # %%
 # ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
-from IPython.display import Image, Markdown, display
+from IPython.display import Markdown, display
 
-from simulator.analysis import kept_png, ledger, ledger_figures, notebook_results_dir
+from simulator.analysis import (
+    figures_dir,
+    kept_figure,
+    ledger,
+    ledger_figures,
+    notebook_results_dir,
+)
 from simulator.sweeps import read_metrics, read_results, results_dir_for, run_sweep
 
 fault_sweep = ledger.fault_rate_sweep(scenario_file, seeds, crash_rates, reply_losses,
@@ -86,8 +94,7 @@ fault_sweep = ledger.fault_rate_sweep(scenario_file, seeds, crash_rates, reply_l
 exchange_sweep = ledger.exchange_sweep(scenario_file, seeds, exchange_stores, exchange_deposit,
                                        set_fields=set_fields, backend=backend)
 root = notebook_results_dir("08_ledger_conservation", results_dir)
-figures = root / "figures"
-figures.mkdir(parents=True, exist_ok=True)
+figures = figures_dir(root)  # each figure is also kept there as a PNG
 
 tables, folders = {}, {}
 for sweep in (fault_sweep, exchange_sweep):
@@ -126,8 +133,10 @@ points = ledger.fault_points(faults_table, fault_sweep)
 # %%
 conservation = ledger.conservation_runs(read_metrics(folders[fault_sweep.name]), points,
                                         fault_sweep, series_seed)
-display(Image(kept_png(ledger_figures.plot_conservation(conservation), figures,
-                       "conservation-terms-over-time")))
+display(kept_figure(ledger_figures.plot_conservation(conservation), figures,
+                    "conservation-terms-over-time",
+                    "The conservation equation's terms and its residual over virtual time, "
+                    "one run per fault setting."))
 display(Markdown(ledger.conservation_text(conservation, faults_table)))
 
 # %% [markdown]
@@ -151,8 +160,10 @@ display(Markdown(ledger.conservation_text(conservation, faults_table)))
 # (`settlement_loss_excess_units`) would be the ledger's.
 
 # %%
-display(Image(kept_png(ledger_figures.plot_losses(faults_table, points), figures,
-                       "losses-by-cause-vs-fault-rates")))
+display(kept_figure(ledger_figures.plot_losses(faults_table, points), figures,
+                    "losses-by-cause-vs-fault-rates",
+                    "Billing loss and stranded units by cause, and settlement loss against "
+                    "the true loss, for each crash rate and reply loss."))
 display(Markdown(ledger.loss_text(faults_table, points)))
 
 # %% [markdown]
@@ -176,9 +187,11 @@ display(Markdown(ledger.loss_text(faults_table, points)))
 
 # %%
 kinds = ledger.exchange_kinds(exchange_sweep)  # the reference first
-display(Image(kept_png(ledger_figures.plot_exchange(exchange_table, kinds, exchange_deposit,
-                                                    len(exchange_sweep.seeds)),
-                       figures, "consolidate-vs-release-then-acquire")))
+display(kept_figure(ledger_figures.plot_exchange(exchange_table, kinds, exchange_deposit,
+                                                 len(exchange_sweep.seeds)),
+                    figures, "consolidate-vs-release-then-acquire",
+                    "Spends refused, re-grants below credit and their shortfall, consolidate "
+                    "against release-then-acquire near exhaustion."))
 display(Markdown("\n".join(ledger.exchange_lines(exchange_table, kinds))))
 
 # %% [markdown]

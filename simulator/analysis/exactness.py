@@ -257,10 +257,10 @@ def run_tasks(tasks: Sequence[Task], backend_kind: str, workers: int | None = No
     this process, since the timings are the measurement and parallel runs
     share the CPU) with a progress bar. Returns the runs (one row each, in
     task order) and their aggregate metric series."""
-    from tqdm.auto import tqdm
+    from simulator.sweeps.progress import progress_bar
 
     results: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
-    with tqdm(total=len(tasks), desc="runs", unit="run", disable=not progress) as bar:
+    with progress_bar(total=len(tasks), desc="runs", unit="run", disable=not progress) as bar:
         if workers is None or workers <= 1:
             for index, task in enumerate(tasks):
                 results[index] = measure(task, backend_kind)

@@ -30,11 +30,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from simulator.backends import BackendError
 from simulator.run import run_scenario
 from simulator.sweeps.design import Sweep, Task
+from simulator.sweeps.progress import progress_bar
 from simulator.sweeps.results import ResultsDir
 from stores import registry
 
@@ -84,8 +83,8 @@ def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
     results.claim(sweep)
     pending = [task for task in tasks if not results.is_done(task)]
     outcome = SweepOutcome(results.root, len(tasks), len(tasks) - len(pending))
-    with tqdm(total=len(tasks), initial=outcome.already_done, desc=sweep.name, unit="run",
-              disable=not progress, dynamic_ncols=True) as bar:
+    with progress_bar(total=len(tasks), initial=outcome.already_done, desc=sweep.name,
+                      unit="run", disable=not progress, dynamic_ncols=True) as bar:
         def finished(task: Task, future: Future) -> None:
             error = future.exception()
             if error is not None:

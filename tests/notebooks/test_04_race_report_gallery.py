@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from notebook_runner import execute_notebook, figures_of, outputs_of
+from notebook_runner import execute_notebook, figures_of, outputs_of, tables_of
 
 # The full gallery replays all four reports twice (eight runs, ~25 s of CPU on
 # an idle 2-core machine, before drawing): too slow for the suite, so the
@@ -23,9 +23,8 @@ def test_the_gallery_shows_one_figure_and_both_verdicts_per_report(tmp_path):
         assert f"Report `{name}`" in markdown
     assert markdown.count("**REPRODUCED:") == len(SMALL_REPORTS)
     assert markdown.count("**HOLDS:") == len(SMALL_REPORTS)
-    tables = [output for output in shown if "text/html" in output["data"]]
-    assert len(tables) == 1 and all(name in tables[0]["data"]["text/html"]
-                                    for name in SMALL_REPORTS)
+    tables = tables_of(notebook)
+    assert len(tables) == 1 and all(name in tables[0] for name in SMALL_REPORTS)
     for name in SMALL_REPORTS:
         assert (tmp_path / "gallery" / f"{name}.variant.png").exists()
         assert (tmp_path / "gallery" / f"{name}.fixed.png").exists()

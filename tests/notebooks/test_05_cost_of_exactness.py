@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from notebook_runner import execute_notebook, figures_of, outputs_of, printed_by
+from notebook_runner import execute_notebook, figures_of, outputs_of, printed_by, tables_of
 
 # Two stores x two durations x one seed, a second of arrivals on 5 replicas,
 # on fakeredis (the real-Redis path is tested in tests/analysis/test_exactness.py).
@@ -27,7 +27,7 @@ def test_the_notebook_draws_both_figures_and_its_tables(tmp_path):
                          if "text/markdown" in output["data"])
     assert "Runs on **fakeredis**" in markdown
     assert "per hold in flight" in markdown
-    tables = [output for output in shown if "text/html" in output["data"]]
+    tables = tables_of(notebook)
     assert len(tables) == 2  # the per-point table and the saturation table
     printed = printed_by(notebook)
     assert "every request of every run was admitted" in printed
