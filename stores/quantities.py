@@ -10,6 +10,7 @@ and what was given, which pydantic turns into a field-path error.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any
 
@@ -31,6 +32,9 @@ _NUMBER = r"[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 _DURATION = re.compile(rf"^\s*(?P<number>-?{_NUMBER})\s*(?P<unit>[a-zµ]+)\s*$")
 _RATE = re.compile(rf"^\s*(?P<number>{_NUMBER})\s*/\s*(?P<unit>[a-z]+)\s*$")
 
+MAX_DURATION_US = 3650 * 86_400_000_000
+"""The longest duration the lab reads: ten years (a run, a TTL, a latency)."""
+
 DURATION_HINT = "a duration such as '250ms', '30s', '10m', '2h' (units: us, ms, s, m, h, d)"
 RATE_HINT = "a rate such as '500/s', '30/min', '1/h'"
 
@@ -51,6 +55,8 @@ def parse_duration_us(value: Any) -> int:
     microseconds = number * MICROSECONDS_PER[match["unit"]]
     if microseconds < 0:
         raise ValueError(f"expected a duration of zero or more, got {value!r}")
+    if microseconds > MAX_DURATION_US:
+        raise ValueError(f"expected a duration of at most 3650d (ten years), got {value!r}")
     return round(microseconds)
 
 
@@ -69,7 +75,10 @@ def parse_rate_per_second(value: Any) -> float:
     match = _RATE.match(value)
     if not match or match["unit"] not in PER_SECOND:
         raise ValueError(f"expected {RATE_HINT}, got {value!r}")
-    return float(match["number"].replace("_", "")) * PER_SECOND[match["unit"]]
+    rate = float(match["number"].replace("_", "")) * PER_SECOND[match["unit"]]
+    if not math.isfinite(rate):
+        raise ValueError(f"expected a finite rate, got {value!r}")
+    return rate
 
 
 def format_duration_us(microseconds: int) -> str:

@@ -31,6 +31,19 @@ def test_a_duration_without_a_known_unit_is_refused(text):
         parse_duration_us(text)
 
 
+@pytest.mark.parametrize("text", ["1e308s", "3651d", "1e400ms"])
+def test_a_duration_past_ten_years_is_refused_not_overflowed(text):
+    assert parse_duration_us("3650d") == 3650 * 86_400_000_000
+    with pytest.raises(ValueError, match="at most 3650d"):
+        parse_duration_us(text)
+
+
+@pytest.mark.parametrize("text", ["1e309/s", "1e400/min"])
+def test_a_rate_that_is_not_finite_is_refused(text):
+    with pytest.raises(ValueError, match="finite rate"):
+        parse_rate_per_second(text)
+
+
 @pytest.mark.parametrize(("text", "per_second"), [
     ("500/s", 500.0), ("30/min", 0.5), ("1/h", 1 / 3600), ("2/ms", 2000.0),
 ])
