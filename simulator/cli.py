@@ -34,7 +34,7 @@ from simulator.run import quiet_store_logs, run_scenario
 from simulator.run_diff import diff_table, read_summary
 from simulator.scenario import ScenarioError, load_scenario, parse_scenario
 from simulator.strategies import ALL_FAULTS, REPLICA_FAULTS
-from simulator.sweeps import load_sweep, run_sweep
+from simulator.sweeps import SweepInterrupted, load_sweep, run_sweep
 from simulator.timeline import draw_timeline
 from simulator.verdicts import expectation_line, invariant_verdicts
 from stores import registry
@@ -299,8 +299,12 @@ def _sweep(args: argparse.Namespace) -> int:
     out = args.out or Path("data/results/sweeps") / sweep.name
     print(f"sweep {sweep.name}: {len(sweep.points)} point(s) x {len(sweep.seeds)} seed(s), "
           f"varying {', '.join(sweep.parameters)}", file=sys.stderr)
-    outcome = run_sweep(sweep, out, workers=args.workers, scheduler=args.scheduler,
-                        progress=not args.quiet, allow_remote_redis=args.allow_remote_redis)
+    try:
+        outcome = run_sweep(sweep, out, workers=args.workers, scheduler=args.scheduler,
+                            progress=not args.quiet, allow_remote_redis=args.allow_remote_redis)
+    except SweepInterrupted as stop:
+        print(stop, file=sys.stderr)
+        return 128 + stop.signum  # as a shell reports a process ended by that signal
     print(f"{outcome.runs_total} run(s): {outcome.completed} run now, "
           f"{outcome.already_done} already done, {len(outcome.failed)} failed")
     for run_id, error in sorted(outcome.failed.items()):

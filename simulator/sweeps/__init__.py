@@ -9,10 +9,11 @@ The API the CLI and the notebooks share::
 """
 
 from simulator.sweeps.design import Point, Range, Sweep, SweepFile, Task, build_sweep, load_sweep
-from simulator.sweeps.execute import SweepOutcome, run_sweep
+from simulator.sweeps.execute import SweepInterrupted, SweepOutcome, run_sweep
 from simulator.sweeps.results import ResultsDir, read_metrics, read_results, results_dir_for
 
 __all__ = [
-    "Point", "Range", "ResultsDir", "Sweep", "SweepFile", "SweepOutcome", "Task", "build_sweep",
-    "load_sweep", "read_metrics", "read_results", "results_dir_for", "run_sweep",
+    "Point", "Range", "ResultsDir", "Sweep", "SweepFile", "SweepInterrupted", "SweepOutcome",
+    "Task", "build_sweep", "load_sweep", "read_metrics", "read_results", "results_dir_for",
+    "run_sweep",
 ]

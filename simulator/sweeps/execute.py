@@ -16,23 +16,36 @@ Rules kept here:
   finds them on its ``sys.path``: a local worker starts with the driver's as
   it is when the worker starts (multiprocessing hands it over, even to a fork
   server started earlier); a Dask worker needs them on its own ``PYTHONPATH``.
+* Nothing is left behind. Local workers hold the driver's lifeline
+  (``simulator.sweeps.lifeline``): when the driver dies, by any signal, they
+  exit within a second, even mid-run, and the forkserver and resource tracker
+  follow. Ctrl-C or SIGTERM stops the sweep at once: the workers are cut off,
+  the runs already finished are kept (``read_results`` reads them) and
+  ``SweepInterrupted`` says how many; running the sweep again runs the rest.
+  Dask workers belong to their cluster, not to the driver: when the driver
+  goes, the scheduler sees its client leave and forgets the runs it had not
+  started; a run already in a worker's thread finishes there and is dropped.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 from simulator.backends import BackendError
 from simulator.run import run_scenario
 from simulator.sweeps.design import Sweep, Task
+from simulator.sweeps.lifeline import Lifeline
 from simulator.sweeps.progress import progress_bar
 from simulator.sweeps.results import ResultsDir
 from stores import registry
@@ -63,6 +76,26 @@ class SweepOutcome:
                                f"failed: {failures}")
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by a signal (Ctrl-C, SIGTERM) before its end, its finished
+    runs kept. A ``KeyboardInterrupt``, so whatever stops on Ctrl-C stops on it."""
+
+    def __init__(self, sweep: str, outcome: SweepOutcome, signum: int) -> None:
+        self.outcome = outcome
+        self.signum = signum
+        kept = outcome.already_done + outcome.completed
+        super().__init__(
+            f"sweep {sweep} stopped by {signal.Signals(signum).name}: {kept} of "
+            f"{outcome.runs_total} run(s) finished, kept in {outcome.out}; run the same "
+            "command again to run the rest")
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the driver's main thread as Ctrl-C's KeyboardInterrupt is."""
+
+    signum = signal.SIGTERM
+
+
 def run_task(task: Task, allow_remote_redis: bool = False) -> tuple[dict, dict, list[dict]]:
     """One run, in a worker. Returns plain data, cheap to ship back."""
     registry.load_plugins(task.scenario.plugins)
@@ -83,25 +116,54 @@ def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
     results.claim(sweep)
     pending = [task for task in tasks if not results.is_done(task)]
     outcome = SweepOutcome(results.root, len(tasks), len(tasks) - len(pending))
-    with progress_bar(total=len(tasks), initial=outcome.already_done, desc=sweep.name,
-                      unit="run", disable=not progress, dynamic_ncols=True) as bar:
-        def finished(task: Task, future: Future) -> None:
-            error = future.exception()
-            if error is not None:
-                outcome.failed[task.run_id] = f"{type(error).__name__}: {error}"
-            else:
-                results.record(task, *future.result())
-                outcome.completed += 1
-            bar.update(1)
-            bar.set_postfix(failed=len(outcome.failed), refresh=False)
+    try:
+        with _terminate_as_interrupt(), progress_bar(
+                total=len(tasks), initial=outcome.already_done, desc=sweep.name,
+                unit="run", disable=not progress, dynamic_ncols=True) as bar:
+            def finished(task: Task, future: Future) -> None:
+                error = future.exception()
+                if error is not None:
+                    outcome.failed[task.run_id] = f"{type(error).__name__}: {error}"
+                else:
+                    results.record(task, *future.result())
+                    outcome.completed += 1
+                bar.update(1)
+                bar.set_postfix(failed=len(outcome.failed), refresh=False)
 
-        def notice(message: str) -> None:
-            bar.write(message, file=sys.stderr)
+            def notice(message: str) -> None:
+                bar.write(message, file=sys.stderr)
 
-        with _executor(workers, scheduler) as (executor, rebuild):
-            _drain(executor, rebuild, pending, finished, notice, allow_remote_redis)
+            with _executor(workers, scheduler) as (executor, rebuild):
+                _drain(executor, rebuild, pending, finished, notice, allow_remote_redis)
+    except KeyboardInterrupt as stop:
+        # No results.parquet: it marks a finished sweep (read_results reads the
+        # run files until then).
+        raise SweepInterrupted(sweep.name, outcome,
+                               getattr(stop, "signum", signal.SIGINT)) from None
     results.consolidate(tasks)
     return outcome
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the sweep as Ctrl-C does (an exception in the driver's main
+    thread, so its workers are cut off and its finished runs kept), instead of
+    ending the driver on the spot. Only the main thread can take a signal, and a
+    SIGTERM the caller ignores stays ignored."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN):
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        # None: a handler not set from Python, which Python cannot restore.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _drain(executor: Executor, rebuild: Callable[[], Executor], pending: list[Task],
@@ -149,14 +211,20 @@ def _executor(workers: int | None, scheduler: str | None
     # Workers fork from a server that has imported the lab already, so a pool
     # (re)starts in a fraction of a second rather than re-importing it each time.
     context.set_forkserver_preload(["simulator.sweeps.execute"])
-    pools = [ProcessPoolExecutor(count, mp_context=context)]
+    with Lifeline() as lifeline:
+        pools = [lifeline.pool(count, context)]
 
-    def rebuild() -> Executor:
-        pools[-1].shutdown(wait=False, cancel_futures=True)
-        pools.append(ProcessPoolExecutor(count, mp_context=context))
-        return pools[-1]
+        def rebuild() -> Executor:
+            pools[-1].shutdown(wait=False, cancel_futures=True)
+            pools.append(lifeline.pool(count, context))
+            return pools[-1]
 
-    try:
-        yield pools[0], rebuild
-    finally:
-        pools[-1].shutdown(wait=True, cancel_futures=True)
+        try:
+            yield pools[0], rebuild
+        except BaseException:
+            # Interrupted (or failing): stop the runs in progress now rather
+            # than wait for them, so shutting down below is immediate.
+            lifeline.cut()
+            raise
+        finally:
+            pools[-1].shutdown(wait=True, cancel_futures=True)
