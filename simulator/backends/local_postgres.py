@@ -84,6 +84,15 @@ def postgres_binaries() -> PostgresBinaries | None:
     return None
 
 
+def _setpriv_ties() -> bool:
+    """Whether ``setpriv`` can tie a child's life to ours (``--pdeathsig``,
+    util-linux 2.33 and later)."""
+    if not shutil.which("setpriv"):
+        return False
+    shown = subprocess.run(["setpriv", "--help"], capture_output=True, text=True, check=False)
+    return "--pdeathsig" in shown.stdout
+
+
 class ThrowawayPostgres:
     """A PostgreSQL cluster the lab owns, so it may do anything to it.
 
@@ -132,14 +141,17 @@ class ThrowawayPostgres:
                 account = pwd.getpwnam(self.user)
                 os.chown(path, account.pw_uid, account.pw_gid)
 
-    def _command(self, program: str, *args: str) -> list[str]:
+    def _command(self, program: str, *args: str, tied: bool = False) -> list[str]:
         """``program`` with ``args``, dropped to the unprivileged user under root.
-        ``setpriv`` execs in place, so the process we hold is the program itself."""
+        ``setpriv`` execs in place, so the process we hold is the program itself.
+        ``tied``: the program gets SIGINT (PostgreSQL's fast shutdown) when the
+        lab's process dies, however it dies, so a killed run leaves no server."""
+        tie = ["--pdeathsig", "INT"] if tied and _setpriv_ties() else []
         if not self._as_root:
-            return [program, *args]
+            return ["setpriv", *tie, program, *args] if tie else [program, *args]
         account = pwd.getpwnam(self.user)
         if shutil.which("setpriv"):
-            return ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}",
+            return ["setpriv", *tie, f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}",
                     "--clear-groups", program, *args]
         return ["runuser", "-u", self.user, "--", program, *args]
 
@@ -167,7 +179,8 @@ class ThrowawayPostgres:
         for name, value in settings.items():
             args += ["-c", f"{name}={value}"]
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(self._command(self.binaries.postgres, *args),
+            self.process = subprocess.Popen(self._command(self.binaries.postgres, *args,
+                                                          tied=True),
                                             stdout=log, stderr=subprocess.STDOUT,
                                             cwd=self.directory)
         self._wait_until_ready()

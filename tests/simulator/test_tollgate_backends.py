@@ -62,3 +62,31 @@ def test_backend_postgresql_alone_runs_on_a_throwaway_server_of_the_runs_own(pos
     throwaway = run_scenario(scenario, backend="postgresql")
     assert throwaway.run_info["backend"] == "postgresql"
     assert throwaway.summary["trace_fingerprint"] == in_memory["trace_fingerprint"]
+
+
+def test_a_throwaway_server_dies_with_the_process_that_started_it(postgres_server, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    starter = tmp_path / "start.py"
+    starter.write_text("import time\n"
+                       "from simulator.backends.local_postgres import ThrowawayPostgres\n"
+                       "server = ThrowawayPostgres()\n"
+                       "print(server.process.pid, flush=True)\n"
+                       "time.sleep(120)\n")
+    lab = subprocess.Popen([sys.executable, str(starter)], stdout=subprocess.PIPE, text=True,
+                           cwd=REPO)
+    postgres = int(lab.stdout.readline())
+    try:
+        lab.send_signal(signal.SIGKILL)
+        lab.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and Path(f"/proc/{postgres}").exists():
+            time.sleep(0.1)
+        assert not Path(f"/proc/{postgres}").exists(), "the throwaway postgres outlived the lab"
+    finally:
+        if Path(f"/proc/{postgres}").exists():
+            os.kill(postgres, signal.SIGKILL)
