@@ -17,12 +17,15 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from pydantic import Field, NonNegativeInt, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from simulator.models import Model
+from simulator.models import Model, ReplicaIndex
+from stores.domains import MAX_AMOUNT, Amount, Domain, spell_number
 from stores.quantities import (
+    MAX_RATE_PER_SECOND,
     DurationUs,
     format_duration_us,
+    format_rate,
     parse_duration_us,
     parse_rate_per_second,
 )
@@ -50,7 +53,8 @@ class Poisson(Arrivals):
     """Poisson arrivals at a fleet-wide rate split evenly over the replicas,
     or at a rate each replica receives on its own."""
 
-    rate_per_second: float = Field(gt=0, allow_inf_nan=False, description="Arrivals per second.")
+    rate_per_second: float = Field(gt=0, le=MAX_RATE_PER_SECOND, allow_inf_nan=False,
+                                   description="Arrivals per second.")
     per_replica: bool = Field(
         False, description="Each replica gets the whole rate (else the fleet shares it)."
     )
@@ -102,17 +106,17 @@ class FixedArrivals(Arrivals):
     at_us: tuple[DurationUs, ...] = Field(
         alias="at", min_length=1, description="When each request arrives, in time order."
     )
-    replica: tuple[NonNegativeInt, ...] | None = Field(
+    replica: tuple[ReplicaIndex, ...] | None = Field(
         None, description="Where each arrives; default round-robin (i mod replicas)."
     )
     namespace: tuple[str, ...] | None = Field(
         None, description="Each one's namespace; default drawn (or its subject's)."
     )
     subject: tuple[str, ...] | None = Field(None, description="Each one's subject; default drawn.")
-    estimate: tuple[NonNegativeInt, ...] | None = Field(
+    estimate: tuple[Amount, ...] | None = Field(
         None, description="Each one's estimate in micro-dollars; default drawn."
     )
-    actual: tuple[NonNegativeInt, ...] | None = Field(
+    actual: tuple[Amount, ...] | None = Field(
         None, description="Each one's actual spend in micro-dollars; default drawn."
     )
     duration_us: tuple[DurationUs, ...] | None = Field(
@@ -177,6 +181,12 @@ class FixedArrivals(Arrivals):
 _PROCESS = re.compile(
     r"^\s*(?P<family>poisson|bursts)\((?P<args>[^)]*)\)\s*(?P<per_replica>per\s+replica)?\s*$"
 )
+ARRIVALS_DOMAIN = Domain(
+    f"an arrival process, its rate more than 0/s and at most {format_rate(MAX_RATE_PER_SECOND)}"
+    ", its on window longer than 0; or a fixed list, its times in order and before the "
+    f"scenario's duration, its replicas within the fleet, its amounts from 0 to "
+    f"{spell_number(MAX_AMOUNT)}")
+"""What ``workload.arrivals`` may be, for the fields reference."""
 ARRIVALS_HINT = (
     "'poisson(RATE)' or 'bursts(RATE, on=DURATION, off=DURATION)', either optionally "
     "followed by 'per replica', or a fixed list {at = [...]}"

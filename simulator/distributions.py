@@ -17,6 +17,12 @@ never do):
 ``"pareto(scale, shape)"``    Pareto type I: never below ``scale``; infinite
                               mean when ``shape <= 1``
 ===========================  ================================================
+
+Every parameter is checked when the scenario is read, not when it is first
+sampled (a fault that never fires still has its distribution checked): each
+is finite, a location lies within its unit's bound (``UNITS``), a shape
+within its range (``SHAPES``). A draw past the unit's bound is held at it, so
+no draw overflows what the lab and the stores hold.
 """
 
 from __future__ import annotations
@@ -24,14 +30,58 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, PlainSerializer
 
-from stores.quantities import DURATION_HINT, parse_duration_us
+from stores.domains import MAX_AMOUNT, REDIS_INTEGER_MAX, Domain, spell_number
+from stores.quantities import (
+    DURATION_HINT,
+    MAX_DURATION_US,
+    format_duration_us,
+    parse_duration_us,
+)
 
-Unit = Literal["duration", "amount"]
+Unit = Literal["duration", "amount", "counter", "ppm"]
+
+MAX_DRIFT_PPM = 1_000_000
+"""A clock drift from a stopped clock (-1,000,000 ppm) to one running twice as fast."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnitBound:
+    """How far a distribution of one unit reaches: every location parameter
+    and every draw lies within ``-bound .. bound``."""
+
+    bound: int
+    what: str
+    """The values, in the plural: ``"durations"``."""
+    one: str
+    """One of them: ``"a duration"``."""
+    spell: Callable[[Any], str]
+
+    def range_text(self) -> str:
+        return f"{self.spell(-self.bound)} to {self.spell(self.bound)}"
+
+    def refuse(self, given: Any) -> ValueError:
+        return ValueError(f"expected {self.one} from {self.range_text()}, got {given!r}")
+
+
+UNITS: dict[Unit, UnitBound] = {
+    "duration": UnitBound(MAX_DURATION_US, "durations", "a duration", lambda us: (
+        f"-{format_duration_us(-us)}" if us < 0 else format_duration_us(us))),
+    "amount": UnitBound(MAX_AMOUNT, "amounts (micro-dollars, cost units)",
+                        "an amount (micro-dollars, cost units)", spell_number),
+    "counter": UnitBound(REDIS_INTEGER_MAX, "counter amounts (Redis integers)",
+                         "a counter amount (a Redis integer)", spell_number),
+    "ppm": UnitBound(MAX_DRIFT_PPM, "parts per million", "a number of parts per million",
+                     spell_number),
+}
+INTEGER_UNITS = ("amount", "counter", "ppm")
+"""Units whose whole-number constants are kept whole: an amount may be past
+what a float holds exactly."""
 
 # For each family: its parameters, and whether each is a location (carries the
 # unit) or a shape (a plain number).
@@ -43,6 +93,10 @@ FAMILIES: dict[str, tuple[tuple[str, bool], ...]] = {
     "exponential": (("mean", True),),
     "pareto": (("scale", True), ("shape", False)),
 }
+SHAPES: dict[str, tuple[float, float]] = {"sigma": (0.0, 20.0), "shape": (0.1, 1000.0)}
+"""The range of each shape parameter. A lognormal's sigma past 20 would
+overflow its mean (``exp(sigma^2 / 2)``); a Pareto shape under 0.1 overflows
+a double on a draw; past the other ends nothing changes that matters."""
 EXAMPLES = "'lognormal(40ms, 0.5)', 'pareto(2s, 1.5)', 'uniform(0, 6000)' or a plain value"
 _CALL = re.compile(r"^\s*(?P<family>[a-z_]+)\s*\((?P<args>.*)\)\s*$")
 
@@ -70,6 +124,13 @@ class Distribution:
             value = rng.expovariate(1.0 / p[0]) if p[0] > 0 else 0.0
         else:  # pareto
             value = p[0] * rng.paretovariate(p[1])
+        # Held within the unit's bound: a heavy tail's rare draw past it
+        # would overflow the trace's columns or a store's integers.
+        bound = _BOUNDS[self.unit]
+        if value >= bound:
+            return bound
+        if value <= -bound:
+            return -bound
         return round(value)
 
     @property
@@ -89,9 +150,17 @@ class Distribution:
         return self.text
 
 
+_BOUNDS = {unit: scale.bound for unit, scale in UNITS.items()}
+
+
 def _location(text: str, unit: Unit) -> float:
-    if unit == "amount":
-        return _number(text)
+    """A parameter that carries the unit: a duration is written with its unit
+    (and at most ten years, ``parse_duration_us``), the others as numbers."""
+    if unit != "duration":
+        value = _number(text)
+        if abs(value) > _BOUNDS[unit]:
+            raise UNITS[unit].refuse(text.strip())
+        return value
     text = text.strip()
     try:
         bare = float(text.replace("_", ""))
@@ -99,6 +168,8 @@ def _location(text: str, unit: Unit) -> float:
         negative = text.startswith("-")
         magnitude = parse_duration_us(text.lstrip("-"))
         return float(-magnitude if negative else magnitude)
+    if not math.isfinite(bare):
+        raise ValueError(f"expected a finite duration, got {text!r}")
     if bare != 0:
         raise ValueError(f"expected {DURATION_HINT}, got {text!r} (write the unit)")
     return 0.0
@@ -106,9 +177,20 @@ def _location(text: str, unit: Unit) -> float:
 
 def _number(text: str) -> float:
     try:
-        return float(text.strip().replace("_", ""))
+        value = float(text.strip().replace("_", ""))
     except ValueError:
         raise ValueError(f"expected a number, got {text.strip()!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {text.strip()!r}")
+    return value
+
+
+def _shape(text: str, name: str) -> float:
+    value = _number(text)
+    low, high = SHAPES[name]
+    if not low <= value <= high:
+        raise ValueError(f"expected a {name} from {low:g} to {high:g}, got {text.strip()!r}")
+    return value
 
 
 def parse_distribution(value: Any, unit: Unit) -> Distribution:
@@ -120,8 +202,10 @@ def parse_distribution(value: Any, unit: Unit) -> Distribution:
     text = str(value)
     call = _CALL.match(text)
     if call is None:
-        if isinstance(value, int) and unit == "amount":
+        if isinstance(value, int) and unit in INTEGER_UNITS:
             # Kept an integer: an amount may be past what a float holds exactly.
+            if abs(value) > _BOUNDS[unit]:
+                raise UNITS[unit].refuse(value)
             return Distribution("constant", (value,), unit, text)
         return Distribution("constant", (_location(text, unit),), unit, text)
     family = call["family"]
@@ -134,10 +218,13 @@ def parse_distribution(value: Any, unit: Unit) -> Distribution:
     if len(args) != len(spec):
         names = ", ".join(name for name, _ in spec)
         raise ValueError(f"{family} takes ({names}), got {len(args)} argument(s) in {text!r}")
-    params = tuple(
-        _location(arg, unit) if is_location else _number(arg)
-        for arg, (_, is_location) in zip(args, spec, strict=True)
-    )
+    try:
+        params = tuple(
+            _location(arg, unit) if is_location else _shape(arg, name)
+            for arg, (name, is_location) in zip(args, spec, strict=True)
+        )
+    except ValueError as error:
+        raise ValueError(f"{error} in {text!r}") from None
     _check(family, params, text)
     return Distribution(family, params, unit, text)
 
@@ -145,28 +232,59 @@ def parse_distribution(value: Any, unit: Unit) -> Distribution:
 def _check(family: str, params: tuple[float, ...], text: str) -> None:
     if family == "uniform" and params[1] < params[0]:
         raise ValueError(f"uniform needs low <= high, got {text!r}")
-    if family in ("normal", "lognormal") and params[1] < 0:
-        raise ValueError(f"{family} needs a spread of zero or more, got {text!r}")
-    if family == "pareto" and (params[0] <= 0 or params[1] <= 0):
-        raise ValueError(f"pareto needs a positive scale and shape, got {text!r}")
+    if family == "normal" and params[1] < 0:
+        raise ValueError(f"normal needs a spread of zero or more, got {text!r}")
+    if family == "pareto" and params[0] <= 0:
+        raise ValueError(f"pareto needs a positive scale, got {text!r}")
     if family in ("lognormal", "exponential") and params[0] < 0:
         raise ValueError(f"{family} needs a non-negative first parameter, got {text!r}")
+
+
+def reference() -> list[str]:
+    """How distributions are written and what their parameters may be, for
+    the fields reference: from the same tables that validation reads."""
+    lines = ["A distribution is a plain value (always that value) or one of:"]
+    for family, spec in FAMILIES.items():
+        names = ", ".join(name for name, _ in spec)
+        lines.append(f"  {family}({names})")
+    lines.append("Location parameters carry the field's unit (a duration is written with "
+                 "its unit) and lie within:")
+    lines += [f"  {scale.what}: {scale.range_text()}" for scale in UNITS.values()]
+    lines.append("Shape parameters are plain numbers: "
+                 + "; ".join(f"{name} from {low:g} to {high:g}"
+                             for name, (low, high) in SHAPES.items()) + ".")
+    lines.append("Every parameter is finite; uniform needs low <= high; normal's sd, "
+                 "lognormal's median and exponential's mean are 0 or more; pareto's scale "
+                 "is more than 0. A draw past the unit's bound is held at it.")
+    return lines
 
 
 def _serialize(distribution: Distribution) -> str:
     return distribution.text
 
 
-DurationDistribution = Annotated[
-    Distribution,
-    BeforeValidator(lambda value: parse_distribution(value, "duration")),
-    PlainSerializer(_serialize, return_type=str),
-]
+def distribution_domain(unit: Unit) -> Domain:
+    """The fields reference's words for a distribution of ``unit``."""
+    return Domain(f"a distribution of {UNITS[unit].what}, {UNITS[unit].range_text()}")
+
+
+def _distribution_of(unit: Unit) -> Any:
+    return Annotated[
+        Distribution,
+        BeforeValidator(lambda value: parse_distribution(value, unit)),
+        PlainSerializer(_serialize, return_type=str),
+        distribution_domain(unit),
+    ]
+
+
+DurationDistribution = _distribution_of("duration")
 """A pydantic field holding a distribution of durations, in microseconds."""
 
-AmountDistribution = Annotated[
-    Distribution,
-    BeforeValidator(lambda value: parse_distribution(value, "amount")),
-    PlainSerializer(_serialize, return_type=str),
-]
-"""A pydantic field holding a distribution of integer amounts."""
+AmountDistribution = _distribution_of("amount")
+"""A pydantic field holding a distribution of integer amounts (micro-dollars, units)."""
+
+CounterDistribution = _distribution_of("counter")
+"""A distribution of amounts a store keeps as Redis integers (session counters)."""
+
+PpmDistribution = _distribution_of("ppm")
+"""A distribution of parts per million (clock drift)."""

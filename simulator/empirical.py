@@ -19,7 +19,15 @@ from typing import Annotated, Any
 
 from pydantic import PlainSerializer, PlainValidator
 
-from simulator.distributions import FAMILIES, Distribution, Unit, parse_distribution
+from simulator.distributions import (
+    FAMILIES,
+    UNITS,
+    Distribution,
+    Unit,
+    distribution_domain,
+    parse_distribution,
+)
+from stores.domains import Domain, spell_number
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,20 +87,21 @@ def load_empirical(path_text: str, unit: Unit, text: str) -> Empirical:
             wanted = " or ".join(COLUMNS[unit])
             raise ValueError(f"expected one column named {wanted} in {path}, got columns {header}")
         column, size = found[0], COLUMNS[unit][found[0]]
-        values = [_cell(row[column], size, f"{path}:{line} ({column})")
+        values = [_cell(row[column], size, UNITS[unit].bound, f"{path}:{line} ({column})")
                   for line, row in enumerate(reader, start=2)]
     if not values:
         raise ValueError(f"expected at least one value under {column} in {path}, got none")
     return Empirical(tuple(values), unit, text)
 
 
-def _cell(cell: str | None, size: int, where: str) -> int:
+def _cell(cell: str | None, size: int, bound: int, where: str) -> int:
     try:
         value = float(cell or "")
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"expected a number of zero or more at {where}, got {cell!r}")
+    if not (math.isfinite(value) and 0 <= value * size <= bound):
+        raise ValueError(f"expected a number from 0 to {spell_number(bound // size)} at {where}, "
+                         f"got {cell!r}")
     return round(value * size)
 
 
@@ -112,14 +121,18 @@ def _sampler(unit: Unit) -> Callable[[Any], Distribution | Empirical]:
     return parse
 
 
+def _sampler_domain(unit: Unit) -> Domain:
+    return Domain(f"{distribution_domain(unit).kind}; or empirical(FILE.csv)")
+
+
 DurationSampler = Annotated[
     Distribution | Empirical, PlainValidator(_sampler("duration")),
-    PlainSerializer(str, return_type=str),
+    PlainSerializer(str, return_type=str), _sampler_domain("duration"),
 ]
 """A distribution of durations (microseconds) or ``"empirical(PATH.csv)"``."""
 
 AmountSampler = Annotated[
     Distribution | Empirical, PlainValidator(_sampler("amount")),
-    PlainSerializer(str, return_type=str),
+    PlainSerializer(str, return_type=str), _sampler_domain("amount"),
 ]
 """A distribution of amounts or ``"empirical(PATH.csv)"``."""

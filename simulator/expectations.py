@@ -23,6 +23,7 @@ not read as "nothing broke it". ``judge_expectations`` keeps each
 from __future__ import annotations
 
 import difflib
+import math
 import operator
 import re
 from collections.abc import Iterable, Mapping
@@ -399,7 +400,10 @@ def _metrics_of(parts: Iterable[Condition]) -> tuple[str, ...]:
 
 
 def _number(text: str) -> float:
-    return float(text.replace("_", ""))
+    value = float(text.replace("_", ""))
+    if math.isinf(value):  # 1e999: a threshold every value meets, or none does
+        raise ValueError(f"expected a finite threshold, got {text!r}")
+    return value
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:

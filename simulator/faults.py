@@ -41,7 +41,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from simulator.distributions import DurationDistribution
-from simulator.models import Model
+from simulator.models import MAX_REPLICAS, Model, ReplicaIndex
+from stores.domains import Flag, Integer
 from stores.quantities import DurationUs, RatePerSecond
 
 FaultName = Literal["crash", "pause", "partition", "server_restart", "failover",
@@ -50,6 +51,11 @@ FaultName = Literal["crash", "pause", "partition", "server_restart", "failover",
 CONNECTION_FAULT_NAMES = ("connection_stall", "connection_reset", "slow_reply",
                           "dropped_waiter")
 Direction = Literal["both", "to-server", "from-server"]
+
+MAX_CALLS_HIT = 1_000_000
+"""The most calls one scheduled fault hits (``count``)."""
+MAX_KEYS = 1_000_000_000
+"""The largest ``maxmemory_keys``."""
 
 
 class CrashRate(Model):
@@ -66,7 +72,9 @@ class PauseRate(Model):
 class PartitionRate(Model):
     rate: RatePerSecond = Field(description="Partitions, fleet-wide.")
     duration: DurationDistribution = Field("10s", description="How long one lasts.")
-    replicas: int = Field(1, ge=1, description="How many replicas each one cuts off.")
+    replicas: Integer = Field(1, ge=1, le=MAX_REPLICAS,
+                              description="How many replicas each one cuts off (more "
+                              "than the fleet: all of it).")
     direction: Direction = Field("both", description="both, to-server or from-server.")
 
 
@@ -104,9 +112,10 @@ class ScheduledFault(Model):
     fault: FaultName = Field(description="crash, pause, partition, server_restart, failover, "
                              "latency_spike, lose_request, lose_reply, connection_stall, "
                              "connection_reset, slow_reply or dropped_waiter.")
-    replica: int | None = Field(None, ge=0, description="The replica it hits.")
-    replicas: list[int] = Field(default_factory=list,
-                                description="Several replicas at once (instead of `replica`).")
+    replica: ReplicaIndex | None = Field(None, description="The replica it hits (from 0, below "
+                                         "fleet.replicas).")
+    replicas: list[ReplicaIndex] = Field(default_factory=list, description="Several replicas "
+                                         "at once (instead of `replica`).")
     duration: DurationUs | None = Field(None, description="pause, partition, spike.")
     restart_after: DurationUs | None = Field(None, description="crash: restart delay.")
     direction: Direction = Field("both", description="partition direction.")
@@ -115,8 +124,9 @@ class ScheduledFault(Model):
     extra: DurationUs = Field("50ms", description="latency_spike, slow_reply: added latency.")
     call: str | None = Field(None, description="lose_* and connection faults: only calls "
                              "with this label (a script name such as 'settle_v1', or a verb).")
-    count: int = Field(1, ge=1, description="lose_* and connection faults: how many calls.")
-    migration: bool = Field(False, description="lose_*: hit the operator's migration process "
+    count: Integer = Field(1, ge=1, le=MAX_CALLS_HIT,
+                           description="lose_* and connection faults: how many calls.")
+    migration: Flag = Field(False, description="lose_*: hit the operator's migration process "
                             "instead of a replica.")
 
     @model_validator(mode="after")
@@ -165,8 +175,10 @@ class ServerSettings(Model):
         "aof-everysec", description="What a restart keeps: nothing, the last RDB snapshot, "
         "all but the last 1-2 s, or everything.")
     rdb_every: DurationUs = Field("60s", description="Snapshot interval for 'rdb'.")
-    maxmemory_keys: int = Field(0, ge=0, description="Most keys kept before eviction; "
-                                "0: no limit (maxmemory counted in keys, not bytes).")
+    maxmemory_keys: Integer = Field(
+        0, ge=0, le=MAX_KEYS,
+        description="Most keys kept before eviction; 0: no limit (maxmemory counted in keys, "
+        "not bytes).")
     eviction_policy: Literal["allkeys-lru", "allkeys-random", "volatile-lru", "volatile-ttl",
                              "volatile-random"] = Field("allkeys-lru",
                                                         description="Which keys go first.")

@@ -1,4 +1,5 @@
-"""Human-readable output: the summary table and the scenario field reference.
+"""Human-readable output: the summary table (the scenario field reference, which
+the CLI reads from here too, is ``simulator.field_reference``).
 
 The summary table shows every metric of a run, in its family's groups (each
 scope of a family that has several: the budget family's subjects and
@@ -7,13 +8,10 @@ namespaces); ``simulator.run_diff`` groups a comparison the same way.
 
 from __future__ import annotations
 
-import typing
 from typing import Any
 
-from pydantic import BaseModel
-
 from simulator.families import family_of
-from simulator.scenario import Scenario
+from simulator.field_reference import fields_reference  # noqa: F401 (the CLI's `fields`)
 from stores import registry
 
 RUN_FIELDS = ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us")
@@ -110,53 +108,4 @@ def summary_table(summary: dict[str, Any], run_info: dict[str, Any] | None = Non
             f"{run_info['virtual_seconds_per_wall_second']} virtual s per wall s, "
             f"peak RSS {run_info['peak_rss_mib']} MiB"
         )
-    return "\n".join(lines)
-
-
-def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:
-    """The model a field holds, directly, optionally or as a list of them."""
-    candidates = [annotation, *typing.get_args(annotation)]
-    for candidate in candidates:
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            if getattr(candidate, "written_as_text", False):
-                return None, ""
-            if typing.get_origin(annotation) is list:
-                return candidate, "list"
-            return candidate, "optional" if type(None) in candidates else "table"
-    return None, ""
-
-
-def _model_fields(model: type[BaseModel], prefix: str) -> list[str]:
-    rows = []
-    for name, field in model.model_fields.items():
-        written = field.alias or name
-        path = f"{prefix}{written}"
-        nested, shape = _nested_model(field.annotation)
-        if nested is not None:
-            header = {"table": f"[{path}]", "optional": f"[{path}]  (optional)",
-                      "list": f"[[{path}]]  (a list)"}[shape]
-            rows.append(f"\n{header}  {field.description or ''}".rstrip())
-            rows.extend(_model_fields(nested, f"{path}."))
-            continue
-        if field.is_required():
-            default = "(required)"
-        elif field.default_factory is not None:
-            default = repr(field.default_factory())
-        else:
-            default = field.default
-            default = repr(getattr(default, "value", default))
-            if default.startswith(("Arrivals(", "Retries(")):
-                default = repr(str(field.default))
-        rows.append(f"{path:<42} default {default:<26} {field.description or ''}".rstrip())
-    return rows
-
-
-def fields_reference(shipped_only: bool = False) -> str:
-    """Every scenario field and every store's settings, with defaults (only the
-    kinds the lab ships with ``shipped_only``: the reference in ``docs/``)."""
-    lines = ["# Scenario fields", "", *_model_fields(Scenario, "")]
-    kinds = registry.shipped() if shipped_only else registry.kinds()
-    for name, kind in sorted(kinds.items()):
-        lines += ["", f"# store_settings for {name}: {kind.summary}", ""]
-        lines += _model_fields(kind.settings_model, "store_settings.") or ["(none)"]
     return "\n".join(lines)

@@ -2,16 +2,22 @@
 
 A scenario says which store runs (and with what settings), how many replicas
 share it, what the network between them does, and what traffic arrives.
-Every field has a default and a description; ``python -m simulator fields``
-prints them all, and ``docs/scenarios.md`` is that output.
+Every field has a default, a domain and a description; ``python -m simulator
+fields`` prints them all (``simulator.field_reference``), and
+``docs/scenario-fields.txt`` is that output.
 
-A bad file gets a ``ScenarioError`` whose lines name the field path, what was
-expected and what was given; the CLI prints it without a traceback.
+A bad file gets a ``ScenarioError`` with one line per problem, each naming
+the file, the field path, what was expected and what was given; the CLI
+prints it without a traceback. Each value is checked where it is read (its
+type's domain, ``stores.domains``), and values that must agree with each
+other are checked together before anything runs (``CROSS_FIELD_CHECKS``).
 """
 
 from __future__ import annotations
 
+import numbers
 import tomllib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,31 +31,38 @@ from pydantic import (
     model_validator,
 )
 
-from simulator.distributions import AmountDistribution, DurationDistribution
+from simulator.distributions import DurationDistribution, PpmDistribution
 from simulator.expectations import parse_expectation
 from simulator.faults import Faults, ServerSettings
-from simulator.models import Model
+from simulator.field_domains import describe, field_at
+from simulator.models import MAX_REPLICAS, Model, ReplicaIndex
+from simulator.sessions import MAX_RETRIES
 from simulator.workload import Workload
 from stores import registry
-from stores.quantities import DurationUs
+from stores.domains import Domain, Flag, Integer, NotANumber, Probability, Seed
+from stores.quantities import DurationUs, format_duration_us
 
 # redis-py 8's own client defaults: 10 retries, exponential backoff with full
 # jitter from 10 ms, capped at 1 s.
 REDIS_PY_RETRIES = {"count": 10, "backoff_base": "10ms", "backoff_cap": "1s"}
+
+MAX_MIGRATION_COMMANDS = 1_000_000_000
+"""The largest ``crash_after_commands``."""
+
+
+StoreKindName = Annotated[str, Domain("a store kind (python -m simulator stores lists them)")]
 
 
 class ScenarioError(ValueError):
     """A scenario that cannot run; one line per problem."""
 
 
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-
-
 class Retries(Model):
     """Driver-level retries of a timed-out command (each may execute again)."""
 
-    count: int = Field(
-        0, ge=0, description="Re-sends after a timeout (0: none, the lab's default)."
+    count: Integer = Field(
+        0, ge=0, le=MAX_RETRIES, description="Re-sends after a timeout (0: none, the lab's "
+        "default)."
     )
     backoff_base_us: DurationUs = Field(
         "10ms", alias="backoff_base", description="Backoff base: min(cap, random * base * 2^n)."
@@ -60,10 +73,13 @@ class Retries(Model):
 
 
 def _retries(value: Any) -> Any:
-    if value == "redis-py":
+    if isinstance(value, str) and value == "redis-py":
         return REDIS_PY_RETRIES
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return {"count": value}
+    if not isinstance(value, Mapping | Retries):
+        raise ValueError("expected a count, 'redis-py' or {count, backoff_base, backoff_cap}, "
+                         f"got {value!r}")
     return value
 
 
@@ -98,7 +114,7 @@ class Network(Model):
 class Fleet(Model):
     """The gateway replicas sharing the store."""
 
-    replicas: int = Field(100, ge=1, le=100_000, description="How many replicas run.")
+    replicas: Integer = Field(100, ge=1, le=MAX_REPLICAS, description="How many replicas run.")
     boot_retry_us: DurationUs = Field(
         "1s", alias="boot_retry",
         description="How soon a replica whose store refused to boot is started again.",
@@ -106,7 +122,7 @@ class Fleet(Model):
     clock_offset: DurationDistribution = Field(
         "0ms", description="Each replica's clock offset from true time, drawn once per replica."
     )
-    clock_drift_ppm: AmountDistribution = Field(
+    clock_drift_ppm: PpmDistribution = Field(
         0, description="Each replica's clock drift, in parts per million, drawn once."
     )
 
@@ -121,7 +137,7 @@ class Metrics(Model):
 
     sample_every_us: DurationUs = Field(
         "1s", alias="sample_every", description="Virtual time between samples; 0: none.")
-    per_key: bool = Field(False, description="Also one row per key, not only the aggregate.")
+    per_key: Flag = Field(False, description="Also one row per key, not only the aggregate.")
 
 
 class MigrationStep(Model):
@@ -129,18 +145,19 @@ class MigrationStep(Model):
     target kind's migration, start the fleet again on the target kind."""
 
     at: DurationUs = Field(description="When the operator starts (virtual time).")
-    to: str = Field("axond_budget.redis_v2", description="The kind the fleet runs afterwards.")
+    to: StoreKindName = Field("axond_budget.redis_v2",
+                              description="The kind the fleet runs afterwards.")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Settings of the target kind, over store_settings.")
     namespaces: list[str] | None = Field(
         None, description="The configured namespace ids; default: the workload's.")
-    stop_fleet: bool = Field(True, description="Stop the fleet first (drain, then exit).")
-    keep_running: list[int] = Field(
+    stop_fleet: Flag = Field(True, description="Stop the fleet first (drain, then exit).")
+    keep_running: list[ReplicaIndex] = Field(
         default_factory=list, description="Replicas the operator forgot to stop (stray "
         "writers of the old layout).")
-    crash_after_commands: int | None = Field(
-        None, ge=1, description="Kill the migration after this many of its commands ran; "
-        "the operator runs it again.")
+    crash_after_commands: Integer | None = Field(
+        None, ge=1, le=MAX_MIGRATION_COMMANDS, description="Kill the migration after this "
+        "many of its commands ran; the operator runs it again.")
     rerun_after: DurationUs = Field("1s", description="How soon a killed migration is re-run.")
     restart_after: DurationUs = Field("1s", description="Fleet downtime after the migration.")
 
@@ -165,11 +182,11 @@ class Scenario(Model):
         alias="drain",
         description="Virtual time after the last arrival for in-flight requests to finish.",
     )
-    seed: int = Field(1, ge=0, description="The run seed (the CLI's --seed overrides it).")
+    seed: Seed = Field(1, description="The run seed (the CLI's --seed overrides it).")
     plugins: list[str] = Field(
         default_factory=list, description="Python modules to import first, each registering "
         "store kinds from outside the lab (found on PYTHONPATH), e.g. ['my_variant'].")
-    store: str = Field(description="The store kind, e.g. 'axond_budget.redis_v1'.")
+    store: StoreKindName = Field(description="The store kind, e.g. 'axond_budget.redis_v1'.")
     backend: str | None = Field(
         None,
         description="'memory', 'fakeredis', 'redis://HOST:PORT/DB', "
@@ -221,15 +238,30 @@ class Scenario(Model):
             settings_model.model_validate(self.store_settings)
         except ValidationError as error:
             raise ScenarioError(format_errors(error, prefix=("store_settings",),
-                                              model=settings_model)) from None
+                                              model=settings_model,
+                                              data=self.store_settings)) from None
         for index, step in enumerate(self.migrations):
             target = registry.get(step.to).settings_model
+            merged = {**self.store_settings, **step.settings}
             try:
-                target.model_validate({**self.store_settings, **step.settings})
+                target.model_validate(merged)
             except ValidationError as error:
                 raise ScenarioError(format_errors(
-                    error, prefix=("migrations", index, "settings"), model=target)) from None
+                    error, prefix=("migrations", index, "settings"), model=target,
+                    data=merged)) from None
         return self
+
+    @model_validator(mode="after")
+    def _fits_together(self) -> Scenario:
+        problems = [problem for check in CROSS_FIELD_CHECKS for problem in check(self)]
+        if problems:
+            raise ScenarioError("\n".join(problems))
+        return self
+
+    @property
+    def end_us(self) -> int:
+        """The last instant of the run: its arrival window and then its drain."""
+        return self.duration_us + self.drain_us
 
     def settings_after(self, step: MigrationStep) -> BaseModel:
         """The settings of the fleet a migration step starts."""
@@ -244,6 +276,62 @@ class Scenario(Model):
     def settings(self) -> BaseModel:
         """The store's settings, validated by its own model."""
         return self.kind.settings_model.model_validate(self.store_settings)
+
+
+# ----------------------------------------------------------- cross-field checks
+# Each yields one line per problem, naming the field path; its docstring is
+# the rule, as the fields reference states it.
+
+
+def _replicas_in_the_fleet(scenario: Scenario) -> Iterator[str]:
+    """A replica a scheduled fault or a migration's keep_running names is one of the
+    fleet's: below fleet.replicas."""
+    replicas = scenario.fleet.replicas
+    named = [(f"faults.schedule.{index}.replica", fault.replica)
+             for index, fault in enumerate(scenario.faults.schedule)
+             if fault.replica is not None and not fault.migration]
+    named += [(f"faults.schedule.{index}.replicas.{position}", replica)
+              for index, fault in enumerate(scenario.faults.schedule) if not fault.migration
+              for position, replica in enumerate(fault.replicas)]
+    named += [(f"migrations.{index}.keep_running.{position}", replica)
+              for index, step in enumerate(scenario.migrations)
+              for position, replica in enumerate(step.keep_running)]
+    for path, replica in named:
+        if replica >= replicas:
+            yield (f"{path}: expected a replica from 0 to {replicas - 1} (fleet.replicas is "
+                   f"{replicas}), got {replica}")
+
+
+def _instants_in_the_run(scenario: Scenario) -> Iterator[str]:
+    """A scheduled fault, a migration and faults.until happen within the run: at most
+    duration + drain."""
+    end = scenario.end_us
+    instants = [(f"faults.schedule.{index}.at", fault.at)
+                for index, fault in enumerate(scenario.faults.schedule)]
+    instants += [(f"migrations.{index}.at", step.at)
+                 for index, step in enumerate(scenario.migrations)]
+    if scenario.faults.until is not None:
+        instants.append(("faults.until", scenario.faults.until))
+    for path, at_us in instants:
+        if at_us > end:
+            yield (f"{path}: expected an instant within the run, at most "
+                   f"{format_duration_us(end)} (duration + drain), got "
+                   f"{format_duration_us(at_us)} (it would never happen)")
+
+
+def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:
+    """A fixed list of arrivals names replicas of the fleet, and times before the
+    duration."""
+    try:
+        scenario.workload.arrivals.check_fits(scenario.fleet.replicas, scenario.duration_us)
+    except ValueError as error:
+        yield str(error)
+
+
+CROSS_FIELD_CHECKS: tuple[Callable[[Scenario], Iterator[str]], ...] = (
+    _replicas_in_the_fleet, _instants_in_the_run, _arrivals_fit_the_run)
+"""The rules between fields, checked when a scenario is read (after each
+field's own domain)."""
 
 
 def _fields_of(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
@@ -263,8 +351,10 @@ def _fields_of(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str
 
 
 def format_errors(error: ValidationError, prefix: tuple[Any, ...] = (),
-                  model: type[BaseModel] | None = Scenario) -> str:
-    """One line per problem: ``path: what was expected (got ...)``."""
+                  model: type[BaseModel] | None = Scenario, data: Any = None) -> str:
+    """One line per problem: ``path: what was expected (got ...)``; a value
+    outside its field's domain is said in the domain's words, and shown as
+    written in ``data`` (the validated input) when it is there."""
     lines = []
     for problem in error.errors():
         location = tuple(problem["loc"])
@@ -275,10 +365,49 @@ def format_errors(error: ValidationError, prefix: tuple[Any, ...] = (),
             message = "unknown field" + (f"; known fields: {', '.join(known)}" if known else "")
         elif problem["type"] == "missing":
             message = "required field is missing"
+        elif _out_of_domain(problem) and (typed := _typed_at(model, location)):
+            given = _as_written(data, location, problem.get("input"))
+            reason = getattr(problem.get("ctx", {}).get("error"), "reason", None)
+            message = f"expected {describe(typed)}, got {given!r}" + (
+                f" ({reason})" if reason else "")
         elif "got" not in message:
             message = f"{message} (got {problem.get('input')!r})"
         lines.append(f"{path}: {message}")
     return "\n".join(lines)
+
+
+OUT_OF_DOMAIN = frozenset({
+    "greater_than", "greater_than_equal", "less_than", "less_than_equal", "int_parsing",
+    "int_parsing_size", "int_from_float", "int_type", "float_parsing", "float_type",
+    "finite_number", "bool_type", "bool_parsing", "literal_error", "enum", "string_type"})
+"""Pydantic's refusals of a value outside its field's domain: they are said
+in the domain's own words, as the fields reference states it."""
+
+
+def _out_of_domain(problem: Any) -> bool:
+    """Pydantic's own refusal of a value outside its domain, or a number
+    field's refusal of what is not a number."""
+    return problem["type"] in OUT_OF_DOMAIN or isinstance(
+        problem.get("ctx", {}).get("error"), NotANumber)
+
+
+def _typed_at(model: type[BaseModel] | None, location: tuple[Any, ...]) -> Any:
+    return field_at(model, location) if model is not None else None
+
+
+def _as_written(data: Any, location: tuple[Any, ...], otherwise: Any) -> Any:
+    """The value at ``location`` in ``data`` (``"0s"``, not the 0 it was read as)."""
+    for part in location:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return otherwise
+    return data
+
+
+def _each_line_from(source: str, detail: str) -> str:
+    """One line per problem, each naming the file (or whatever the scenario came from)."""
+    return "\n".join(f"{source}: {line}" for line in detail.splitlines() if line.strip())
 
 
 def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
@@ -286,16 +415,17 @@ def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ScenarioError as error:
-        raise ScenarioError(f"{source}: invalid scenario\n{error}") from None
+        raise ScenarioError(_each_line_from(source, str(error))) from None
     except ValidationError as error:
         nested = [
             problem for problem in error.errors()
             if isinstance(problem.get("ctx", {}).get("error"), ScenarioError)
         ]
         detail = (
-            "\n".join(str(p["ctx"]["error"]) for p in nested) if nested else format_errors(error)
+            "\n".join(str(p["ctx"]["error"]) for p in nested) if nested
+            else format_errors(error, data=data)
         )
-        raise ScenarioError(f"{source}: invalid scenario\n{detail}") from None
+        raise ScenarioError(_each_line_from(source, detail)) from None
 
 
 def read_toml(path: Path, what: str = "scenario file") -> dict[str, Any]:

@@ -28,11 +28,15 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simulator.distributions import AmountDistribution, DurationDistribution
+from simulator.distributions import CounterDistribution, DurationDistribution
 from simulator.models import Model
+from stores.domains import REDIS_INTEGER_MAX, Integer, Probability
 
 MAX_CALLS_PER_SESSION = 100_000
 """More calls than this in one session is a scenario mistake, not a workload."""
+
+MAX_RETRIES = 1_000
+"""The most re-sends of one call: more is a loop, not a retry policy."""
 
 WHOLE = 2**64 - 1
 """The amount a whole refund sends: "all of it", the seed's ``u64::MAX``. The
@@ -42,25 +46,25 @@ store clamps it to ``i64::MAX`` and the counter at zero: everything goes back.""
 class Counter(Model):
     """One counter every call of a session spends on."""
 
-    amount: AmountDistribution = Field(1, description="What one call spends on it.")
-    limit: int = Field(ge=0, description="The session's budget on this counter.")
+    amount: CounterDistribution = Field(1, description="What one call spends on it.")
+    limit: Integer = Field(ge=0, le=REDIS_INTEGER_MAX,
+                           description="The session's budget on this counter.")
 
 
 class Refunds(Model):
     """Unused amounts given back after a call's work."""
 
-    chance: float = Field(0.0, ge=0.0, le=1.0,
-                          description="Share of committed calls that give something back.")
-    share: float = Field(0.5, ge=0.0, le=1.0,
-                         description="The share of each refunded counter's spend given back.")
+    chance: Probability = Field(
+        0.0, description="Share of committed calls that give something back.")
+    share: Probability = Field(
+        0.5, description="The share of each refunded counter's spend given back.")
     counters: list[str] = Field(default_factory=list,
                                 description="The counters a refund gives back on "
                                 "(default: every counter).")
-    whole: float = Field(0.0, ge=0.0, le=1.0,
-                         description="Share of refunded counters given back whole: the call "
-                         "sends the 'all' amount (u64 max), which the store clamps to i64 max "
-                         "and the counter at zero. Drawn per counter, so one refund may mix "
-                         "whole and partial amounts.")
+    whole: Probability = Field(
+        0.0, description="Share of refunded counters given back whole: the call sends the "
+        "'all' amount (u64 max), which the store clamps to i64 max and the counter at zero. "
+        "Drawn per counter, so one refund may mix whole and partial amounts.")
 
 
 class Sessions(Model):
@@ -82,8 +86,8 @@ class Sessions(Model):
         "1 to the session's prefix plus this name (bookkeeping, such as a count of tool "
         "calls), checked only against the store's own bound and cleared with the session. "
         "Unset: no call adds.")
-    retries: int = Field(1, ge=0, description="Re-sends of a refused or failed call, with "
-                         "the same intent.")
+    retries: Integer = Field(1, ge=0, le=MAX_RETRIES, description="Re-sends of a refused or "
+                             "failed call, with the same intent.")
     retry_after: DurationDistribution = Field("1s", description="The wait before a re-send.")
     cleanup_after: DurationDistribution = Field(
         "0s", description="When the session's counters are cleared, after its end "

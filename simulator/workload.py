@@ -20,34 +20,67 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, PlainSerializer, field_validator
 
-from simulator.arrivals import NO_PINS, Arrivals, Pins, arrivals_as_written, parse_arrivals
+from simulator.arrivals import (
+    ARRIVALS_DOMAIN,
+    NO_PINS,
+    Arrivals,
+    Pins,
+    arrivals_as_written,
+    parse_arrivals,
+)
 from simulator.empirical import AmountSampler, DurationSampler
 from simulator.models import Model
 from simulator.sessions import SessionPlan, Sessions, plan_session
+from stores.domains import Domain, Integer, Probability
 
-_ZIPF = re.compile(r"^\s*zipf\(\s*([0-9.]+)\s*\)\s*$")
+MAX_SUBJECTS = 1_000_000
+"""The most keys a workload names: a million subjects (and namespaces)."""
+MAX_ZIPF_EXPONENT = 50.0
+"""The steepest skew: past it the first subject takes every request anyway,
+and at a million subjects a steeper one overflows a double (1e6 ** 50 is
+1e300, just short of the largest)."""
+
+_ZIPF = re.compile(r"^\s*zipf\(\s*(?P<exponent>[^()]*?)\s*\)\s*$")
+_SKEW_HINT = (f"'uniform' or 'zipf(S)' such as 'zipf(1.1)', S a number from 0 to "
+              f"{MAX_ZIPF_EXPONENT:g} (a steeper skew sends every request to the first "
+              "subject, and its weights overflow a double)")
+
+
+def _zipf_exponent(skew: str) -> float | None:
+    """The exponent of ``zipf(S)``; None for anything else."""
+    match = _ZIPF.match(skew)
+    if match is None:
+        return None
+    try:
+        exponent = float(match["exponent"].replace("_", ""))
+    except ValueError:
+        return None
+    return exponent if 0 <= exponent <= MAX_ZIPF_EXPONENT else None
 
 
 class Keys(Model):
     """The budget keys requests are charged to."""
 
-    namespaces: int = Field(1, ge=1, description="Namespaces; subjects are dealt round-robin.")
-    subjects: int = Field(100, ge=1, description="Subjects in all (each in one namespace).")
-    skew: str = Field(
+    namespaces: Integer = Field(
+        1, ge=1, le=MAX_SUBJECTS,
+        description="Namespaces; subjects are dealt round-robin (more than subjects: as many "
+        "as subjects).")
+    subjects: Integer = Field(100, ge=1, le=MAX_SUBJECTS,
+                              description="Subjects in all (each in one namespace).")
+    skew: Annotated[str, Domain(_SKEW_HINT)] = Field(
         "uniform", description="How requests pick a subject: 'uniform' or 'zipf(S)' (hot keys)."
     )
 
     @field_validator("skew")
     @classmethod
     def _skew(cls, value: str) -> str:
-        if value.strip() != "uniform" and not _ZIPF.match(value):
-            raise ValueError(f"expected 'uniform' or 'zipf(S)' such as 'zipf(1.1)', got {value!r}")
+        if value.strip() != "uniform" and _zipf_exponent(value) is None:
+            raise ValueError(f"expected {_SKEW_HINT}, got {value!r}")
         return value.strip()
 
     @property
     def zipf_exponent(self) -> float:
-        match = _ZIPF.match(self.skew)
-        return float(match.group(1)) if match else 0.0
+        return _zipf_exponent(self.skew) or 0.0
 
 
 # ----------------------------------------------------------------- workload
@@ -56,9 +89,9 @@ class Keys(Model):
 class Streaming(Model):
     """Streamed responses, some of which the client cuts short."""
 
-    share: float = Field(0.0, ge=0.0, le=1.0, description="Share of requests that stream.")
-    cut_short: float = Field(
-        0.0, ge=0.0, le=1.0,
+    share: Probability = Field(0.0, description="Share of requests that stream.")
+    cut_short: Probability = Field(
+        0.0,
         description="Share of streams the client disconnects from, at a uniform fraction of "
         "the way through: duration and actual spend are both scaled by that fraction.",
     )
@@ -68,7 +101,8 @@ class Workload(Model):
     """The traffic: when requests arrive, what they cost, how long they run."""
 
     arrivals: Annotated[
-        Arrivals, BeforeValidator(parse_arrivals), PlainSerializer(arrivals_as_written)
+        Arrivals, BeforeValidator(parse_arrivals), PlainSerializer(arrivals_as_written),
+        ARRIVALS_DOMAIN,
     ] = Field(
         "poisson(100/s)",
         description="Arrival process: 'poisson(500/s)' (fleet-wide, split over the "

@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer
 
+from stores.domains import Domain
+
 MICROSECONDS_PER = {
     "us": 1,
     "µs": 1,
@@ -34,6 +36,10 @@ _RATE = re.compile(rf"^\s*(?P<number>{_NUMBER})\s*/\s*(?P<unit>[a-z]+)\s*$")
 
 MAX_DURATION_US = 3650 * 86_400_000_000
 """The longest duration the lab reads: ten years (a run, a TTL, a latency)."""
+
+MAX_RATE_PER_SECOND = 1_000_000.0
+"""The fastest rate the lab reads: one event a microsecond, the resolution of
+its virtual clock (a replica's arrivals are never closer than that)."""
 
 DURATION_HINT = "a duration such as '250ms', '30s', '10m', '2h' (units: us, ms, s, m, h, d)"
 RATE_HINT = "a rate such as '500/s', '30/min', '1/h'"
@@ -78,7 +84,15 @@ def parse_rate_per_second(value: Any) -> float:
     rate = float(match["number"].replace("_", "")) * PER_SECOND[match["unit"]]
     if not math.isfinite(rate):
         raise ValueError(f"expected a finite rate, got {value!r}")
+    if rate > MAX_RATE_PER_SECOND:
+        raise ValueError(f"expected a rate of at most {format_rate(MAX_RATE_PER_SECOND)} (one "
+                         f"event a microsecond, the virtual clock's resolution), got {value!r}")
     return rate
+
+
+def format_rate(per_second: float) -> str:
+    """A rate as people write it: ``1000000/s``, ``0.5/s``."""
+    return f"{per_second:g}/s" if per_second < 1e6 else f"{per_second:.0f}/s"
 
 
 def format_duration_us(microseconds: int) -> str:
@@ -94,6 +108,7 @@ DurationUs = Annotated[
     int,
     BeforeValidator(parse_duration_us),
     PlainSerializer(format_duration_us, return_type=str),
+    Domain("a duration", 0, MAX_DURATION_US, format_duration_us),
 ]
 """A pydantic field written as ``"30s"`` and held as integer microseconds."""
 
@@ -101,8 +116,11 @@ DurationMs = Annotated[
     int,
     BeforeValidator(parse_duration_ms),
     PlainSerializer(lambda ms: format_duration_us(ms * 1_000), return_type=str),
+    Domain("a duration in whole milliseconds", 0, MAX_DURATION_US // 1_000,
+           lambda ms: format_duration_us(ms * 1_000)),
 ]
 """A pydantic field written as ``"30s"`` and held as integer milliseconds."""
 
-RatePerSecond = Annotated[float, BeforeValidator(parse_rate_per_second)]
+RatePerSecond = Annotated[float, BeforeValidator(parse_rate_per_second),
+                          Domain("a rate", 0.0, MAX_RATE_PER_SECOND, format_rate)]
 """A pydantic field written as ``"500/s"`` and held as events per second."""

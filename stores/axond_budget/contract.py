@@ -27,6 +27,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from stores.domains import Amount
 from stores.quantities import DurationMs
 
 
@@ -157,12 +158,11 @@ class SharedSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
-    subject_cap_microdollars: int = Field(
-        1_000_000, ge=0, description="Spend cap of one (namespace, subject), in micro-dollars."
+    subject_cap_microdollars: Amount = Field(
+        1_000_000, description="Spend cap of one (namespace, subject), in micro-dollars."
     )
-    namespace_cap_microdollars: int | None = Field(
+    namespace_cap_microdollars: Amount | None = Field(
         None,
-        ge=0,
         description="Spend cap of a whole namespace; set, it selects the v2 layout.",
     )
     # gt=0: a hold that expires as it is made reserves nothing, so every
@@ -187,8 +187,8 @@ class SharedSettings(BaseModel):
 class NamespaceCapSettings(SharedSettings):
     """Settings of a store that always runs the v2 layout: the namespace cap is required."""
 
-    namespace_cap_microdollars: int | None = Field(
-        None, ge=0, description="Spend cap of a whole namespace, in micro-dollars (required)."
+    namespace_cap_microdollars: Amount | None = Field(
+        None, description="Spend cap of a whole namespace, in micro-dollars (required)."
     )
 
     @field_validator("namespace_cap_microdollars")

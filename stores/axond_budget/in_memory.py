@@ -48,6 +48,7 @@ from stores.axond_budget.contract import (
     UnavailablePolicy,
     require_amount,
 )
+from stores.domains import Amount, Integer
 from stores.ports import Runtime
 from stores.quantities import DurationMs
 
@@ -56,13 +57,17 @@ BACKEND = "in_memory"
 logger = logging.getLogger(__name__)
 
 
+MAX_LEDGERS = 10_000_000
+"""The largest ``max_subjects`` (and ``namespace_count``) a replica is configured with."""
+
+
 class InMemorySettings(BaseModel):
     """Settings of the per-replica in-memory budget store."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
-    subject_cap_microdollars: int = Field(
-        1_000_000, ge=0, description="Spend cap of one (namespace, subject), in micro-dollars."
+    subject_cap_microdollars: Amount = Field(
+        1_000_000, description="Spend cap of one (namespace, subject), in micro-dollars."
     )
     # An idle TTL of zero stays allowed: an empty ledger is then evictable as
     # soon as it is idle, and only when room is needed; memory traded against
@@ -81,12 +86,13 @@ class InMemorySettings(BaseModel):
         alias="reservation_ttl",
         description="How long a hold outlives a request that never settles, e.g. '5m'.",
     )
-    max_subjects: int = Field(
-        10_000, ge=1, description="Most ledgers this replica retains at once."
+    max_subjects: Integer = Field(
+        10_000, ge=1, le=MAX_LEDGERS, description="Most ledgers this replica retains at once."
     )
-    namespace_count: int = Field(
+    namespace_count: Integer = Field(
         1,
         ge=0,
+        le=MAX_LEDGERS,
         description="How many namespaces are configured; each gets an equal share of "
         "max_subjects as a guaranteed floor (0 turns floors off).",
     )

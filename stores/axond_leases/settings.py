@@ -11,10 +11,13 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from stores.axond_leases.contract import UnavailablePolicy
+from stores.domains import Integer
 from stores.quantities import DurationMs
 
 INVOKE_CONCURRENCY = 64
 RELEASE_RETRY_CONCURRENCY = 16
+MAX_CONCURRENCY = 1_000_000
+"""The largest of the limits below: leases in flight, invokes, release retries."""
 
 
 class LeaseSettings(BaseModel):
@@ -23,8 +26,9 @@ class LeaseSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     key_prefix: str = Field("axond:rate_limit", description="Prefix of every key the store writes.")
-    max_in_flight: int = Field(
-        10, ge=1, description="Leases one (namespace, subject) may hold at once, fleet-wide."
+    max_in_flight: Integer = Field(
+        10, ge=1, le=MAX_CONCURRENCY,
+        description="Leases one (namespace, subject) may hold at once, fleet-wide."
     )
     # gt=0: a lease that expires as it is written limits nothing.
     lease_ttl_ms: DurationMs = Field(
@@ -45,13 +49,13 @@ class LeaseSettings(BaseModel):
         UnavailablePolicy.DENY,
         description="'deny' (fail-closed) or 'allow' (fail-open) when the store cannot answer.",
     )
-    shared_invoke_concurrency: int = Field(
-        INVOKE_CONCURRENCY, ge=1,
+    shared_invoke_concurrency: Integer = Field(
+        INVOKE_CONCURRENCY, ge=1, le=MAX_CONCURRENCY,
         description="Invokes in flight on the shared connection at once; past it acquires "
                     "are refused as unavailable, never queued.",
     )
-    release_retry_concurrency: int = Field(
-        RELEASE_RETRY_CONCURRENCY, ge=1,
+    release_retry_concurrency: Integer = Field(
+        RELEASE_RETRY_CONCURRENCY, ge=1, le=MAX_CONCURRENCY,
         description="Release retries on fresh connections at once, per process; past it an "
                     "attempt is skipped, never queued.",
     )

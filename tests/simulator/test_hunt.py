@@ -118,7 +118,7 @@ def test_a_reference_of_another_shape_is_refused_before_any_run():
     with pytest.raises(ValueError, match="unknown store 'axond_budget.nope'"):
         Hunt(SPLIT, reference="axond_budget.nope")
     with pytest.raises(ScenarioError, match="with the reference store 'axond_budget.redis_v2': "
-                                            "invalid scenario\nstore_settings.namespace_cap"):
+                                            "store_settings.namespace_cap"):
         Hunt(SPLIT, reference="axond_budget.redis_v2")
     with pytest.raises(ValueError, match="give an invariant"):
         Hunt(SPLIT)

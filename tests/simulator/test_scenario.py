@@ -161,7 +161,8 @@ def test_the_fields_reference_in_the_docs_matches_the_code():
 def test_a_reservation_ttl_of_zero_is_refused_by_every_budget_store(store, settings, ttl):
     message = errors_of({"store": store,
                          "store_settings": {**settings, "reservation_ttl": ttl}})
-    assert "store_settings.reservation_ttl: Input should be greater than 0" in message
+    assert ("store_settings.reservation_ttl: expected a duration in whole milliseconds, "
+            f"more than 0 and at most 3650d, got {ttl!r}") in message
 
 
 def test_run_refuses_a_zero_or_negative_reservation_ttl_naming_the_field(tmp_path, capsys):

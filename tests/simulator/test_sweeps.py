@@ -106,7 +106,8 @@ def test_a_point_is_known_by_its_values_so_an_edited_sweep_keeps_its_finished_po
 @pytest.mark.parametrize("sweep, message", [
     ('seeds = 1\nsceanrio = "x"\n[vary]\n"network.reply_loss" = [0.1]\n',
      "sceanrio: unknown field"),
-    ('[vary]\n"network.reply_loss" = [0.0, 2.0]\n', "network.reply_loss: Input should be less"),
+    ('[vary]\n"network.reply_loss" = [0.0, 2.0]\n',
+     "network.reply_loss: expected a number from 0 to 1"),
     ('[vary]\n"network.reply_losss" = [0.1]\n', "network.reply_losss: unknown field"),
     ('design = "random"\n[vary]\n"network.reply_loss" = [0.1]\n', "samples: a random design"),
     ('[vary]\n"network.reply_loss" = { low = 0.2, high = 0.1, steps = 2 }\n',
