@@ -2,14 +2,16 @@
 
 Exit status: 0 done, 1 the simulation itself failed (a bug in a store or in
 the lab: the message names the seed and the virtual time), 2 the input was
-wrong (the message says which field, what was wanted, what was given), 3 the
-run finished but an ``[expect]`` threshold of the scenario failed.
+wrong (the message says which field, what was wanted, what was given) or a run
+would pass, or passed, its limits (``simulator.run_limits``), 3 the run
+finished but an ``[expect]`` threshold of the scenario failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tomllib
 from collections.abc import Callable
@@ -32,7 +34,8 @@ from simulator.races import involved_events, load_report, replay, timeline_sampl
 from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
 from simulator.run_diff import diff_table, read_summary
-from simulator.scenario import ScenarioError, load_scenario, parse_scenario
+from simulator.run_limits import parse_memory_bytes
+from simulator.scenario import ScenarioError, load_scenario, parse_scenario, set_dotted
 from simulator.strategies import ALL_FAULTS, REPLICA_FAULTS
 from simulator.sweeps import SweepInterrupted, load_sweep, run_sweep
 from simulator.timeline import draw_timeline
@@ -63,6 +66,33 @@ def _override(text: str) -> tuple[str, Any]:
     return path.strip(), value
 
 
+def _count(text: str) -> int:
+    """``--max-events 5e8``: a whole number of at least 1 (also ``500_000_000``)."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        value = 0.0
+    if not (math.isfinite(value) and value >= 1 and value.is_integer()):
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of at least 1, such as 500000000 or 5e8, got {text!r}")
+    return int(value)
+
+
+def _memory(text: str) -> int:
+    """``--max-memory 16GiB``: a memory size, in bytes."""
+    try:
+        return parse_memory_bytes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _limit_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--max-*`` flags given, as overrides of the scenario's ``[limits]``."""
+    flags = {"limits.max_events": args.max_events, "limits.max_memory": args.max_memory,
+             "limits.max_keys": args.max_keys}
+    return {path: value for path, value in flags.items() if value is not None}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m simulator",
@@ -74,8 +104,21 @@ def build_parser() -> argparse.ArgumentParser:
     plugins.add_argument("--plugin", dest="plugins", action="append", default=[],
                          metavar="MODULE", help="import this Python module first: it registers "
                          "store kinds from outside the lab (found on PYTHONPATH; repeatable)")
+    # --max-events, --max-memory, --max-keys, for every command that runs scenarios
+    # (simulator.run_limits): the same as the scenario's [limits] table, and over it.
+    limits = argparse.ArgumentParser(add_help=False)
+    limits.add_argument("--max-events", type=_count, metavar="N",
+                        help="kernel events a run may take: one estimated past it is refused "
+                        "before it starts, one that gets there is stopped (default 200 "
+                        "million; [limits] max_events)")
+    limits.add_argument("--max-memory", type=_memory, metavar="SIZE",
+                        help="memory a run's process may reach, e.g. 16GiB, checked the same "
+                        "way (default: 8GiB or half of the machine's, whichever is smaller; "
+                        "[limits] max_memory)")
+    limits.add_argument("--max-keys", type=_count, metavar="N",
+                        help="keys a run may hold (default 10 million; [limits] max_keys)")
 
-    run = commands.add_parser("run", parents=[plugins],
+    run = commands.add_parser("run", parents=[plugins, limits],
                               help="run one scenario and print its invariant summary")
     run.add_argument("scenario", type=Path, help="a scenario TOML file")
     run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
@@ -132,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "postgresql://USER@HOST:PORT/DB")
 
     hunt_cmd = commands.add_parser(
-        "hunt", parents=[plugins],
+        "hunt", parents=[plugins, limits],
         help="search fault schedules that break an invariant; write a race report")
     hunt_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
     hunt_cmd.add_argument("--invariant", metavar="EXPR",
@@ -161,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "that first broke, and a count every 25 runs)")
 
     sweep_cmd = commands.add_parser(
-        "sweep", parents=[plugins],
+        "sweep", parents=[plugins, limits],
         help="run a scenario over a grid or random design of parameters x seeds")
     sweep_cmd.add_argument("sweep", type=Path, help="a sweep TOML file, data/sweeps/*.toml")
     sweep_cmd.add_argument("--out", type=Path,
@@ -193,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="small workloads, under a minute: a smoke test")
 
     check_cmd = commands.add_parser(
-        "check", parents=[plugins],
+        "check", parents=[plugins, limits],
         help="validate a scenario, its plugins and its [expect] metric names without running it")
     check_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
     check_cmd.add_argument("--set", dest="overrides", type=_override, action="append",
@@ -294,8 +337,13 @@ def _sweep(args: argparse.Namespace) -> int:
         raise ValueError(f"--workers: at least 1, got {args.workers}")
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds: at least 1, got {args.seeds}")
-    sweep = load_sweep(args.sweep, seeds=args.seeds, set_fields=dict(args.overrides),
+    sweep = load_sweep(args.sweep, seeds=args.seeds,
+                       set_fields=dict(args.overrides) | _limit_overrides(args),
                        plugins=args.plugins)
+    for point in sweep.points:  # every point within its limits before any run
+        problems = preflight.over_limits(sweep.scenario_at(point), sweep.backend)
+        if problems:
+            raise ScenarioError(f"{args.sweep}: the point {point.parameters}: {problems[0]}")
     out = args.out or Path("data/results/sweeps") / sweep.name
     print(f"sweep {sweep.name}: {len(sweep.points)} point(s) x {len(sweep.seeds)} seed(s), "
           f"varying {', '.join(sweep.parameters)}", file=sys.stderr)
@@ -335,6 +383,8 @@ def _hunt(args: argparse.Namespace) -> int:
                 time_budget_s=budget_s, max_faults=args.max_faults,
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
                 progress=each_run if args.verbose else phases)
+    for path, value in _limit_overrides(args).items():
+        set_dotted(hunt.data, path, value)  # every run of the hunt has them
     try:
         with quiet_store_logs():
             found = hunt.search()
@@ -408,7 +458,8 @@ def _run(args: argparse.Namespace) -> int:
     _report_file(args.html)
     _output_directory(args.out)
     per_key = {"metrics.per_key": True} if args.html else {}  # the report's record panel
-    scenario = load_scenario(args.scenario, dict(args.overrides) | per_key)
+    scenario = load_scenario(args.scenario,
+                             dict(args.overrides) | per_key | _limit_overrides(args))
     # What check finds is refused before the run, not reported after it.
     problems = preflight.problems(scenario, args.backend)
     if problems:
@@ -461,7 +512,7 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     """``check``: the scenario validated, its plugins imported and its
     ``[expect]`` names known, without running it; one line either way."""
-    scenario = load_scenario(args.scenario, dict(args.overrides))
+    scenario = load_scenario(args.scenario, dict(args.overrides) | _limit_overrides(args))
     problems = preflight.problems(scenario, args.backend)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
@@ -474,6 +525,7 @@ def _check(args: argparse.Namespace) -> int:
     print(f"ok: {args.scenario}: store {scenario.store} (family "
           f"{family_of(scenario.kind).name}), {expect}"
           + (f", plugins {', '.join(dict.fromkeys(plugins))}" if plugins else ""))
+    print(preflight.work_line(scenario, args.backend))
     return 0
 
 

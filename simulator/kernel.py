@@ -18,6 +18,11 @@ Rules kept here:
 * A paused owner's wake-ups are held until the pause ends (stop-the-world).
 * Wake-ups carry the process's ``token``; stepping a process advances it, so a
   second wake-up for the same wait (a reply after a timeout) is ignored.
+* A guard (``set_guard``) is called between two events every so many events
+  (counted across ``run`` calls) and may stop the run by raising: a run that
+  outgrows its budget ends with a message rather than swapping or being
+  killed. Counting costs the loop nothing per event: it runs stretches of
+  events as a ``for`` over ``repeat``, each ending where the guard is due.
 * A wake-up is ``(process, token, value, error)``. It is either an event of
   its own (``wake``, ``spawn``, ``cancel``, a sleep's end) or what an event's
   callback returns (a link delivering a reply): the kernel steps the process
@@ -30,6 +35,7 @@ from __future__ import annotations
 from asyncio import CancelledError
 from collections.abc import Callable, Coroutine
 from heapq import heappop, heappush
+from itertools import repeat
 from typing import Any
 
 from simulator.traps import Join, Send, Sleep
@@ -95,6 +101,14 @@ def _WAKE_UP(*_: Any) -> None:  # noqa: N802 - a marker, named like a constant
     raise AssertionError("a wake-up event is stepped by Kernel.run, never called")
 
 
+UNGUARDED = 1 << 30
+"""Events between two calls of the guard a kernel has before it is given one."""
+
+
+def _unguarded() -> int:
+    return UNGUARDED
+
+
 class Kernel:
     """Runs events in virtual-time order."""
 
@@ -106,7 +120,7 @@ class Kernel:
     # gets the next sequence number at the moment it is scheduled, so traces
     # stay the same.
     __slots__ = ("seed", "now", "swallowed_io", "_heap", "_sequence", "_discarded", "current",
-                 "_graveyard", "_owners")
+                 "_graveyard", "_owners", "_guard", "_until_guard")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
@@ -119,6 +133,16 @@ class Kernel:
         self.current: Process | None = None
         self._graveyard: list[Process] = []
         self._owners: list[Owner] = []
+        self._guard: Callable[[], int] = _unguarded
+        self._until_guard = UNGUARDED
+        """Events the run loop may step before it calls the guard."""
+
+    def set_guard(self, guard: Callable[[], int], every: int) -> None:
+        """Call ``guard()`` once ``every`` more events have run, just before the
+        next one; it returns the same count to its next call, and raises to
+        stop the run (``simulator.run_limits``)."""
+        self._guard = guard
+        self._until_guard = max(1, every)
 
     @property
     def events_run(self) -> int:
@@ -152,8 +176,25 @@ class Kernel:
     def run(self, until_us: int) -> None:
         """Run every event due up to and including ``until_us``."""
         heap = self._heap
+        # In stretches that end where the guard is due; what is left of one
+        # carries over to the next ``run``.
+        while True:
+            first = self.events_run
+            self._run_events(until_us, self._until_guard)
+            self._until_guard -= self.events_run - first
+            if not (heap and heap[0][0] <= until_us):
+                break
+            self._until_guard = self._guard()  # an event is due: the stretch ran out
+        if until_us > self.now:
+            self.now = until_us
+
+    def _run_events(self, until_us: int, most: int) -> None:
+        """Run the events due up to ``until_us``, at most ``most`` of them."""
+        heap = self._heap
         pop = heappop
-        while heap and heap[0][0] <= until_us:
+        for _ in repeat(None, most):
+            if not heap or heap[0][0] > until_us:
+                return
             time_us, _, callback, args = pop(heap)
             self.now = time_us
             wake_up = args if callback is _WAKE_UP else callback(*args)
@@ -200,8 +241,6 @@ class Kernel:
                 self._on_join(process, trap)
             else:
                 raise SimulationError(self._unknown_trap(process, trap))
-        if until_us > self.now:
-            self.now = until_us
 
     # -- processes --------------------------------------------------------
 

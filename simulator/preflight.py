@@ -1,5 +1,7 @@
-"""Checking a scenario without running it: the metrics it can report, and
-whether its ``[expect]`` entries name them.
+"""Checking a scenario without running it: the metrics it can report,
+whether its ``[expect]`` entries name them, and whether the work a run would
+take fits the scenario's limits (``simulator.work_estimate``,
+``simulator.run_limits``).
 
 ``python -m simulator check`` prints what this finds; ``run`` refuses a
 scenario with a problem before it starts, and ``hunt`` a breaking condition
@@ -23,7 +25,9 @@ from simulator.expectations import Condition, parse_expectation, unknown_metrics
 from simulator.families import Family, family_of
 from simulator.report import BACKEND_TOTALS, DETERMINISM, RUN_FIELDS, RUN_TOTALS, TEXT_FIELDS
 from simulator.run import COUNTED_EVENTS, resolve_backend
+from simulator.run_limits import count, format_bytes, refusals, run_limits
 from simulator.scenario import Scenario, ScenarioError
+from simulator.work_estimate import WorkEstimate, estimate_work
 
 
 class UnknownMetric(ValueError):
@@ -86,7 +90,8 @@ def refuse_unknown(condition: Condition, known: KnownMetrics) -> None:
 def problems(scenario: Scenario, backend: str | None = None) -> list[str]:
     """One line per problem found without running ``scenario``: a backend
     its store cannot run on, a family nobody registered, an ``[expect]``
-    entry naming an unknown metric. Empty when it is ready to run."""
+    entry naming an unknown metric, work past the scenario's limits. Empty
+    when it is ready to run."""
     try:
         known = known_metrics(scenario, backend)
     except ScenarioError as error:
@@ -97,4 +102,22 @@ def problems(scenario: Scenario, backend: str | None = None) -> list[str]:
             refuse_unknown(parse_expectation(name, text), known)
         except UnknownMetric as error:
             found.append(f"expect.{name}: {error}")
-    return found
+    return found + over_limits(scenario, backend)
+
+
+def over_limits(scenario: Scenario, backend: str | None = None) -> list[str]:
+    """A line naming the limits a run of ``scenario`` would pass; empty when it fits."""
+    return refusals(work(scenario, backend), run_limits(scenario.limits))
+
+
+def work(scenario: Scenario, backend: str | None = None) -> WorkEstimate:
+    """The work a run of ``scenario`` (on ``backend``, else its own) would take."""
+    return estimate_work(scenario, resolve_backend(scenario, backend))
+
+
+def work_line(scenario: Scenario, backend: str | None = None) -> str:
+    """The estimate against the limits, in one line, as ``check`` prints it."""
+    limits = run_limits(scenario.limits)
+    return (f"work: {work(scenario, backend).describe()} (limits: "
+            f"{count(limits.max_events)} events, {format_bytes(limits.max_memory)}, "
+            f"{count(limits.max_keys)} keys)")

@@ -28,12 +28,14 @@ from simulator.network import LinkSettings
 from simulator.operations import PreparedMigration
 from simulator.oracle.protocol import CORE_FACTS, Oracle, ReplicaObserver
 from simulator.pipeline import DeferredOracle
+from simulator.run_limits import RunGuard, refuse_beyond, run_limits
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
 from simulator.server import Eviction, Server
 from simulator.service import ServiceNode
 from simulator.streams import Streams
 from simulator.trace import Trace
+from simulator.work_estimate import estimate_work
 from simulator.workload import KeySpace, RequestSource
 from simulator.world import World
 from stores import registry
@@ -125,8 +127,14 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         family = family_of(kind)
     except ValueError as error:
         raise ScenarioError(f"store: {error}") from None
+    # Judged before anything is built: a run past its limits is refused at
+    # once, and one that outgrows its estimate is stopped as it runs.
+    limits = run_limits(scenario.limits)
+    estimate = estimate_work(scenario, spec)
+    refuse_beyond(estimate, limits)
     settings = scenario.settings
     kernel = Kernel(seed)
+    RunGuard(kernel, limits, estimate, scenario.end_us).install()
     streams = Streams(seed)
     trace = Trace()
     oracle = family.oracle(scenario, kind, settings)

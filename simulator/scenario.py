@@ -36,6 +36,7 @@ from simulator.expectations import parse_expectation
 from simulator.faults import Faults, ServerSettings
 from simulator.field_domains import describe, field_at
 from simulator.models import MAX_REPLICAS, Model, ReplicaIndex
+from simulator.run_limits import Limits
 from simulator.sessions import MAX_RETRIES
 from simulator.workload import Workload
 from stores import registry
@@ -205,6 +206,8 @@ class Scenario(Model):
         default_factory=list, description="Operator migrations during the run.")
     server: ServerSettings = Field(ServerSettings(), description="The Redis server.")
     metrics: Metrics = Field(Metrics(), description="The metrics time series.")
+    limits: Limits = Field(Limits(), description="How much work a run may do: refused before "
+                           "it starts past these (estimated), stopped past them as it runs.")
     expect: dict[str, Annotated[str, AfterValidator(_comparison)]] = Field(
         default_factory=dict,
         description="Thresholds on summary metrics, e.g. cap_overshoot_max_ratio = "

@@ -307,9 +307,10 @@ def test_run_refuses_a_junit_path_that_is_a_directory(v2_file, tmp_path, capsys)
 def test_check_says_ok_in_one_line_without_running(v2_file, capsys, monkeypatch):
     monkeypatch.setattr(cli_module, "run_scenario", None)  # a run would fail loudly
     assert main(["check", str(v2_file)]) == 0
-    out = capsys.readouterr().out
-    assert out == (f"ok: {v2_file}: store axond_budget.redis_v2 (family axond_budget), "
-                   "2 [expect] entries, every metric known\n")
+    ok, work = capsys.readouterr().out.splitlines()  # then the work a run would take
+    assert ok == (f"ok: {v2_file}: store axond_budget.redis_v2 (family axond_budget), "
+                  "2 [expect] entries, every metric known")
+    assert work.startswith("work: about ") and "(limits: 200 million events" in work
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
