@@ -191,8 +191,11 @@ class Sweep:
     def fingerprint(self) -> str:
         """What a result depends on besides its point: the base scenario, the
         backend, and the lab's own code (a changed simulator or store may give
-        different results, so its old runs are not reused)."""
-        canonical = json.dumps({"base": self.base, "backend": self.backend,
+        different results, so its old runs are not reused). Not its work
+        ``limits``: they decide whether a run may start, never what it gives,
+        so raising one reruns nothing already done."""
+        base = {key: value for key, value in self.base.items() if key != "limits"}
+        canonical = json.dumps({"base": base, "backend": self.backend,
                                 "code": code_fingerprint(),
                                 "plugins": plugins_fingerprint(self.base.get("plugins", []))},
                                sort_keys=True, default=str)

@@ -317,3 +317,14 @@ def test_workers_sharing_a_real_redis_each_run_under_their_own_prefix_and_clean_
     assert row["trace_fingerprint"] == alone["trace_fingerprint"]
     client = redis.Redis.from_url(redis_url)
     assert list(client.scan_iter(match="lab:*")) == []
+
+
+def test_raising_a_work_limit_keeps_the_sweeps_results_reusable():
+    from simulator.sweeps import load_sweep
+
+    path = REPO / "data" / "sweeps" / "smoke.toml"
+    plain = load_sweep(path)
+    raised = load_sweep(path, set_fields={"limits.max_events": 500_000_000})
+    changed = load_sweep(path, set_fields={"duration": "4s"})
+    assert raised.fingerprint == plain.fingerprint
+    assert changed.fingerprint != plain.fingerprint
