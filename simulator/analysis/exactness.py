@@ -37,10 +37,9 @@ from __future__ import annotations
 
 import copy
 import math
-import multiprocessing
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ from simulator.backends import BackendSpec, open_redis_backend
 from simulator.backends.local_server import redis_binary, throwaway_redis
 from simulator.run import run_scenario
 from simulator.scenario import parse_scenario, read_toml, set_dotted
+from simulator.sweeps.lifeline import tethered_pool
 from stores.quantities import parse_duration_us
 
 BASE_SCENARIO = lab_path("data", "scenarios", "exactness-hot-namespace.toml")
@@ -266,8 +266,7 @@ def run_tasks(tasks: Sequence[Task], backend_kind: str, workers: int | None = No
                 results[index] = measure(task, backend_kind)
                 bar.update(1)
         else:
-            context = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(workers, mp_context=context) as executor:
+            with tethered_pool(workers) as executor:
                 futures = {executor.submit(measure, task, backend_kind): index
                            for index, task in enumerate(tasks)}
                 for future in as_completed(futures):

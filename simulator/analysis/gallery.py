@@ -22,10 +22,10 @@ Nothing here is random: a replay depends only on the report.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from simulator.analysis import lab_path
 from simulator.expectations import Expectation
 from simulator.races import RaceReport, load_report, replay
 from simulator.scenario import parse_scenario
+from simulator.sweeps.lifeline import tethered_pool
 
 TIMELINE_SAMPLE_EVERY = "20ms"
 """Sampling interval of the replays, as ``replay --plot`` uses: fine enough for
@@ -175,10 +176,10 @@ def replay_side(path: Path, against_fixed: bool, timeline: Path | None = None,
                 divergence=found.divergence, timeline=timeline)
 
 
-def _executor(workers: int) -> Executor:
+def _executor(workers: int) -> AbstractContextManager[Executor]:
     # forkserver, as the sweeps do: workers start clean, not as forks of a
-    # kernel that holds threads.
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+    # kernel that holds threads; and they die with the notebook's kernel.
+    return tethered_pool(workers)
 
 
 def run_gallery(paths: Sequence[Path], out_dir: Path, workers: int | None = None,

@@ -51,7 +51,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from types import TracebackType
@@ -83,6 +85,15 @@ class Lifeline:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.cut()
+
+
+@contextmanager
+def tethered_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A forkserver process pool whose workers die with this process (or when
+    the block is left), for a notebook's or a library's own parallel runs."""
+    with Lifeline() as lifeline, lifeline.pool(
+            workers, multiprocessing.get_context("forkserver")) as pool:
+        yield pool
 
 
 def hold(reader: Connection) -> None:
