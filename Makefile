@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lab lint fields clean
+.PHONY: demo test fuzz-scenarios lab lint fields clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the lab needs Python 3.11 or newer (set PYTHON=...)")'
@@ -24,6 +24,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+## fuzz-scenarios: the malformed-scenario property test at length, randomized (LAB_FUZZ_EXAMPLES checks, a twentieth as many runs)
+LAB_FUZZ_EXAMPLES ?= 5000
+fuzz-scenarios: $(STAMP)
+	LAB_FUZZ_EXAMPLES=$(LAB_FUZZ_EXAMPLES) $(BIN)/python -m pytest -q \
+		tests/simulator/test_malformed_scenarios.py -k answers_any_malformed
 
 # JupyterLab and its notebook extras, on first use of `make lab`.
 LAB_STAMP := $(VENV)/.installed-notebooks

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationError, model_validator
 
+from simulator.field_domains import field_path
 from simulator.models import Model, ReplicaIndex
 from stores.domains import MAX_AMOUNT, Amount, Domain, spell_number
 from stores.quantities import (
@@ -246,7 +247,7 @@ def _validated(model: type[Arrivals], data: Mapping[str, Any]) -> Any:
 
 
 def _describe(problem: Any, model: type[Arrivals]) -> str:
-    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{field_path([part])}"
                     for part in problem["loc"]).lstrip(".")
     message = problem["msg"].removeprefix("Value error, ")
     if problem["type"] == "extra_forbidden":

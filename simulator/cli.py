@@ -35,7 +35,7 @@ from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
 from simulator.run_diff import diff_table, read_summary
 from simulator.run_limits import parse_memory_bytes
-from simulator.scenario import ScenarioError, load_scenario, parse_scenario, set_dotted
+from simulator.scenario import Scenario, ScenarioError, load_scenario, parse_scenario, set_dotted
 from simulator.strategies import ALL_FAULTS, REPLICA_FAULTS
 from simulator.sweeps import SweepInterrupted, load_sweep, run_sweep
 from simulator.timeline import draw_timeline
@@ -304,6 +304,20 @@ def _exit_code_of(action: Callable[[], int]) -> int:
         # A path the user gave that cannot be read or written as asked.
         print(f"error: {error.strerror or error}: {error.filename}", file=sys.stderr)
         return USER_ERROR
+    except MemoryError:
+        # The process's own ceiling (ulimit -v, a container) came before the
+        # run's memory guard could stop it: still one line, never a traceback.
+        print("error: out of memory before the run reached its memory limit (this process "
+              "may have less: ulimit -v, a container); make the scenario smaller, or set "
+              "--max-memory to what the process may have", file=sys.stderr)
+        return USER_ERROR
+
+
+def _problems_before_running(scenario: Scenario, args: argparse.Namespace) -> list[str]:
+    """What ``check`` finds, one line a problem, each naming the file as the
+    scenario's own refusals do."""
+    return [f"{args.scenario}: {problem}"
+            for problem in preflight.problems(scenario, args.backend)]
 
 
 def _output_directory(path: Path | None, option: str = "--out") -> None:
@@ -461,7 +475,7 @@ def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario,
                              dict(args.overrides) | per_key | _limit_overrides(args))
     # What check finds is refused before the run, not reported after it.
-    problems = preflight.problems(scenario, args.backend)
+    problems = _problems_before_running(scenario, args)
     if problems:
         raise ScenarioError("\n".join(problems))
     if args.junit is not None and args.junit.is_dir():
@@ -513,7 +527,7 @@ def _check(args: argparse.Namespace) -> int:
     """``check``: the scenario validated, its plugins imported and its
     ``[expect]`` names known, without running it; one line either way."""
     scenario = load_scenario(args.scenario, dict(args.overrides) | _limit_overrides(args))
-    problems = preflight.problems(scenario, args.backend)
+    problems = _problems_before_running(scenario, args)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems:

@@ -1,4 +1,5 @@
-"""A field's domain in words, read from the model that enforces it.
+"""A field's domain in words, read from the model that enforces it, and its
+path as a refusal names it.
 
 The fields reference (``simulator.field_reference``) states every field's
 domain, and a value outside it is refused with the same words
@@ -12,6 +13,7 @@ documentation cannot drift from what is checked.
 from __future__ import annotations
 
 import enum
+import json
 import types
 import typing
 from collections.abc import Iterable, Sequence
@@ -144,3 +146,19 @@ def _range(low: Bound, high: Bound, spell: Any) -> str:
     if high:
         parts.append(f"at most {spell(high[0])}" if high[1] else f"less than {spell(high[0])}")
     return (", " + " and ".join(parts)) if parts else ""
+
+
+def field_path(parts: Iterable[Any]) -> str:
+    """A field's path as a refusal names it, ``faults.schedule.0.replica``: a
+    key holding a space, a quote or a character that does not print (a line
+    break) is quoted as TOML quotes it (``fleet."rep\\nlicas"``), so a user's
+    key can neither split the one line its problem is said in nor blur where
+    it starts and ends. (A dotted key stays bare: a sweep's ``vary`` names
+    fields by their dotted paths.)"""
+    return ".".join(str(part) if isinstance(part, int) or _plain(str(part))
+                    else json.dumps(str(part)) for part in parts)
+
+
+def _plain(key: str) -> bool:
+    return bool(key) and key.isprintable() and not any(
+        character.isspace() or character in "\"\\" for character in key)

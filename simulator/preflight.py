@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from simulator.expectations import Condition, parse_expectation, unknown_metrics
 from simulator.families import Family, family_of
+from simulator.field_domains import field_path
 from simulator.report import BACKEND_TOTALS, DETERMINISM, RUN_FIELDS, RUN_TOTALS, TEXT_FIELDS
 from simulator.run import COUNTED_EVENTS, resolve_backend
 from simulator.run_limits import count, format_bytes, refusals, run_limits
@@ -101,7 +102,7 @@ def problems(scenario: Scenario, backend: str | None = None) -> list[str]:
         try:
             refuse_unknown(parse_expectation(name, text), known)
         except UnknownMetric as error:
-            found.append(f"expect.{name}: {error}")
+            found.append(f"{field_path(('expect', name))}: {error}")
     return found + over_limits(scenario, backend)
 
 

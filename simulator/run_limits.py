@@ -21,8 +21,9 @@ run two ways:
 Both raise ``WorkLimitExceeded``, a ``ValueError``: the command line reports
 it as an input error (exit 2). The defaults are ``DEFAULT_MAX_EVENTS``
 kernel events (hours of wall time), ``DEFAULT_MAX_KEYS`` keys,
-and 8 GiB of memory or half of the machine's (its cgroup's, in a container),
-whichever is smaller, judged on the machine that runs the run.
+and 8 GiB of memory or half of the machine's (its cgroup's, in a container;
+the process's address space, under ``ulimit -v``), whichever is smaller,
+judged on the machine that runs the run.
 """
 
 from __future__ import annotations
@@ -145,8 +146,14 @@ def default_max_memory() -> int:
 
 
 def machine_memory() -> int | None:
-    """The memory this process may have: the machine's, or its cgroup's limit."""
+    """The memory this process may have: the machine's, its cgroup's limit, or
+    its address space (``ulimit -v``), whichever is least."""
     sizes = []
+    address_space, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if address_space != resource.RLIM_INFINITY:
+        # Past it an allocation fails (a MemoryError) before the guard could
+        # stop the run with a message; half of it, by default, leaves room.
+        sizes.append(address_space)
     try:
         sizes.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):

@@ -34,7 +34,7 @@ from pydantic import (
 from simulator.distributions import DurationDistribution, PpmDistribution
 from simulator.expectations import parse_expectation
 from simulator.faults import Faults, ServerSettings
-from simulator.field_domains import describe, field_at
+from simulator.field_domains import describe, field_at, field_path
 from simulator.models import MAX_REPLICAS, Model, ReplicaIndex
 from simulator.run_limits import Limits
 from simulator.sessions import MAX_RETRIES
@@ -361,7 +361,7 @@ def format_errors(error: ValidationError, prefix: tuple[Any, ...] = (),
     lines = []
     for problem in error.errors():
         location = tuple(problem["loc"])
-        path = ".".join(str(part) for part in prefix + location) or "(top level)"
+        path = field_path(prefix + location) or "(top level)"
         message = problem["msg"].removeprefix("Value error, ")
         if problem["type"] == "extra_forbidden":
             known = _fields_of(model, location[:-1])
@@ -410,7 +410,9 @@ def _as_written(data: Any, location: tuple[Any, ...], otherwise: Any) -> Any:
 
 def _each_line_from(source: str, detail: str) -> str:
     """One line per problem, each naming the file (or whatever the scenario came from)."""
-    return "\n".join(f"{source}: {line}" for line in detail.splitlines() if line.strip())
+    # Split at newlines only: the problems are joined by them, and a value
+    # quoted in a problem may hold another line break (\x85, \u2028).
+    return "\n".join(f"{source}: {line}" for line in detail.split("\n") if line.strip())
 
 
 def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
@@ -448,6 +450,10 @@ def read_toml(path: Path, what: str = "scenario file") -> dict[str, Any]:
         raise ScenarioError(f"{path}: cannot read the {what}: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ScenarioError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise ScenarioError(f"{path}: cannot read the {what}: its arrays or inline tables "
+                            "are nested hundreds deep") from None
 
 
 def _a_directory(path: Path, what: str) -> str:
@@ -463,18 +469,34 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     path = Path(path)
     data = read_toml(path)
     for dotted, value in (overrides or {}).items():
-        set_dotted(data, dotted, value)
+        try:
+            set_dotted(data, dotted, value)
+        except ScenarioError as error:
+            raise ScenarioError(f"{path}: {error}") from None
     return parse_scenario(data, source=str(path))
 
 
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     """``set_dotted(d, "network.reply_loss", 0.1)`` sets ``d["network"]["reply_loss"]``;
-    a number indexes a list (``"migrations.0.to"``)."""
-    *parents, leaf = dotted.split(".")
+    a number indexes a list (``"migrations.0.to"``). A path through a value
+    that is not a table (the file's ``limits = 5``, under ``--max-memory``), or
+    naming no entry of a list, is a ``ScenarioError`` naming the field."""
+    parts = dotted.split(".")
     node: Any = data
-    for part in parents:
-        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-    if isinstance(node, list):
-        node[int(leaf)] = value
-    else:
-        node[leaf] = value
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list):
+            if not (part.isdigit() and int(part) < len(node)):
+                entries = f"from 0 to {len(node) - 1}" if node else "but the list is empty"
+                raise ScenarioError(f"{field_path(parts[:depth + 1])}: expected an index "
+                                    f"{entries}, to set {dotted}")
+            if last:
+                node[int(part)] = value
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            node = node.setdefault(part, {})
+        else:
+            raise ScenarioError(f"{field_path(parts[:depth])}: expected a table, to set "
+                                f"{dotted} in it, got {node!r}")

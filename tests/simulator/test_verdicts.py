@@ -292,7 +292,7 @@ def test_run_refuses_a_misspelt_expect_metric_before_it_starts(v2_file, tmp_path
     out = tmp_path / "out"
     assert main(["run", str(v2_file), "--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: expect.false_denial: no metric 'false_denial'")
+    assert err.startswith(f"error: {v2_file}: expect.false_denial: no metric 'false_denial'")
     assert len(err.splitlines()) == 1 and "known metrics: " in err
     assert not out.exists()  # nothing ran
 
@@ -314,9 +314,10 @@ def test_check_says_ok_in_one_line_without_running(v2_file, capsys, monkeypatch)
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    (["--set", 'expect.holds_leakd="== 0"'], "error: expect.holds_leakd: no metric "
+    (["--set", 'expect.holds_leakd="== 0"'], "error: {file}: expect.holds_leakd: no metric "
                                              "'holds_leakd' in the summary; did you mean "),
-    (["--backend", "memory"], "error: backend: the store 'axond_budget.redis_v2' runs on "),
+    (["--backend", "memory"], "error: {file}: backend: the store 'axond_budget.redis_v2' "
+                              "runs on "),
     (["--plugin", "no_such_plugin_module"], "error: --plugin: "),
     (["--set", "fleet.replicas=0"], "error: "),
 ])
@@ -324,7 +325,7 @@ def test_check_reports_each_problem_as_an_error_line_and_exit_2(v2_file, argumen
                                                                 capsys):
     assert main(["check", str(v2_file), *arguments]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(message) and "Traceback" not in err
+    assert err.startswith(message.format(file=v2_file)) and "Traceback" not in err
 
 
 def test_check_of_a_directory_is_one_line(tmp_path, capsys):
