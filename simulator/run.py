@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import resource
 import sys
 import time
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from simulator.network import LinkSettings
 from simulator.operations import PreparedMigration
 from simulator.oracle.protocol import CORE_FACTS, Oracle, ReplicaObserver
 from simulator.pipeline import DeferredOracle
-from simulator.run_limits import RunGuard, refuse_beyond, run_limits
+from simulator.run_limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
 from simulator.runtime import ReplicaClock
 from simulator.scenario import Scenario, ScenarioError
 from simulator.server import Eviction, Server
@@ -331,4 +330,4 @@ def _trace_counts(trace: Trace) -> dict[str, int]:
 
 
 def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_resident_memory() / 2**20

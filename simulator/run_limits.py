@@ -180,6 +180,24 @@ def resident_memory() -> int:
         return peak if sys.platform == "darwin" else peak * 1024  # bytes there, KiB here
 
 
+def peak_resident_memory() -> int:
+    """The process's peak resident memory since it last started a program, in bytes.
+
+    Linux's ``ru_maxrss`` survives ``exec``: a run started by ``subprocess`` from
+    a large process (a test session, a notebook kernel) would report its
+    parent's size at the fork. ``VmHWM`` belongs to the program's own memory.
+    """
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes there, KiB here
+
+
 # ----------------------------------------------------------------- messages
 
 RAISE_EVENTS = "raise it with --max-events N or [limits] max_events"

@@ -12,13 +12,13 @@ same scenario scaled down by overrides, and says so.
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from simulator.bench.lines import BenchLine
+from simulator.run_limits import peak_resident_memory
 
 SCENARIO = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "bench-scale-10k.toml"
 RSS_BUDGET_MIB = 2 * 1024
@@ -61,8 +61,7 @@ def run_child() -> None:
 
 
 def _peak_rss_mib() -> float:
-    # Linux reports ru_maxrss in KiB.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_resident_memory() / 2**20
 
 
 def run_in_fresh_process(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -280,6 +280,19 @@ def test_the_estimate_is_within_three_times_of_a_measured_run(name, tmp_path):
     assert_close(estimate.memory_bytes, run_info["peak_rss_mib"] * 2**20)
 
 
+def test_a_runs_peak_memory_is_its_own_not_its_parents():
+    # Linux keeps ru_maxrss across exec: a run started from a large process (this
+    # test session, a notebook kernel) must not report that process's size.
+    ballast = bytearray(512 * 2**20)
+    ballast[::4096] = b"\1" * len(range(0, len(ballast), 4096))
+    child = subprocess.run(
+        [sys.executable, "-c", "from simulator.run_limits import peak_resident_memory;"
+         "print(peak_resident_memory())"], cwd=REPO, check=True, capture_output=True,
+        text=True)
+    assert 0 < int(child.stdout) < 256 * 2**20
+    del ballast
+
+
 MEASURED = {
     # scenario: (kernel events, peak RSS in MiB of `python -m simulator run`, writing
     # included; measured on the shared two-core machine: rerun with /usr/bin/time -v)
