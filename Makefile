@@ -20,10 +20,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m simulator run data/scenarios/demo.toml
 
-## test: lint, then the whole suite (real-Redis and PostgreSQL tests use throwaway servers when installed)
+## test: lint, then the whole suite on every core (real-Redis and PostgreSQL tests use throwaway servers when installed)
+TEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 ## fuzz-scenarios: the malformed-scenario property test at length, randomized (LAB_FUZZ_EXAMPLES checks, a twentieth as many runs)
 LAB_FUZZ_EXAMPLES ?= 5000
