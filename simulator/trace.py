@@ -3,7 +3,8 @@
 Rules kept here:
 
 * One row per event, appended in the order the kernel ran them; columns are
-  kept as lists (cheap to append, written to Parquet in one go).
+  kept as lists (cheap to append, written to Parquet in one go), and a row
+  is never an object of its own: ``record`` appends to each column.
 * The fingerprint is a hash over every row in order, so two runs have the
   same fingerprint exactly when they produced the same events in the same
   order with the same values. A row may be recorded before its outcome is
@@ -61,6 +62,9 @@ SERVER = -1
 UNKNOWN_YET = None
 """The outcome of a row whose command has not run yet (see ``set_outcome``)."""
 
+FINGERPRINT_CHUNK = 65_536
+"""Rows hashed per digest update: bounds the text built at once."""
+
 
 class Trace:
     """Columns of events plus their fingerprint."""
@@ -69,35 +73,50 @@ class Trace:
         self.columns: dict[str, list] = {field.name: [] for field in SCHEMA}
         self._hash = hashlib.blake2b(digest_size=16)
         self._hashed = 0
-        self._append = [self.columns[field.name].append for field in SCHEMA]
+        # One list per column, bound once: a row is ten appends, no object of its own.
+        (self._time_us, self._replica, self._incarnation, self._request, self._kind,
+         self._namespace, self._subject, self._amount, self._outcome,
+         self._detail) = self.columns.values()
 
     def record(self, time_us: int, replica: int, incarnation: int, request: int, kind: str,
                namespace: str = "", subject: str = "", amount: int = 0,
                outcome: str | None = "", detail: str = "") -> int:
         """Append a row; return its index. ``outcome=UNKNOWN_YET`` leaves the
         outcome to be filled in by ``set_outcome``."""
-        row = (time_us, replica, incarnation, request, kind, namespace, subject, amount,
-               outcome, detail)
-        for append, value in zip(self._append, row, strict=True):
-            append(value)
-        return len(self.columns["time_us"]) - 1
+        self._time_us.append(time_us)
+        self._replica.append(replica)
+        self._incarnation.append(incarnation)
+        self._request.append(request)
+        self._kind.append(kind)
+        self._namespace.append(namespace)
+        self._subject.append(subject)
+        self._amount.append(amount)
+        self._outcome.append(outcome)
+        self._detail.append(detail)
+        return len(self._time_us) - 1
 
     def set_outcome(self, index: int, outcome: str) -> None:
-        self.columns["outcome"][index] = outcome
+        self._outcome[index] = outcome
 
     def __len__(self) -> int:
-        return len(self.columns["time_us"])
+        return len(self._time_us)
 
     @property
     def fingerprint(self) -> str:
-        columns = [self.columns[field.name] for field in SCHEMA]
-        for index in range(self._hashed, len(self)):
-            row = tuple(column[index] for column in columns)
-            if row[8] is UNKNOWN_YET:
-                raise RuntimeError(f"trace row {index} ({row[4]}) still awaits its outcome: "
-                                   "flush the server before reading the trace")
-            self._hash.update(repr(row).encode())
-        self._hashed = len(self)
+        start, end = self._hashed, len(self)
+        pending = self._outcome[start:end]
+        if UNKNOWN_YET in pending:
+            index = start + pending.index(UNKNOWN_YET)
+            raise RuntimeError(f"trace row {index} ({self._kind[index]}) still awaits its "
+                               "outcome: flush the server before reading the trace")
+        # The digest of each row's repr in order, fed in chunks (the same bytes
+        # as row by row): zip builds the rows in C, not one Python tuple at a time.
+        columns = [column[start:end] for column in self.columns.values()]
+        for offset in range(0, end - start, FINGERPRINT_CHUNK):
+            rows = zip(*(column[offset:offset + FINGERPRINT_CHUNK] for column in columns),
+                       strict=True)
+            self._hash.update("".join(map(repr, rows)).encode())
+        self._hashed = end
         return self._hash.hexdigest()
 
     def to_table(self) -> pa.Table:
