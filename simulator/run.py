@@ -112,12 +112,15 @@ def link_settings(scenario: Scenario) -> LinkSettings:
 
 def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | None = None,
                  allow_remote_redis: bool = False, progress: Any = None,
-                 pipelined: bool = True, record_scripts: list | None = None) -> RunResult:
+                 pipelined: bool = True, record_scripts: list | None = None,
+                 record_transactions: list | None = None) -> RunResult:
     """Run ``scenario`` once. ``progress(done_us, total_us)`` is called as
     virtual time advances, when given. ``pipelined``: send the server's work
     to the backend in pipelines (``simulator.pipeline``); the results are the
     same either way, only faster. ``record_scripts``: a list to append every
-    script the server runs to, as ``(body, keys, args)`` (for ``bench``)."""
+    script the server runs to, as ``(body, keys, args)`` (for ``bench``);
+    ``record_transactions``: the same for a service family's node, every
+    transaction as ``(verb, args, now_ms)``."""
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     spec = resolve_backend(scenario, backend)
@@ -178,6 +181,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         service_backend = open_service_backend(kind, spec.url, settings, key_space.keys,
                                                throwaway=spec.kind == "postgresql"
                                                and spec.url is None)
+        service_backend.recording = record_transactions
         observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
         server = ServiceNode(kernel, service_backend, trace, observer=observer)
         observer.server = server

@@ -60,6 +60,10 @@ class ServiceRunner:
         self.loop = loop
         self.owned = owned
         """A database server the lab started for this run alone, stopped on close."""
+        self.recording: list[tuple[str, tuple[Any, ...], int]] | None = None
+        """When a list: every transaction executed is appended as ``(verb, args,
+        now_ms)``, the service's own call, so a benchmark can replay the same
+        transactions straight against a fresh service."""
 
     def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         """Drive one of the service's coroutines to its end (a transaction, or a
@@ -67,7 +71,10 @@ class ServiceRunner:
         return step_to_end(coroutine) if self.loop is None else self.loop.run(coroutine)
 
     def execute(self, verb: str, args: tuple[Any, ...], now_us: int) -> Outcome:
-        reply = self.run(self.service.transact(verb, args, EPOCH_MS + now_us // 1_000))
+        now_ms = EPOCH_MS + now_us // 1_000
+        if self.recording is not None:
+            self.recording.append((verb, args, now_ms))
+        reply = self.run(self.service.transact(verb, args, now_ms))
         return Outcome.ok(reply, observed=(verb, args, reply))
 
     def close(self) -> None:
