@@ -18,7 +18,12 @@ lines, on the family's own workload (``simulator.bench.workloads``):
 ratio measures the same thing for every family -- the lab's own cost per
 executed script (kernel, network, shim, oracle, trace) against the backend's
 cost for the bare body -- and that machinery is shared, so a family's ratio
-well below the budget family's points at its own lifecycle or oracle.
+well below the budget family's points at its own lifecycle or oracle. One
+difference is the workload's, not the lab's: the families' committed
+scenarios are far less busy than ``bench-2000`` (1.0-1.5 scripts per pipeline
+against 22), so the lab seldom shares a round trip between scripts while the
+replay always does; one full bench on a loaded machine gave 0.06 for both
+against the budget family's 0.08.
 
 The tollgate lines have no budget-family twin. Both take the Redis
 ceiling's target, >= 0.3, for these reasons (figures from ``bench --quick``
@@ -27,7 +32,7 @@ runs on a loaded two-core machine):
 * on the in-process ledger, a replayed transaction costs the store's own
   Python only, 20-40 us, the order of a script replayed to real Redis through
   a pipeline (12-19 us, ``docs/speed.md``), so the same ratio asks the same
-  of the lab per unit of work. Today about 0.07-0.08: per transaction the lab
+  of the lab per unit of work. Today 0.06-0.10: per transaction the lab
   also simulates about three spends the holders fund from their leases
   without a call (11,091 spends for 3,540 transactions in the committed
   scenario), and the oracle reads the ledger after each transaction;
@@ -39,7 +44,9 @@ runs on a loaded two-core machine):
   its wall time waiting on the database; its ratio (0.2-0.38 over runs on a
   loaded machine) sat within a tenth of the bound those reads set (replay
   time over the run's database time). Reading what the oracle needs in one
-  read per transaction would lift that bound to about 0.6.
+  read per transaction would lift that bound to about 0.6. (``--quick``'s
+  3-second run reads lower, about 0.13: the lab's wall time includes opening
+  and funding the ledger, which the replay's does not.)
 """
 
 from __future__ import annotations
