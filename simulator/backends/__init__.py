@@ -25,8 +25,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from simulator.backends.functions_library import FunctionsLibrary
 from simulator.backends.redis_backend import BackendError, Outcome, RedisBackend
-from simulator.backends.virtual_expiry import PRELOADED_SHIM, SHIM_LIBRARY
+from simulator.backends.virtual_expiry import PRELOADED_SHIM, shim_expression
 
 __all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
 
@@ -72,7 +73,8 @@ def is_loopback(host: str) -> bool:
 
 def preload_shim(client: Any, server: Any) -> bool:
     """Compile the virtual-expiry shim once into a fakeredis server's Lua
-    runtime, so each script sent need only call it (``wrap_preloaded``).
+    runtime, so each script sent need only call it (``wrap_preloaded``): the
+    fallback for a fakeredis without Redis Functions (``open_redis_backend``).
 
     fakeredis keeps one Lua runtime per server and refuses scripts that leave
     new globals behind; the shim's one global is registered as expected. This
@@ -87,7 +89,7 @@ def preload_shim(client: Any, server: Any) -> bool:
     if runtime is None or not isinstance(expected, set):
         return False
     before = set(runtime.globals().keys())
-    runtime.execute(f"{PRELOADED_SHIM} = (function()\n{SHIM_LIBRARY}end)()")
+    runtime.execute(f"{PRELOADED_SHIM} = {shim_expression()}")
     expected.update(set(runtime.globals().keys()) - before)
     return True
 
@@ -103,14 +105,23 @@ def require_loopback(url: str, allow_remote: bool, what_the_lab_does: str) -> No
 
 
 def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBackend:
-    """A fresh fakeredis, or a connection to a real server under a new prefix."""
+    """A fresh fakeredis, or a connection to a real server under a new prefix.
+
+    Either way the run's scripts load as a Functions library of its own where
+    the server allows it (``FunctionsLibrary``), or go by EVALSHA where not.
+    """
+    # Random, not seeded: it only keeps concurrent runs on one server apart and
+    # never reaches a result (key and function names are not traced).
+    token = secrets.token_hex(6)
     if spec.kind == "fakeredis":
         import fakeredis
 
         server = fakeredis.FakeServer()
         client = fakeredis.FakeRedis(server=server, decode_responses=True)
+        library = FunctionsLibrary.offered(client, f"lab_{token}")
         return RedisBackend(client, "fakeredis", namespace="lab:", owns_server=True,
-                            shim_preloaded=preload_shim(client, server))
+                            shim_preloaded=library is None and preload_shim(client, server),
+                            library=library)
     assert spec.url is not None
     require_loopback(spec.url, allow_remote,
                      "writes keys there (under its own prefix, removed afterwards)")
@@ -122,9 +133,8 @@ def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBa
     )
     try:
         client.ping()
+        library = FunctionsLibrary.offered(client, f"lab_{token}")
     except (redis.exceptions.ConnectionError, OSError) as error:
         raise BackendError(f"cannot reach {spec.url}: {error}") from error
-    # Random, not seeded: it only keeps concurrent runs on one server apart and
-    # never reaches a result (key names are not traced).
-    namespace = f"lab:{secrets.token_hex(6)}:"
-    return RedisBackend(client, spec.url, namespace=namespace, owns_server=False)
+    return RedisBackend(client, spec.url, namespace=f"lab:{token}:", owns_server=False,
+                        library=library)

@@ -6,6 +6,9 @@ Rules kept here:
   ``virtual_expiry``): atomic on the server, and with key TTLs kept in
   virtual time. Expired keys are deleted before the command that would first
   see them.
+* Where the server allows it, the wrapped scripts are functions of the run's
+  own library (``functions_library``), called by FCALL; elsewhere they go by
+  EVALSHA. Both give the same replies.
 * The lab's client runs with retries off: the only duplicate executions are
   the ones the network model injects.
 * The lab works under its own key prefix (``namespace``) and, on a server it
@@ -26,6 +29,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from simulator.backends.functions_library import FunctionsLibrary
 from simulator.backends.virtual_expiry import (
     GENERIC_COMMAND,
     STATUS_ERROR,
@@ -62,11 +66,17 @@ def sha1(source: str) -> str:
     return hashlib.sha1(source.encode()).hexdigest()
 
 
+def _lost_scripts(error: Exception) -> bool:
+    """Whether a reply says the server no longer has the lab's script or function."""
+    return isinstance(error, NoScriptError) or str(error).startswith("Function not found")
+
+
 class RedisBackend:
     """A Redis (fake or real) with virtual-time key expiry."""
 
     def __init__(self, client: redis.Redis, name: str, namespace: str,
-                 owns_server: bool, shim_preloaded: bool = False) -> None:
+                 owns_server: bool, shim_preloaded: bool = False,
+                 library: FunctionsLibrary | None = None) -> None:
         self.client = client
         self.name = name
         self.namespace = namespace
@@ -76,7 +86,9 @@ class RedisBackend:
         self.executed = 0
         self.store_commands = 0  # commands run by store scripts themselves (not the shim)
         self.backend_seconds = 0.0  # wall time spent waiting on the backend for scripts
-        self._shas: dict[str, str] = {}
+        self.library = library
+        # How each body is called, once known: ("FCALL", function) or ("EVALSHA", sha).
+        self._calls: dict[str, tuple[str, str]] = {}
         # When a list: every script run is appended as (body, keys, args), keys
         # without this run's namespace, so a benchmark can replay the same work
         # straight to another backend.
@@ -118,7 +130,8 @@ class RedisBackend:
         lab goes on (on the other core), and ``collect`` reads the replies.
         Nothing else may reach the backend until then (``_idle``): the order
         of execution is the order of sending."""
-        commands = [("EVALSHA", self._sha_of(body), len(keys), *keys, *args,
+        calls = self._calls
+        commands = [(*(calls.get(body) or self._call_of(body)), len(keys), *keys, *args,
                      "1" if observe else "0")
                     for body, keys, args, _, observe in batch]
         if self.recording is not None:
@@ -145,12 +158,15 @@ class RedisBackend:
             self.backend_seconds += time.perf_counter() - started
         outcomes = []
         for now_us, packed in zip(in_flight, replies, strict=True):
-            if isinstance(packed, NoScriptError):
-                raise BackendError(f"the {self.name} backend lost the lab's scripts mid-run "
-                                   "(SCRIPT FLUSH?): the run cannot be trusted")
             if isinstance(packed, Exception):
+                if _lost_scripts(packed):
+                    raise BackendError(f"the {self.name} backend lost the lab's scripts mid-run "
+                                       "(SCRIPT FLUSH or FUNCTION FLUSH?): the run cannot be "
+                                       "trusted")
                 # The shim catches script errors itself; this is one it could not.
-                outcomes.append(Outcome.failed(str(packed)))
+                message = str(packed)
+                outcomes.append(Outcome.failed(
+                    self.library.plain(message) if self.library else message))
                 continue
             self.executed += 1
             status, calls, ttl_pairs, key_states, observed = packed[:5]
@@ -177,11 +193,14 @@ class RedisBackend:
             raise BackendError(f"{len(self._in_flight)} scripts still in flight: the lab "
                                "must collect them before anything else (a lab bug)")
 
-    def _sha_of(self, body: str) -> str:
-        sha = self._shas.get(body)
-        if sha is None:
-            sha = self._shas[body] = self._guarded(self.client.script_load, self.wrap(body))
-        return sha
+    def _call_of(self, body: str) -> tuple[str, str]:
+        """How ``body`` is called: its library function, loaded now if new;
+        or, where the server refused the library, its wrapped script's SHA."""
+        function = self._guarded(self.library.function_for, body) if self.library else None
+        call = (("FCALL", function) if function is not None
+                else ("EVALSHA", self._guarded(self.client.script_load, self.wrap(body))))
+        self._calls[body] = call
+        return call
 
     def run_command(self, args: tuple[str, ...], keys: tuple[str, ...],
                     now_us: int, observe: bool = False) -> Outcome:
@@ -254,7 +273,7 @@ class RedisBackend:
             return None
         stats = self._guarded(self.client.info, "commandstats")
         return sum(stats.get(f"cmdstat_{verb}", {}).get("usec", 0)
-                   for verb in ("eval", "evalsha")) / 1e6
+                   for verb in ("eval", "evalsha", "fcall")) / 1e6
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -268,4 +287,6 @@ class RedisBackend:
         self.client.connection_pool.release(self._connection)
         if not self.owns_server:
             self._delete_namespace()
+        if self.library is not None:
+            self._guarded(self.library.delete)
         self.client.close()

@@ -144,6 +144,13 @@ local function lab_remember(verb, args)
   end
 end
 
+-- The body's own commands go by pcall, so an error arrives as the reply
+-- Redis gives ({err = ...}) on every backend; lab_checked raises it again. (A
+-- Redis Function on fakeredis raises a Python error whose text is not Redis's.)
+local function lab_failed(reply)
+  return type(reply) == 'table' and reply.err ~= nil
+end
+
 local function lab_set(args)
   local plain = {'SET', args[2], args[3]}
   local ttl_ms = nil
@@ -161,7 +168,8 @@ local function lab_set(args)
       return lab_server.error_reply('ERR the lab does not model SET option ' .. option)
     end
   end
-  local reply = lab_server.call(unpack(plain))
+  local reply = lab_server.pcall(unpack(plain))
+  if lab_failed(reply) then return reply end
   if ttl_ms ~= nil and reply then
     lab_server.call('PEXPIRE', args[2], SENTINEL)
     lab_note(args[2], ttl_ms)
@@ -233,7 +241,8 @@ local function lab_call(...)
   elseif lab_refused[verb] == 1 then
     return lab_server.error_reply('ERR ' .. verb .. ' inside a script cannot follow virtual time')
   end
-  local reply = lab_server.call(...)
+  local reply = lab_server.pcall(...)
+  if lab_failed(reply) then return reply end
   if lab_field_args[verb] ~= nil and lab_declared[args[2]] then lab_remember(verb, args) end
   if lab_counting[verb] then
     -- An integer reply arrives as a Lua number: exact only below 2^53.
@@ -247,7 +256,7 @@ end
 
 local function lab_checked(...)
   local reply = lab_call(...)
-  if type(reply) == 'table' and reply.err then
+  if lab_failed(reply) then
     error(reply)
   end
   return reply
@@ -261,7 +270,7 @@ local function lab_pcall(...)
 end
 
 local lab_proxy = setmetatable({call = lab_checked, pcall = lab_pcall}, {__index = lab_server})
-local lab_ok, lab_reply = pcall(lab_body, lab_proxy)
+local lab_ok, lab_reply = pcall(lab_body, lab_proxy, KEYS, ARGV)
 """
 
 _SHIM_TAIL = r"""
@@ -370,32 +379,43 @@ return {1, lab_calls, lab_ttls, lab_states, lab_seen, lab_reply}
 """
 
 
-SHIM_LIBRARY = (_SHIM_CONSTANTS + "return function(lab_body)\n"
+SHIM_LIBRARY = (_SHIM_CONSTANTS + "return function(lab_body, KEYS, ARGV)\n"
                 + _SHIM_HEAD.replace("SENTINEL", str(SENTINEL_TTL_MS)) + _SHIM_TAIL + "end\n")
-"""The shim as a Lua chunk returning one function: it runs ``lab_body`` (the
-store's script, as a function of the ``redis`` it may call) and returns the
-packed reply. The same code serves both ways of wrapping a script below."""
+"""The shim as a Lua chunk returning one function of ``(lab_body, KEYS,
+ARGV)``: it runs ``lab_body`` (the store's script, ``as_function``) on the
+script's keys and arguments and returns the packed reply. KEYS and ARGV are
+parameters, not globals, because a Redis function receives them so (see
+``functions_library``); a script passes its globals along. The same code
+serves every way of running a script: ``wrap``, ``wrap_preloaded`` and the
+Functions library."""
 
 PRELOADED_SHIM = "lab_virtual_expiry"
 """The name under which a backend may hold the shim already compiled (``wrap_preloaded``)."""
 
 
-def _as_function(body: str) -> str:
-    return f"function(redis)\n{body}\nend"
+def as_function(body: str) -> str:
+    """A store's script ``body`` as a Lua function expression: it sees the
+    shim's ``redis`` and the script's KEYS and ARGV as its own locals."""
+    return f"function(redis, KEYS, ARGV)\n{body}\nend"
+
+
+def shim_expression() -> str:
+    """A Lua expression whose value is the shim's function."""
+    return f"(function()\n{SHIM_LIBRARY}end)()"
 
 
 def wrap(body: str) -> str:
     """The store's script ``body``, run inside the virtual-expiry shim: one
     self-contained script (a real server compiles it once, at SCRIPT LOAD)."""
-    return (f"local lab_shim = (function()\n{SHIM_LIBRARY}end)()\n"
-            f"return lab_shim({_as_function(body)})")
+    return (f"local lab_shim = {shim_expression()}\n"
+            f"return lab_shim({as_function(body)}, KEYS, ARGV)")
 
 
 def wrap_preloaded(body: str) -> str:
     """The same, calling the shim a backend preloaded (``PRELOADED_SHIM``):
     fakeredis compiles every script on every call, so a small script is a
     fast one there."""
-    return f"return {PRELOADED_SHIM}({_as_function(body)})"
+    return f"return {PRELOADED_SHIM}({as_function(body)}, KEYS, ARGV)"
 
 
 GENERIC_COMMAND = "return redis.call(unpack(ARGV))"
