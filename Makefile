@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fuzz-scenarios lab lint fields clean
+.PHONY: demo test compiled fuzz-scenarios lab lint fields clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the lab needs Python 3.11 or newer (set PYTHON=...)")'
@@ -16,13 +16,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+## compiled: compile the hot path with Cython into build/compiled/ (only what changed;
+## without a C compiler, one line says the lab runs interpreted and make goes on)
+compiled: $(STAMP)
+	@LAB_INTERPRETED=1 $(BIN)/python -m simulator.compiled.build
+
 ## demo: run the demo scenario on the embedded fakeredis and print its invariant summary
-demo: $(STAMP)
+demo: $(STAMP) compiled
 	$(BIN)/python -m simulator run data/scenarios/demo.toml
 
 ## test: lint, then the whole suite on every core (real-Redis and PostgreSQL tests use throwaway servers when installed)
 TEST_WORKERS ?= auto
-test: $(STAMP)
+test: $(STAMP) compiled
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
@@ -58,4 +63,4 @@ fields: $(STAMP)
 	$(BIN)/python -m simulator fields > docs/scenario-fields.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis data/results
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis data/results build/compiled
