@@ -70,34 +70,26 @@ local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREA
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
 """
 
-_SHIM_HEAD = r"""
-local lab_observe = table.remove(ARGV) == '1'
-local lab_server = redis
-local lab_ttls = {}
-local lab_touched = {}
-local lab_calls = 0
-local lab_declared = {}
-for index = 1, #KEYS do
-  lab_declared[KEYS[index]] = true
-end
-local lab_written = {}
-local lab_reshaped = {}
-local lab_kind = {}
-local lab_fields = {}
+# The shim's functions, built once per compiled shim (per load of a Functions
+# library, per fakeredis server), not per call. What one call knows lives in
+# the state variables below, which every call starts afresh (_SHIM_START):
+# scripts never run inside one another, so one set serves them all.
+_SHIM_FUNCTIONS = r"""
+local lab_observe, lab_server, lab_ttls, lab_touched, lab_calls, lab_declared
+local lab_written, lab_reshaped, lab_kind, lab_fields
 -- What the shim itself knows of a key, so the tail need not ask the server:
 -- the TTL state it left a key in (until any later write to it), and the
 -- values the body's own hash verbs left in a hash's fields (a value it could
 -- not see, such as HINCRBY's, is lab_unknown; a key whose fields something
 -- else may have changed has lab_values[key] == false).
-local lab_known = {}
+local lab_known, lab_values
 local lab_unknown = {}
-local lab_values = {}
 -- A string counter's value as the body's last INCR-like verb answered it.
-local lab_strings = {}
+local lab_strings
 -- Keys a verb may have emptied (and so deleted) without touching their TTL.
-local lab_shrunk = {}
+local lab_shrunk
 -- Whether a key exists after the body, once the tail has asked.
-local lab_exists = {}
+local lab_exists
 
 local function lab_note(key, ttl_ms)
   lab_ttls[#lab_ttls + 1] = key
@@ -269,16 +261,45 @@ local function lab_pcall(...)
   return lab_server.error_reply(tostring(reply))
 end
 
-local lab_proxy = setmetatable({call = lab_checked, pcall = lab_pcall}, {__index = lab_server})
+local function lab_still_there(key)
+  if lab_exists[key] == nil then lab_exists[key] = lab_server.call('EXISTS', key) == 1 end
+  return lab_exists[key]
+end
+
+-- The body's redis: the shim's call and pcall, the rest the server's own
+-- (looked up per call: a Functions library is loaded with another redis).
+-- Built by the first call: a library's load sees no setmetatable.
+local lab_proxy
+"""
+
+_SHIM_START = r"""
+lab_observe = table.remove(ARGV) == '1'
+lab_server = redis
+lab_ttls = {}
+lab_touched = {}
+lab_calls = 0
+lab_declared = {}
+for index = 1, #KEYS do
+  lab_declared[KEYS[index]] = true
+end
+lab_written = {}
+lab_reshaped = {}
+lab_kind = {}
+lab_fields = {}
+lab_known = {}
+lab_values = {}
+lab_strings = {}
+lab_shrunk = {}
+lab_exists = {}
+if lab_proxy == nil then
+  lab_proxy = setmetatable({call = lab_checked, pcall = lab_pcall},
+    {__index = function(_, name) return lab_server[name] end})
+end
 local lab_ok, lab_reply = pcall(lab_body, lab_proxy, KEYS, ARGV)
 """
 
 _SHIM_TAIL = r"""
 local lab_states = {}
-local function lab_still_there(key)
-  if lab_exists[key] == nil then lab_exists[key] = lab_server.call('EXISTS', key) == 1 end
-  return lab_exists[key]
-end
 for index = 1, #KEYS do
   local key = KEYS[index]
   if lab_reshaped[key] then
@@ -379,8 +400,9 @@ return {1, lab_calls, lab_ttls, lab_states, lab_seen, lab_reply}
 """
 
 
-SHIM_LIBRARY = (_SHIM_CONSTANTS + "return function(lab_body, KEYS, ARGV)\n"
-                + _SHIM_HEAD.replace("SENTINEL", str(SENTINEL_TTL_MS)) + _SHIM_TAIL + "end\n")
+SHIM_LIBRARY = (_SHIM_CONSTANTS + _SHIM_FUNCTIONS.replace("SENTINEL", str(SENTINEL_TTL_MS))
+                + "return function(lab_body, KEYS, ARGV)\n" + _SHIM_START + _SHIM_TAIL
+                + "end\n")
 """The shim as a Lua chunk returning one function of ``(lab_body, KEYS,
 ARGV)``: it runs ``lab_body`` (the store's script, ``as_function``) on the
 script's keys and arguments and returns the packed reply. KEYS and ARGV are
