@@ -202,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--verbose", action="store_true",
                           help="print a line for every run (default: the baseline, the run "
                           "that first broke, and a count every 25 runs)")
+    hunt_cmd.add_argument("--workers", type=int, default=1, metavar="N",
+                          help="local processes judging schedules at once (default 1: in "
+                          "this process); the same schedule is found with any number")
+    hunt_cmd.add_argument("--scheduler", metavar="ADDRESS",
+                          help="judge the schedules on a Dask cluster, e.g. "
+                          "tcp://10.0.0.5:8786 (its workers need the lab and the plugins)")
 
     sweep_cmd = commands.add_parser(
         "sweep", parents=[plugins, limits],
@@ -396,7 +402,8 @@ def _hunt(args: argparse.Namespace) -> int:
     hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,
                 time_budget_s=budget_s, max_faults=args.max_faults,
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
-                progress=each_run if args.verbose else phases)
+                progress=each_run if args.verbose else phases, workers=args.workers,
+                scheduler=args.scheduler, plugins=args.plugins)
     for path, value in _limit_overrides(args).items():
         set_dotted(hunt.data, path, value)  # every run of the hunt has them
     try:
@@ -406,6 +413,9 @@ def _hunt(args: argparse.Namespace) -> int:
         raise ValueError(f"--invariant: {error}") from None
     if not args.verbose:
         echo(f"hunt: {hunt.runs} run(s): {phases.totals()}")
+    if hunt.discarded_runs:
+        echo(f"hunt: {hunt.discarded_runs} run(s) of batches after the one that broke, "
+             "dropped (not counted)")
     if found is None:
         print(f"no schedule broke it in {hunt.runs} run(s) (broken when {hunt.question})")
         return SIMULATION_FAILED

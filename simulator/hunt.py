@@ -12,6 +12,15 @@ finds the same schedule. A time budget bounds the whole search, shrinking
 included: past it, no new run is started and the best schedule found so far
 is kept.
 
+The search may run on several processes or a Dask cluster
+(``simulator.hunt_batches``): the schedules are drawn in the driver in the
+order a one-process hunt draws them, judged in numbered batches, and the
+lowest-numbered break wins, so the schedule found, the runs counted and the
+report are the same for any number of workers. The shrinking runs in the
+driver: Hypothesis's ``find`` again with the same seed, its first schedules
+answered from what the search judged (checked to be the same schedules), so
+only the shrinking's own runs cost; a schedule it meets twice runs once.
+
 A condition naming a metric the scenario's family never reports is refused
 before anything runs (``simulator.preflight``), so a typo never reads as "no
 schedule broke it". Then the scenario runs once without faults (the
@@ -30,20 +39,23 @@ for every run.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import Phase, find
+from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from simulator.expectations import Condition, Expectation, Invariant, Verdict, check_metrics, judge
 from simulator.families import family_of, invariants_for
+from simulator.hunt_batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
 from simulator.operations import MIGRATOR
 from simulator.preflight import known_metrics, refuse_unknown
 from simulator.run import RunResult, resolve_backend, run_scenario
@@ -128,16 +140,71 @@ class Found:
         return self.verdict.value
 
 
+@dataclass(frozen=True)
+class Judge:
+    """How a hunt runs and judges a schedule: picklable, so a worker process or
+    a cluster's worker judges exactly as the driver does
+    (``simulator.hunt_batches.BatchJudge``)."""
+
+    data: dict[str, Any]
+    """The scenario as read, with the hunt's own overrides (its limits)."""
+    seed: int
+    invariant: Condition | None
+    reference: str | None
+    invariants: tuple[Invariant, ...]
+    plugins: tuple[str, ...]
+    """The modules a worker imports first: where the store kinds come from."""
+
+    def run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
+        data = copy.deepcopy(data)
+        data.setdefault("faults", {})["schedule"] = schedule
+        return run_scenario(parse_scenario(data), seed=self.seed)
+
+    def with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "store": self.reference}
+
+    def run_judged(self, schedule: list[dict[str, Any]], complete: bool
+                   ) -> tuple[RunResult, Verdict]:
+        """Run ``schedule`` on the candidate and judge it (see ``verdict``)."""
+        result = self.run(self.data, schedule)
+        return result, self.verdict(result.summary, schedule, complete)
+
+    def verdict(self, summary: dict[str, Any], schedule: list[dict[str, Any]],
+                complete: bool) -> Verdict:
+        """Judge the candidate's ``summary``, running ``schedule`` on the
+        reference when one is asked and, unless ``complete`` (the whole story
+        for a report), the condition alone did not already break."""
+        reference_summary = None
+        if self.reference is not None and (complete or self.invariant is None
+                                           or not self.invariant.holds_in(summary)):
+            reference_summary = self.run(self.with_reference(self.data), schedule).summary
+        return judge(summary, self.invariant, self.reference, reference_summary,
+                     self.invariants)
+
+    def breaks(self, schedule: list[dict[str, Any]]) -> Judged:
+        """One run of the search or the shrinking, and its progress line."""
+        _, verdict = self.run_judged(schedule, complete=False)
+        return Judged(verdict.broken, f"{len(schedule)} fault(s), {verdict.observed}"
+                                      f"{BROKEN if verdict.broken else ''}")
+
+
 class Hunt:
-    """One search over one scenario."""
+    """One search over one scenario. ``workers``: processes judging schedules
+    at once (1: in this one); ``scheduler``: a Dask scheduler's address, to
+    judge them on that cluster instead (``simulator.hunt_batches``). Neither
+    changes what is found, nor the runs counted."""
 
     def __init__(self, scenario_path: Path, invariant: Condition | None = None, seed: int = 0,
                  examples: int = 100, time_budget_s: float = 600, max_faults: int = 4,
                  kinds: tuple[str, ...] = REPLICA_FAULTS, target: str = "any",
-                 progress: Progress | None = None, reference: str | None = None) -> None:
+                 progress: Progress | None = None, reference: str | None = None,
+                 workers: int = 1, scheduler: str | None = None,
+                 plugins: Sequence[str] = ()) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
+        if workers < 1:
+            raise ValueError(f"--workers: at least 1, got {workers}")
         self.scenario_path = scenario_path
         self.data = read_toml(scenario_path)
         self.scenario: Scenario = parse_scenario(self.data, source=str(scenario_path))
@@ -154,7 +221,15 @@ class Hunt:
         self.kinds = kinds
         self.target = target
         self.progress = progress
+        self.workers = workers
+        self.scheduler = scheduler
+        kinds_used = [self.scenario.store, *(step.to for step in self.scenario.migrations),
+                      *filter(None, [reference])]
+        self.plugins = tuple(dict.fromkeys([*plugins, *self.scenario.plugins,
+                                            *registry.plugins_for(kinds_used)]))
         self.runs = 0
+        self.discarded_runs = 0
+        """Runs of batches judged in parallel after the one that broke: not counted in ``runs``."""
         self._broken_seen = False
 
     @property
@@ -164,6 +239,12 @@ class Hunt:
         if self.reference is not None:
             asked.append(f"{self.scenario.store} worse than {self.reference}")
         return ", or ".join(asked)
+
+    @property
+    def judge(self) -> Judge:
+        """How this hunt's runs are judged, with its data as it is now."""
+        return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
+                     self.invariants, self.plugins)
 
     def _check_reference(self, reference: str) -> None:
         """The reference must be of the candidate's family and take its scenario."""
@@ -178,48 +259,28 @@ class Hunt:
             raise ValueError(f"reference {reference!r}: the family {family_of(kind).name!r} "
                              f"declares no invariants to compare")
         # Its settings and backend are checked now, not after a search's worth of runs.
-        resolve_backend(parse_scenario(self._with_reference(self.data), source=(
+        resolve_backend(parse_scenario({**self.data, "store": reference}, source=(
             f"{self.scenario_path} with the reference store {reference!r}")), None)
-
-    def _with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
-        return {**data, "store": self.reference}
-
-    def _run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
-        data = copy.deepcopy(data)
-        data.setdefault("faults", {})["schedule"] = schedule
-        return run_scenario(parse_scenario(data), seed=self.scenario.seed)
-
-    def _judge(self, schedule: list[dict[str, Any]], complete: bool) -> tuple[RunResult, Verdict]:
-        """Run ``schedule`` on the candidate and judge it (see ``_verdict``)."""
-        result = self._run(self.data, schedule)
-        return result, self._verdict(result.summary, schedule, complete)
-
-    def _verdict(self, summary: dict[str, Any], schedule: list[dict[str, Any]],
-                 complete: bool) -> Verdict:
-        """Judge the candidate's ``summary``, running ``schedule`` on the
-        reference when one is asked and, unless ``complete`` (the whole story
-        for a report), the condition alone did not already break."""
-        reference_summary = None
-        if self.reference is not None and (complete or self.invariant is None
-                                           or not self.invariant.holds_in(summary)):
-            reference_summary = self._run(self._with_reference(self.data), schedule).summary
-        return judge(summary, self.invariant, self.reference, reference_summary,
-                     self.invariants)
 
     def _tell(self, phase: str, line: str) -> None:
         if self.progress is not None:
             self.progress(phase, self.runs, line)
 
-    def _breaks(self, schedule: list[dict[str, Any]]) -> bool:
-        if time.monotonic() > self.deadline:
-            return False
+    def _counted(self, judged: Judged) -> None:
+        """A run of the search or the shrinking, judged: counted and told."""
         self.runs += 1
-        _, verdict = self._judge(schedule, complete=False)
-        self._tell("shrink" if self._broken_seen else "search",
-                   f"{len(schedule)} fault(s), {verdict.observed}"
-                   f"{BROKEN if verdict.broken else ''}")
-        self._broken_seen = self._broken_seen or verdict.broken
-        return verdict.broken
+        self._tell("shrink" if self._broken_seen else "search", judged.line)
+        self._broken_seen = self._broken_seen or judged.broken
+
+    def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
+        """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
+        scenario = self.scenario
+        migration = bool(scenario.migrations) and self.target != "replicas"
+        return fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
+                               kinds=self.kinds, migration=migration,
+                               max_faults=self.max_faults,
+                               only_migration=self.target == "migration",
+                               migration_calls=calls.migration)
 
     def search(self) -> Found | None:
         scenario = self.scenario
@@ -227,36 +288,72 @@ class Hunt:
             refuse_unknown(self.invariant, known_metrics(scenario))
         if self.target == "migration" and not scenario.migrations:
             raise ValueError("--target migration: the scenario runs no migration")
-        baseline, verdict = self._baseline()
-        if verdict.broken:
-            return Found([], verdict, baseline, self.runs)
-        calls = calls_sent(baseline.trace)
-        migration = bool(scenario.migrations) and self.target != "replicas"
-        strategy = fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
-                                   kinds=self.kinds, migration=migration,
-                                   max_faults=self.max_faults,
-                                   only_migration=self.target == "migration",
-                                   migration_calls=calls.migration)
-        try:
-            schedule = find(strategy, self._breaks, random=random.Random(self.seed),
-                            settings=settings(max_examples=self.examples, database=None,
-                                              deadline=None,
-                                              phases=[Phase.generate, Phase.shrink],
-                                              suppress_health_check=list(HealthCheck)))
-        except NoSuchExample:
+        # The workers start while the baseline runs.
+        with batch_pool(self.workers, self.scheduler, preload=[__name__]) as pool:
+            baseline, verdict = self._baseline()
+            if verdict.broken:
+                return Found([], verdict, baseline, self.runs)
+            strategy = self.strategy(calls_sent(baseline.trace))
+            searched = search_in_batches(strategy, self.judge, self.seed, self.examples,
+                                         self.deadline, pool, self._counted)
+        self.discarded_runs = searched.discarded_runs
+        if searched.broken_at is None:
             return None
+        schedule = self._shrink(strategy, searched)
         # The schedule found, run again for its whole story (the reference
         # too): the runs are deterministic, so this is the run ``find`` saw.
-        result, verdict = self._judge(schedule, complete=True)
+        result, verdict = self.judge.run_judged(schedule, complete=True)
         return Found(schedule, verdict, result, self.runs)
+
+    def _shrink(self, strategy: st.SearchStrategy[list[dict[str, Any]]],
+                searched: Search) -> list[dict[str, Any]]:
+        """Shrink the search's breaking schedule, here: the search's ``find``
+        again, with its seed, now with the shrink phase. Its generate phase
+        draws the search's schedules again, answered from what the search
+        judged (the runs are deterministic), so only the shrinking runs; a
+        schedule drawn otherwise than the search drew it is a lab bug and
+        stops the hunt. A schedule the shrinking meets twice runs once."""
+        drawn = iter(enumerate(searched.drawn))
+        judge = self.judge
+        known: dict[str, bool] = {}
+        replayed = False  # until the search's breaking schedule is drawn again
+
+        def breaks(schedule: list[dict[str, Any]]) -> bool:
+            nonlocal replayed
+            if not replayed:
+                index, expected = next(drawn, (None, None))
+                if schedule != expected:
+                    raise RuntimeError(
+                        f"hunt: shrinking drew schedule {index} otherwise than the search "
+                        f"did ({schedule} against {expected}): Hypothesis's generation was "
+                        f"not repeated; report this with the hunt's command")
+                replayed = index == searched.broken_at
+                known[_key(schedule)] = replayed
+                return replayed
+            key = _key(schedule)
+            if key not in known:
+                if time.monotonic() > self.deadline:
+                    return False  # past the budget: the best schedule so far is kept
+                judged = judge.breaks(schedule)
+                self._counted(judged)
+                known[key] = judged.broken
+            return known[key]
+
+        try:
+            return find(strategy, breaks, random=random.Random(self.seed),
+                        settings=hunt_settings(self.examples, [Phase.generate, Phase.shrink]))
+        except NoSuchExample:
+            raise RuntimeError("hunt: shrinking did not meet the search's breaking schedule "
+                               "again; report this with the hunt's command") from None
 
     def _baseline(self) -> tuple[RunResult, Verdict]:
         """The scenario without faults; a condition naming a metric it lacks is refused."""
         self.runs += 1
-        baseline = self._run(self.data, [])
+        judge = self.judge
+        baseline = judge.run(self.data, [])
         if self.invariant is not None:
             check_metrics(self.invariant, baseline.summary)
-        verdict = self._verdict(baseline.summary, [], complete=True)
+        verdict = judge.verdict(baseline.summary, [], complete=True)
         self._tell("baseline", f"no faults, {verdict.observed}"
                                f"{BROKEN if verdict.broken else ''}")
         return baseline, verdict
@@ -313,6 +410,11 @@ def _invariant_lines(invariant: Condition | None, reference: str | None) -> list
     if reference is not None:
         lines.append(f"reference = {_toml(reference)}")
     return lines
+
+
+def _key(schedule: list[dict[str, Any]]) -> str:
+    """A schedule as a key: its faults' fields in a fixed order."""
+    return json.dumps(schedule, sort_keys=True)
 
 
 def _toml(value: Any) -> str:

@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from simulator.backends import BackendError
 from simulator.run import run_scenario
@@ -189,19 +190,34 @@ def _drain(executor: Executor, rebuild: Callable[[], Executor], pending: list[Ta
             executor = rebuild()
 
 
+SCHEDULER_TIMEOUT = "15s"
+"""How long a Dask scheduler is tried before it is said to be unreachable."""
+
+
+@contextmanager
+def dask_executor(scheduler: str) -> Iterator[tuple[Executor, Any]]:
+    """An executor on the Dask cluster at ``scheduler``, and its client, for
+    the block (``sweep`` and ``hunt``): an address that is none, or a
+    scheduler that does not answer, is a ``BackendError`` naming it."""
+    from distributed import Client
+
+    try:
+        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
+    except ValueError as error:
+        raise BackendError(f"--scheduler: {scheduler!r} is no Dask scheduler address such as "
+                           f"tcp://HOST:8786 ({error})") from None
+    except (OSError, TimeoutError) as error:
+        raise BackendError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
+    with client:
+        yield client.get_executor(pure=False), client
+
+
 @contextmanager
 def _executor(workers: int | None, scheduler: str | None
               ) -> Iterator[tuple[Executor, Callable[[], Executor]]]:
     """A ``concurrent.futures`` executor and a way to rebuild it after a worker died."""
     if scheduler is not None:
-        from distributed import Client
-
-        try:
-            client = Client(scheduler, timeout="15s")
-        except (OSError, TimeoutError) as error:
-            raise BackendError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
-        with client:
-            executor = client.get_executor(pure=False)
+        with dask_executor(scheduler) as (executor, _):
             yield executor, lambda: executor
         return
     count = workers or os.cpu_count() or 1

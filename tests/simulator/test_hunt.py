@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
+from hypothesis.errors import NoSuchExample
 
 from simulator.cli import main
 from simulator.expectations import Expectation, parse_condition
@@ -171,28 +172,26 @@ def test_lost_calls_are_aimed_only_at_calls_the_scenario_sends(tmp_path):
         targets.replicas)
     assert targets.migration == ()
 
-    class Watching(Hunt):
-        """Records every drawn schedule; nothing ever breaks."""
-
-        drawn: list[dict[str, Any]] = []
-
-        def _breaks(self, schedule: list[dict[str, Any]]) -> bool:
-            self.drawn.extend(schedule)
-            return False
-
     scenario = tmp_path / "v1-quiet.toml"
     scenario.write_text(SPLIT.read_text(encoding="utf-8").replace(
         'store = "axond_budget.variants.split_settlement"', f'store = "{SHIPPED}"'))
-    hunt = Watching(scenario, DRIFT, seed=0, examples=40, kinds=("lose_reply", "lose_request"))
+    hunt = Hunt(scenario, DRIFT, seed=0, examples=40, kinds=("lose_reply", "lose_request"))
     assert hunt.scenario.store == SHIPPED
-    assert hunt.search() is None
-    aimed = {fault["call"] for fault in Watching.drawn if "call" in fault}
+    drawn: list[dict[str, Any]] = []
+
+    def never(schedule: list[dict[str, Any]]) -> bool:
+        drawn.extend(schedule)
+        return False
+
+    with pytest.raises(NoSuchExample):
+        find(hunt.strategy(targets), never, settings=settings(max_examples=40, database=None))
+    aimed = {fault["call"] for fault in drawn if "call" in fault}
     assert aimed and aimed <= set(targets.replicas)
 
 
 def test_the_migration_is_aimed_at_the_calls_it_sends():
     hunt = Hunt(HUNTS / "claim-without-slot-quiet.toml", DRIFT)
-    targets = calls_sent(hunt._run(hunt.data, []).trace)
+    targets = calls_sent(hunt.judge.run(hunt.data, []).trace)
     assert "migration_apply" in targets.migration
     assert "migration_apply" not in targets.replicas
     assert "reserve_v2" in targets.replicas and "reserve_v2" not in targets.migration
