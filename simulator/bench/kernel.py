@@ -366,4 +366,4 @@ def measure_kernel(quick: bool) -> BenchLine:
         f"(CPU time, medians of {rounds} rounds, turn about; fastest runs' ratio "
         f"{fastest:.2f})"
     )
-    return BenchLine("kernel", figures, "lab / SimPy (median of rounds)", paired, ">= 1.5")
+    return BenchLine("kernel", figures, "lab / SimPy (median of rounds)", paired, ">= 2.0")
