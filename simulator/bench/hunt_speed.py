@@ -62,7 +62,8 @@ def forkserver_start_seconds() -> float:
     """Wall seconds until a first local worker answers: the forkserver's start,
     its import of the lab included, once per process (none when it runs already)."""
     started = time.perf_counter()
-    with batch_pool(max(WORKER_COUNTS), preload=["simulator.hunt"]) as pool:
+    modules = Hunt(SCENARIO, NEVER_BROKEN).worker_modules()
+    with batch_pool(max(WORKER_COUNTS), preload=modules) as pool:
         pool.executor.submit(warm_up).result()
     return time.perf_counter() - started
 

@@ -144,6 +144,18 @@ def test_two_workers_write_the_report_one_writes_and_no_schedule_is_judged_twice
     assert alone_printed.splitlines()[0] == paired_printed.splitlines()[0]
 
 
+def test_workers_import_the_plugin_the_hunted_store_comes_from(tmp_path, capsys, monkeypatch):
+    # The plugin is on the driver's path only; the workers are forked from a
+    # server that never imported it.
+    monkeypatch.syspath_prepend(str(REPO / "docs" / "examples"))
+    scenario = tmp_path / "plugged.toml"
+    scenario.write_text(SPLIT.read_text(encoding="utf-8").replace(
+        'store = "axond_budget.variants.split_settlement"', 'store = "my_team.settle_once"'))
+    assert main(["hunt", str(scenario), "--plugin", "my_variant", "--invariant",
+                 "requests_arrived < 0", "--examples", "4", "--workers", "2"]) == 1
+    assert "no schedule broke it in 5 run(s)" in capsys.readouterr().out
+
+
 def test_a_hunt_on_a_dask_cluster_finds_what_one_process_finds():
     from distributed import LocalCluster
 
