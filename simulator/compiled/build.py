@@ -94,8 +94,9 @@ def build_one(module: str, compiler: list[str]) -> None:
     c_file.unlink()
 
 
-def build(workers: int | None = None) -> int:
-    """Build every module of the hot path; return how many were compiled."""
+def build(workers: int | None = None, force: bool = False) -> int:
+    """Build the modules of the hot path that changed (all with ``force``);
+    return how many were compiled."""
     try:
         import Cython  # noqa: F401 - only whether it is installed
     except ImportError:
@@ -103,7 +104,7 @@ def build(workers: int | None = None) -> int:
     compiler = c_compiler()
     modules = [module for module in HOT_PATH if sources_of(module)[0].exists()]
     settings = settings_of(compiler)
-    kept = reusable(settings)
+    kept = {} if force else reusable(settings)
     MANIFEST.unlink(missing_ok=True)
     # Hashed before compiling: an edit made during the build makes it stale, not wrong.
     entries = {module: entry_of(module) for module in modules}
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     try:
-        count = build(options.workers)
+        count = build(options.workers, options.force)
     except BuildFailed as failure:
         print(f"compiled hot path not built: {failure}; running interpreted", file=sys.stderr)
         return 0
