@@ -41,11 +41,12 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -128,6 +129,15 @@ def judge_batch(judge: BatchJudge, batch: Batch, deadline_epoch_s: float) -> Bat
 
 def warm_up() -> None:
     """Nothing: submitted once per local worker so it starts while the baseline runs."""
+
+
+def _start_workers(pool: Executor, workers: int) -> None:
+    """Start every local worker now (in a thread of the driver's: the first
+    waits for the forkserver to import the lab)."""
+    # A pool broken or shut down meanwhile is the search's to report, not this thread's.
+    with suppress(Exception):
+        for _ in range(workers):
+            pool.submit(warm_up)
 
 
 @dataclass
@@ -321,17 +331,23 @@ def batch_pool(workers: int = 1, scheduler: str | None = None,
         yield BatchPool(_InDriver(), 1, schedules_per_batch=1)
         return
     # forkserver, as a sweep's pool: a clean process, and one import of the
-    # lab (this module's) shared by every worker it forks.
+    # lab shared by every worker it forks: this module, the lifeline every
+    # worker holds (else each imports the sweeps, pandas and all, a third of
+    # a second), and what the judge needs.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, *preload])
+    context.set_forkserver_preload([__name__, Lifeline.__module__, *preload])
     with Lifeline() as lifeline:
         pool = lifeline.pool(workers, context)
+        # The forkserver's import (a second or more) overlaps the baseline run
+        # rather than delaying it.
+        starting = threading.Thread(target=_start_workers, args=(pool, workers),
+                                    name="hunt-workers-start", daemon=True)
+        starting.start()
         try:
-            for _ in range(workers):
-                pool.submit(warm_up)
             yield BatchPool(pool, workers)
         finally:
             # The search is over however the block ends: whatever still runs
             # is of no use, so its workers are cut off rather than waited for.
             lifeline.cut()
+            starting.join()
             pool.shutdown(wait=True, cancel_futures=True)
