@@ -20,6 +20,8 @@ ratio and its target (issue 18's, for the lines it names):
 * **Scale** — a 10,000-replica run with >= 100,000 requests in flight on the
   ``memory`` backend: peak memory, wall time, virtual seconds per wall second
   (``scale``). Target peak RSS under 2 GiB.
+* **Hunt** — schedules a hunt judges per minute with one worker and with two,
+  side by side on one quiet scenario (``hunt_speed``). Target 2 / 1 >= 1.7.
 
 ``--quick`` shrinks every workload so the whole bench takes about a minute
 (a smoke test for CI); timings are never asserted, only printed.
@@ -47,6 +49,7 @@ def run_bench(backend: str = "auto", quick: bool = False,
         measure_tollgate_memory,
         measure_tollgate_postgres,
     )
+    from simulator.bench.hunt_speed import measure_hunt_throughput
     from simulator.bench.kernel import measure_kernel
     from simulator.bench.redis_ceiling import measure_backend
     from simulator.bench.scale import measure_scale
@@ -74,10 +77,7 @@ def run_bench(backend: str = "auto", quick: bool = False,
     done(measure_tollgate_postgres(quick))
     done(measure_kernel(quick))
     done(measure_scale(quick))
-    # -- hunt throughput: the lead adds its line here, once
-    # simulator/bench/hunt_speed.py exists:
-    #     from simulator.bench.hunt_speed import measure_hunt_throughput
-    #     done(measure_hunt_throughput(quick))
+    done(measure_hunt_throughput(quick))
     return lines
 
 

@@ -27,8 +27,8 @@ SKIPPED = re.compile(r"^(?P<name>[A-Za-z_ ]+): skipped \(.+\)$")
 REDIS_LINES = ["Redis ceiling", "fakeredis", "axond_leases", "av_state"]
 """The budget family's two lines, then each other Redis family's."""
 LEDGER_LINES = ["tollgate memory", "tollgate PostgreSQL"]
-LAB_LINES = ["kernel", "scale"]
-"""The lab's own lines; the hunt throughput line joins them when ``run_bench`` prints it."""
+LAB_LINES = ["kernel", "scale", "hunt"]
+"""The lab's own lines."""
 TINY = {"duration": "3s", "drain": "3s"}
 """A family's scenario cut to a few seconds, for the tests that run one line."""
 
