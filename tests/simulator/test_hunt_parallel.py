@@ -7,7 +7,6 @@ worker behind when its driver is killed; bad flags are one line, exit 2."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import Phase, find
 from hypothesis.errors import NoSuchExample
-from test_no_orphans import end_session, left_behind, session_processes, workers_running
+from test_no_orphans import assert_sigkill_leaves_nothing
 
 from simulator.cli import main
 from simulator.expectations import Expectation, parse_condition
@@ -198,14 +197,7 @@ def test_a_hunt_driver_killed_by_sigkill_leaves_none_of_its_workers(tmp_path):
          "requests_arrived < 0", "--examples", "50", "--workers", "2"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        workers = workers_running(driver, 2)
-        assert len(session_processes(driver.pid)) >= 3 + len(workers)
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=10)
-        assert left_behind(driver.pid) == {}
-    finally:
-        end_session(driver)
+    assert_sigkill_leaves_nothing(driver, workers=2)
 
 
 def test_one_worker_is_the_default_and_a_misspelt_metric_still_stops_before_any_worker(capsys):

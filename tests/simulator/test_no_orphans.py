@@ -106,11 +106,17 @@ def end_session(driver: subprocess.Popen) -> None:
 
 def test_a_sweep_driver_killed_by_sigkill_leaves_none_of_its_processes(tmp_path):
     # Runs of ten minutes: every worker is mid-simulation when the driver dies.
-    driver = start_sweep(SMOKE, tmp_path / "out", "duration=600s", workers=2)
+    assert_sigkill_leaves_nothing(start_sweep(SMOKE, tmp_path / "out", "duration=600s",
+                                              workers=2), workers=2)
+
+
+def assert_sigkill_leaves_nothing(driver: subprocess.Popen, workers: int) -> None:
+    """Once ``workers`` of ``driver``'s are mid-run, SIGKILL the driver: none of
+    its processes (workers, forkserver, resource tracker) may remain."""
     try:
-        workers = workers_running(driver, 2)
-        # Driver, resource tracker, forkserver and the workers: all of the sweep.
-        assert len(session_processes(driver.pid)) >= 3 + len(workers)
+        running = workers_running(driver, workers)
+        # Driver, resource tracker, forkserver and the workers: all of its processes.
+        assert len(session_processes(driver.pid)) >= 3 + len(running)
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait(timeout=10)
         assert left_behind(driver.pid) == {}
