@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tomllib
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from simulator.races import involved_events, load_report, replay, timeline_sampl
 from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
 from simulator.run_diff import diff_table, read_summary
-from simulator.run_limits import parse_memory_bytes
+from simulator.run_limits import parse_memory_bytes, refuse_workers_beyond, run_limits
 from simulator.scenario import Scenario, ScenarioError, load_scenario, parse_scenario, set_dotted
 from simulator.strategies import ALL_FAULTS, REPLICA_FAULTS
 from simulator.sweeps import SweepInterrupted, load_sweep, run_sweep
@@ -360,10 +361,19 @@ def _sweep(args: argparse.Namespace) -> int:
     sweep = load_sweep(args.sweep, seeds=args.seeds,
                        set_fields=dict(args.overrides) | _limit_overrides(args),
                        plugins=args.plugins)
+    largest = None  # the point whose run takes the most memory, and its scenario
     for point in sweep.points:  # every point within its limits before any run
-        problems = preflight.over_limits(sweep.scenario_at(point), sweep.backend)
+        scenario = sweep.scenario_at(point)
+        problems = preflight.over_limits(scenario, sweep.backend)
         if problems:
             raise ScenarioError(f"{args.sweep}: the point {point.parameters}: {problems[0]}")
+        run_bytes = preflight.work(scenario, sweep.backend).memory_bytes
+        if largest is None or run_bytes > largest[0]:
+            largest = (run_bytes, scenario)
+    if largest is not None and args.scheduler is None:
+        # Local workers each hold a run: together they must fit the memory limit.
+        refuse_workers_beyond(args.workers or os.cpu_count() or 1, largest[0],
+                              run_limits(largest[1].limits))
     out = args.out or Path("data/results/sweeps") / sweep.name
     print(f"sweep {sweep.name}: {len(sweep.points)} point(s) x {len(sweep.seeds)} seed(s), "
           f"varying {', '.join(sweep.parameters)}", file=sys.stderr)

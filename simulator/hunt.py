@@ -57,8 +57,9 @@ from simulator.expectations import Condition, Expectation, Invariant, Verdict, c
 from simulator.families import SHIPPED, family_of, invariants_for
 from simulator.hunt_batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
 from simulator.operations import MIGRATOR
-from simulator.preflight import known_metrics, refuse_unknown
+from simulator.preflight import known_metrics, refuse_unknown, work
 from simulator.run import RunResult, resolve_backend, run_scenario
+from simulator.run_limits import refuse_workers_beyond, run_limits
 from simulator.scenario import Scenario, parse_scenario, read_toml
 from simulator.strategies import REPLICA_FAULTS, fault_schedules
 from simulator.trace import Trace
@@ -288,6 +289,11 @@ class Hunt:
             refuse_unknown(self.invariant, known_metrics(scenario))
         if self.target == "migration" and not scenario.migrations:
             raise ValueError("--target migration: the scenario runs no migration")
+        if self.scheduler is None:
+            # Local workers each hold a run: together they must fit the memory
+            # limit, as the runs will have it (``data``, with any limit flags).
+            runs = parse_scenario(self.data, source=str(self.scenario_path))
+            refuse_workers_beyond(self.workers, work(runs).memory_bytes, run_limits(runs.limits))
         # The workers start while the baseline runs.
         with batch_pool(self.workers, self.scheduler, preload=self.worker_modules()) as pool:
             baseline, verdict = self._baseline()

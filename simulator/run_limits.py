@@ -268,6 +268,21 @@ def refuse_beyond(estimate: WorkEstimate, limits: RunLimits) -> None:
         raise WorkLimitExceeded("\n".join(found))
 
 
+def refuse_workers_beyond(workers: int, run_bytes: float, limits: RunLimits) -> None:
+    """Raise ``WorkLimitExceeded`` when ``workers`` local processes, each
+    running one simulation of about ``run_bytes`` at a time, would together
+    pass the memory limit a single run is held to (``--workers 500`` on a
+    small machine is refused, not a swap storm)."""
+    need = workers * run_bytes
+    if workers > 1 and need > limits.max_memory:
+        fits = max(1, int(limits.max_memory // run_bytes))
+        raise WorkLimitExceeded(
+            f"--workers {workers}: {workers} local processes, each running a simulation "
+            f"of about {format_bytes(run_bytes)}, would need about {format_bytes(need)}, "
+            f"past the memory limit of {format_bytes(limits.max_memory)}; use --workers "
+            f"{fits} or fewer, or {RAISE_MEMORY}")
+
+
 # -------------------------------------------------------------------- guard
 
 

@@ -175,6 +175,35 @@ def test_a_hunt_past_its_limits_runs_nothing(capsys):
     assert code == USER_ERROR and "limits.max_events" in one_line(error)
 
 
+@pytest.mark.parametrize("command", ["hunt", "sweep"])
+def test_more_local_workers_than_the_memory_limit_holds_are_refused_before_any_run(
+        command, capsys, tmp_path):
+    out = tmp_path / "out"
+    if command == "hunt":
+        args = ["hunt", str(CHEAP), "--invariant", "false_denials > 0", "--out",
+                str(out / "found.toml")]
+    else:
+        sweep = tmp_path / "small.toml"
+        sweep.write_text(f'name = "small"\nscenario = "{CHEAP}"\n[vary]\nduration = ["2s"]\n')
+        args = ["sweep", str(sweep), "--quiet", "--out", str(out)]
+    code, error, _ = run_cli([*args, "--workers", "300", "--max-memory", "4GiB"], capsys)
+    line = one_line(error)
+    assert code == USER_ERROR and not out.exists()
+    assert line.startswith("error: --workers 300: 300 local processes") and "past the memory " \
+        "limit of 4GiB; use --workers" in line, line
+    assert 1 <= int(line.split("use --workers ")[1].split()[0]) < 300
+
+
+def test_workers_are_refused_exactly_past_the_memory_limit():
+    limits = run_limits.RunLimits(max_events=10**9, max_memory=1000, max_keys=10**6,
+                                  memory_is_default=False)
+    run_limits.refuse_workers_beyond(10, 100, limits)  # 1,000 bytes: fits
+    with pytest.raises(WorkLimitExceeded, match="use --workers 10 or fewer"):
+        run_limits.refuse_workers_beyond(11, 100, limits)
+    # One worker is one run, which the run's own limits judge.
+    run_limits.refuse_workers_beyond(1, 5000, limits)
+
+
 # --------------------------------------------------------------- guarded as it runs
 
 def test_the_kernel_calls_its_guard_every_so_many_events_across_runs():
