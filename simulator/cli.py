@@ -3,7 +3,7 @@
 Exit status: 0 done, 1 the simulation itself failed (a bug in a store or in
 the lab: the message names the seed and the virtual time), 2 the input was
 wrong (the message says which field, what was wanted, what was given) or a run
-would pass, or passed, its limits (``simulator.run_limits``), 3 the run
+would pass, or passed, its limits (``simulator.run.limits``), 3 the run
 finished but an ``[expect]`` threshold of the scenario failed.
 """
 
@@ -21,26 +21,32 @@ from typing import Any
 
 from tqdm import tqdm
 
-from simulator import preflight
 from simulator.backends import BackendError
 from simulator.bench import run_bench
-from simulator.counterfactual import counterfactual, counterfactual_table
-from simulator.expectations import failed_expectations, judge_expectations, parse_condition
+from simulator.engine.kernel import SimulationError
 from simulator.families import family_of, invariants_for
-from simulator.html_report import write_replay_report, write_report
-from simulator.hunt import Hunt, PhaseSummary
-from simulator.junit import write_junit
-from simulator.kernel import SimulationError
-from simulator.races import involved_events, load_report, replay, timeline_sampling
-from simulator.report import fields_reference, summary_table
-from simulator.run import quiet_store_logs, run_scenario
-from simulator.run_diff import diff_table, read_summary
-from simulator.run_limits import parse_memory_bytes, refuse_workers_beyond, run_limits
-from simulator.scenario import Scenario, ScenarioError, load_scenario, parse_scenario, set_dotted
-from simulator.strategies import ALL_FAULTS, REPLICA_FAULTS
+from simulator.present.diff import diff_table, read_summary
+from simulator.present.html_report import write_replay_report, write_report
+from simulator.present.junit import write_junit
+from simulator.present.report import fields_reference, summary_table
+from simulator.present.timeline import draw_timeline
+from simulator.present.verdicts import expectation_line, invariant_verdicts
+from simulator.run import preflight
+from simulator.run.compose import quiet_store_logs, run_scenario
+from simulator.run.limits import parse_memory_bytes, refuse_workers_beyond, run_limits
+from simulator.scenario.conditions import failed_expectations, judge_expectations, parse_condition
+from simulator.scenario.model import (
+    Scenario,
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+    set_dotted,
+)
+from simulator.search.counterfactual import counterfactual, counterfactual_table
+from simulator.search.hunt import Hunt, PhaseSummary
+from simulator.search.races import involved_events, load_report, replay, timeline_sampling
+from simulator.search.strategies import ALL_FAULTS, REPLICA_FAULTS
 from simulator.sweeps import SweepInterrupted, load_sweep, run_sweep
-from simulator.timeline import draw_timeline
-from simulator.verdicts import expectation_line, invariant_verdicts
 from stores import registry
 from stores.quantities import parse_duration_us
 
@@ -106,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                          metavar="MODULE", help="import this Python module first: it registers "
                          "store kinds from outside the lab (found on PYTHONPATH; repeatable)")
     # --max-events, --max-memory, --max-keys, for every command that runs scenarios
-    # (simulator.run_limits): the same as the scenario's [limits] table, and over it.
+    # (simulator.run.limits): the same as the scenario's [limits] table, and over it.
     limits = argparse.ArgumentParser(add_help=False)
     limits.add_argument("--max-events", type=_count, metavar="N",
                         help="kernel events a run may take: one estimated past it is refused "

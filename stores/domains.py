@@ -6,7 +6,7 @@ every field of that kind. Each type refuses what is not a number of it (a
 boolean is not a number, nor is ``"500"``: TOML writes numbers without
 quotes), refuses NaN and infinities, and carries its bounds; a field narrows
 them with ``Field(ge=..., le=...)``. The bounds and a ``Domain`` marker are
-read back by the fields reference (``simulator.field_reference``), so the
+read back by the fields reference (``simulator.scenario.reference``), so the
 documentation states exactly what validation enforces.
 
 It lives under ``stores`` because store settings are validated with it and

@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import contextlib, io, json, sys
-import simulator.compiled, simulator.kernel
+import simulator.compiled, simulator.engine.kernel
 from simulator.cli import main
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
 
 cases = json.loads(sys.argv[1])
 runs = {}
@@ -41,7 +41,7 @@ for argv in cases["commands"]:
         status = main(argv)
     hunts[" ".join(argv)] = [status, out.getvalue()]
 print(json.dumps({"compiled": simulator.compiled.in_use(),
-                  "kernel": simulator.kernel.__file__, "runs": runs, "commands": hunts}))
+                  "kernel": simulator.engine.kernel.__file__, "runs": runs, "commands": hunts}))
 """
 
 CASES = {
@@ -136,26 +136,26 @@ def test_a_source_edited_since_the_build_makes_the_whole_build_unused(tmp_path, 
                                                                         monkeypatch):
     monkeypatch.delenv(compiled.INTERPRETED_ENV, raising=False)
     monkeypatch.delenv(compiled.NOTICE_ENV, raising=False)
-    manifest = _manifest_for(tmp_path, "simulator.traps", digest="0" * 32, stamp=[[0, 0]])
+    manifest = _manifest_for(tmp_path, "simulator.engine.traps", digest="0" * 32, stamp=[[0, 0]])
     finders = list(sys.meta_path)
     state = compiled.install(manifest)
-    assert state.stale == ("simulator.traps",) and not state.usable
+    assert state.stale == ("simulator.engine.traps",) and not state.usable
     assert sys.meta_path == finders  # no finder for a stale build
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 1 and "simulator.traps" in lines[0] and "interpreted" in lines[0]
+    assert len(lines) == 1 and "simulator.engine.traps" in lines[0] and "interpreted" in lines[0]
     # Said once per process tree: the children it starts stay quiet.
     compiled.install(manifest)
     assert capsys.readouterr().err == ""
 
 
 def test_a_source_touched_but_unchanged_keeps_the_build(tmp_path):
-    manifest = _manifest_for(tmp_path, "simulator.traps", stamp=[[0, 0]])
+    manifest = _manifest_for(tmp_path, "simulator.engine.traps", stamp=[[0, 0]])
     state = compiled.read_build(manifest)
-    assert state.usable and set(state.extensions) == {"simulator.traps"}
+    assert state.usable and set(state.extensions) == {"simulator.engine.traps"}
 
 
 def test_a_build_for_another_python_is_not_used(tmp_path):
-    manifest = _manifest_for(tmp_path, "simulator.traps")
+    manifest = _manifest_for(tmp_path, "simulator.engine.traps")
     recorded = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**recorded, "ext_suffix": ".cpython-299-elsewhere.so"}))
     assert not compiled.read_build(manifest).usable

@@ -7,7 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from simulator.scenario import parse_scenario, read_toml
+from simulator.scenario.model import parse_scenario, read_toml
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,13 +17,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-LAB_ROOT = Path(__file__).resolve().parents[2]
-"""The lab's checkout: the directory holding ``data/``, ``notebooks/`` and ``simulator/``."""
-
-
-def lab_path(*parts: str) -> Path:
-    """A path inside the lab's checkout, e.g. ``lab_path("data", "races")``."""
-    return LAB_ROOT.joinpath(*parts)
+from simulator import LAB_ROOT, lab_path  # noqa: F401  (the notebooks' way to the lab's files)
 
 
 def notebook_results_dir(notebook: str, results_dir: str | Path | None = None) -> Path:

@@ -10,7 +10,7 @@ the whole namespace's holds as well, on every admission of that namespace.
 
 This module runs the base scenario (``data/scenarios/exactness-hot-namespace.toml``)
 for each store and each fixed request duration (holds in flight = arrival
-rate x duration, by Little's law), with ``simulator.run.run_scenario`` so it
+rate x duration, by Little's law), with ``simulator.run.compose.run_scenario`` so it
 keeps the machine-dependent ``run_info`` a sweep's rows leave out, and turns
 the runs into:
 
@@ -54,8 +54,8 @@ from simulator.analysis import lab_path
 from simulator.analysis.spread import plot_band, seed_bands
 from simulator.backends import BackendSpec, open_redis_backend
 from simulator.backends.local_server import redis_binary, throwaway_redis
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario, read_toml, set_dotted
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario, read_toml, set_dotted
 from simulator.sweeps.lifeline import tethered_pool
 from stores.quantities import parse_duration_us
 

@@ -5,7 +5,7 @@ For each report the gallery shows what ``python -m simulator replay`` says,
 twice: on the variant (REPRODUCED or not, the invariant's metric, and whether
 the trace is the one recorded beside the report) and on the fixed store with
 the same scenario, seed and fault schedule (the invariant holds, or not). Each
-side's timeline (``simulator.timeline.draw_timeline``, a PNG) is drawn, and the
+side's timeline (``simulator.present.timeline.draw_timeline``, a PNG) is drawn, and the
 two are laid side by side in one figure. A table sums the catalogue up.
 
 This module holds all of it:
@@ -35,9 +35,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from simulator.analysis import lab_path
-from simulator.expectations import Expectation
-from simulator.races import RaceReport, load_report, replay
-from simulator.scenario import parse_scenario
+from simulator.scenario.conditions import Expectation
+from simulator.scenario.model import parse_scenario
+from simulator.search.races import RaceReport, load_report, replay
 from simulator.sweeps.lifeline import tethered_pool
 
 TIMELINE_SAMPLE_EVERY = "20ms"
@@ -159,7 +159,7 @@ def replay_side(path: Path, against_fixed: bool, timeline: Path | None = None,
     process can run it; the heavy run result stays in the worker."""
     # The timeline module picks a file-only matplotlib backend when imported:
     # import it here, in whichever process draws, not at module import.
-    from simulator.timeline import draw_timeline
+    from simulator.present.timeline import draw_timeline
 
     report = load_report(path)
     found = replay(report, against_fixed=against_fixed, backend=backend,

@@ -40,8 +40,8 @@ import pandas as pd
 from simulator.analysis import lab_path
 from simulator.analysis.spread import seed_bands
 from simulator.analysis.ttl import format_seconds
-from simulator.arrivals import Bursts, Poisson, arrivals_as_written
-from simulator.scenario import Scenario, ScenarioError
+from simulator.scenario.arrivals import Bursts, Poisson, arrivals_as_written
+from simulator.scenario.model import Scenario, ScenarioError
 from simulator.sweeps import Sweep, load_sweep
 from stores.quantities import parse_duration_us
 

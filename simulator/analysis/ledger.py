@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from simulator.analysis import lab_path
-from simulator.scenario import read_toml
+from simulator.scenario.model import read_toml
 from simulator.sweeps import Sweep, build_sweep
 
 # ------------------------------------------------------------------ columns

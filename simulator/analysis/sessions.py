@@ -42,8 +42,8 @@ import pandas as pd
 
 from simulator.analysis import lab_path
 from simulator.analysis.spread import seed_bands
-from simulator.arrivals import Bursts, Poisson, arrivals_as_written
-from simulator.scenario import Scenario, ScenarioError
+from simulator.scenario.arrivals import Bursts, Poisson, arrivals_as_written
+from simulator.scenario.model import Scenario, ScenarioError
 from simulator.sweeps import Sweep, load_sweep
 
 MICROSECONDS_PER_HOUR = 3_600_000_000

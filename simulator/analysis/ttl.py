@@ -38,10 +38,10 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from simulator.analysis import lab_path
 from simulator.analysis.spread import plot_band, seed_bands
-from simulator.arrivals import arrivals_as_written
-from simulator.distributions import Distribution
-from simulator.empirical import Empirical
-from simulator.scenario import Scenario, ScenarioError
+from simulator.scenario.arrivals import arrivals_as_written
+from simulator.scenario.distributions import Distribution
+from simulator.scenario.empirical import Empirical
+from simulator.scenario.model import Scenario, ScenarioError
 from simulator.sweeps import Sweep, load_sweep
 from stores.quantities import parse_duration_us
 

@@ -19,7 +19,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from simulator.backends.redis_backend import BackendError, Outcome
-from simulator.runtime import EPOCH_MS
+from simulator.engine.runtime import EPOCH_MS
 
 
 def step_to_end(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -51,7 +51,7 @@ class LoopThread:
 
 
 class ServiceRunner:
-    """A ``simulator.service.ServiceBackend``: one service, opened for a run."""
+    """A ``simulator.net.service.ServiceBackend``: one service, opened for a run."""
 
     namespace = ""
 

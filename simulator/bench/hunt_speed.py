@@ -4,7 +4,7 @@ minute with one worker and with two, measured side by side.
 Both hunts search the same committed quiet scenario with the same seed, for an
 invariant no run can break (``requests_arrived < 0``), so each tries exactly
 the same schedules, ``examples`` of them, and none is shrunk: the work is the
-same and only the workers differ (``simulator.hunt_batches``). What is timed
+same and only the workers differ (``simulator.search.batches``). What is timed
 is the search, in wall time: from the baseline run's end to the hunt's end,
 so each hunt's own start of its workers counts where the baseline does not
 hide it. What a process pays once, the forkserver importing the lab for
@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 from simulator.bench.lines import BenchLine
-from simulator.expectations import parse_condition
-from simulator.hunt import Hunt
-from simulator.hunt_batches import BatchPool, batch_pool
+from simulator.scenario.conditions import parse_condition
+from simulator.search.batches import BatchPool, batch_pool
+from simulator.search.hunt import Hunt
 
 SCENARIO = (Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt"
             / "split-settlement-quiet.toml")

@@ -1,6 +1,6 @@
 """The kernel line of ``python -m simulator bench``: the lab's kernel against SimPy.
 
-The same model is built twice, once on ``simulator.kernel.Kernel`` and once on
+The same model is built twice, once on ``simulator.engine.kernel.Kernel`` and once on
 ``simpy.Environment``, and both are timed in the same process, turn about, so
 that the ratio says what the lab's kernel costs against a well-known
 discrete-event engine on the work a run actually gives it.
@@ -15,7 +15,7 @@ each looping forever over
 * the upstream work (lognormal),
 * a ``settle`` call, raced against its timeout in the same way.
 
-The lab's side uses the kernel the way ``simulator.network`` does: a ``Send``
+The lab's side uses the kernel the way ``simulator.net.links`` does: a ``Send``
 trap hands the call to a link, which schedules the arrival and the timeout
 with ``Kernel.after`` and wakes the caller by returning its wake-up. SimPy's
 side is written the fastest equivalent way SimPy offers (timeouts with
@@ -46,7 +46,7 @@ shared machine does not count against whichever side it happened to overlap;
 each side runs several times, turn about, and the ratio is the median of
 the rounds' own ratios (``measure_kernel`` says why). Both
 sides run the way ``run_scenario`` runs the lab: with the objects alive at
-the start out of the garbage collector's sight (``simulator.collector``), so
+the start out of the garbage collector's sight (``simulator.engine.collector``), so
 neither pays for walking the other's imports.
 """
 
@@ -64,9 +64,9 @@ from typing import Any
 import simpy
 
 from simulator.bench.lines import BenchLine
-from simulator.collector import long_lived_frozen
-from simulator.kernel import Kernel, Process, WakeUp
-from simulator.traps import Send, Sleep
+from simulator.engine.collector import long_lived_frozen
+from simulator.engine.kernel import Kernel, Process, WakeUp
+from simulator.engine.traps import Send, Sleep
 
 THINK_MEAN_US = 100_000
 """Mean think time between a replica's requests."""
@@ -173,7 +173,7 @@ class _LabCall:
 
 
 class _LabLink:
-    """``simulator.network.Link`` reduced to its schedule: no loss, no trace."""
+    """``simulator.net.links.Link`` reduced to its schedule: no loss, no trace."""
 
     __slots__ = ("kernel", "draws", "counts")
 

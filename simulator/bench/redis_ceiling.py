@@ -26,7 +26,7 @@ import time
 from simulator.backends import BackendSpec, open_redis_backend
 from simulator.bench.lines import BenchLine
 from simulator.bench.workloads import BUDGET, BenchWorkload
-from simulator.run import run_scenario
+from simulator.run.compose import run_scenario
 
 REPLAY_PIPELINE_DEPTH = 1_000
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bench.lines import BenchLine
-from simulator.run_limits import peak_resident_memory
+from simulator.run.limits import peak_resident_memory
 
 SCENARIO = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "bench-scale-10k.toml"
 RSS_BUDGET_MIB = 2 * 1024
@@ -40,8 +40,8 @@ _CHILD = "from simulator.bench.scale import run_child; run_child()"
 def run_child() -> None:
     """In the fresh process: run the scenario named on the command line and
     print what it cost, as JSON, on the last line of stdout."""
-    from simulator.run import run_scenario
-    from simulator.scenario import load_scenario
+    from simulator.run.compose import run_scenario
+    from simulator.scenario.model import load_scenario
 
     path, overrides = sys.argv[1], json.loads(sys.argv[2])
     scenario = load_scenario(path, overrides)

@@ -30,9 +30,9 @@ from typing import Any
 from simulator.backends.service_backend import open_service_backend
 from simulator.bench.lines import BenchLine
 from simulator.bench.workloads import BenchWorkload
-from simulator.run import run_scenario
-from simulator.scenario import Scenario
-from simulator.workload import KeySpace
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import Scenario
+from simulator.world.requests import KeySpace
 
 Transaction = tuple[str, tuple[Any, ...], int]
 

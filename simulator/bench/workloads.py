@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from simulator.analysis import lab_path
-from simulator.scenario import Scenario, load_scenario
+from simulator import lab_path
+from simulator.scenario.model import Scenario, load_scenario
 
 
 @dataclass(frozen=True)

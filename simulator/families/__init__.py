@@ -17,7 +17,7 @@ A family is its store package under ``stores/`` plus one lab-side package,
 
 The core (kernel, network, server, faults, arrivals, run, trace, sweeps,
 races, hunt, CLI) holds a ``Family`` and an ``Oracle``
-(``simulator.oracle.protocol``) and names no family;
+(``simulator.plugin.protocol``) and names no family;
 ``tests/simulator/test_core_names_no_family.py`` keeps it so.
 
 A store kind belongs to the family that speaks its ``protocol`` (the request
@@ -29,91 +29,18 @@ shipped one's family, and a plugin may bring a whole family of its own with
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from simulator.oracle.protocol import Oracle, ReplicaObserver, ServerObserver
+from simulator.plugin.family import Family, SummaryLayout, TimelineLanes
 
 if TYPE_CHECKING:
-    from simulator.families.record_series import RecordSeries
-    from simulator.fleet import Replica
-    from simulator.scenario import Scenario
-    from simulator.workload import Request
     from stores.registry import StoreKind
+
+__all__ = ["SHIPPED", "Family", "SummaryLayout", "TimelineLanes", "families", "family_of",
+           "invariants_for", "register_family"]
 
 SHIPPED = ("axond_budget", "axond_leases", "av_state", "tollgate")
 """The families shipped with the lab, by package name under ``simulator.families``."""
-
-
-@dataclass(frozen=True)
-class SummaryLayout:
-    """How a family's metrics read in the console table (``simulator.report``)."""
-
-    run_facts: Callable[[StoreKind], dict[str, Any]]
-    """Facts about the run the family adds to the summary's ``run`` group
-    (e.g. where a cap is enforced), ahead of the oracle's metrics."""
-    sections: tuple[tuple[str, tuple[str, ...]], ...]
-    """Titled groups of metric names: a plain name, ``*_suffix`` or
-    ``*prefix_`` (a wildcard shows only the metrics that are not zero)."""
-
-
-@dataclass(frozen=True)
-class TimelineLanes:
-    """How a family's requests and record are drawn: ``replay --plot``
-    (``simulator.timeline``) and the HTML report (``simulator.html_report``)."""
-
-    served: str
-    """The trace event that ends a served request's bar."""
-    refused: str
-    """The trace event that ends a refused request's bar."""
-    served_label: str
-    strayed_keys: Callable[[list[dict[str, Any]]], list[tuple[str, str]]]
-    """``strayed_keys(samples)``: the keys whose record strays furthest from
-    the truth, to show when no fault names a replica."""
-    series: Callable[[list[dict[str, Any]], set[tuple[str, str]]], RecordSeries] | None = None
-    """``series(samples, keys)``: the store's record of ``keys`` against the
-    truth and the gap between them, from the per-key samples
-    (``simulator.families.record_series``); both renderers draw it."""
-    draw_record: Callable[[Any, list[dict[str, Any]], set[tuple[str, str]], int | None],
-                          None] | None = None
-    """``draw_record(axes, samples, keys, cap)``: a family's own matplotlib
-    drawing of its record, for a plugin family with no ``series``."""
-    cap: Callable[[Any], int | None] = lambda settings: None
-    """``cap(settings)``: the line to draw across the record, if any."""
-    violation_columns: tuple[str, ...] = ()
-    """Columns of the aggregate sample row (``namespace == "*"``) that stay
-    zero until the run's first damage: where ``replay --trace`` starts its story."""
-
-
-@dataclass(frozen=True)
-class Family:
-    """One family, as the core uses it (see the module docstring)."""
-
-    name: str
-    protocol: str
-    """The ``StoreKind.protocol`` its kinds declare."""
-    serve: Callable[[Replica, Any, Request], Awaitable[None]]
-    """``serve(replica, store, request)``: one request's lifecycle on a replica."""
-    oracle: Callable[[Scenario, StoreKind, Any], Oracle]
-    """``oracle(scenario, kind, settings)``: a run's oracle."""
-    server_observer: Callable[[Oracle, list[tuple[StoreKind, Any]], list[Any]],
-                              ServerObserver]
-    """``server_observer(oracle, layouts, keys)``: follows a server's keys for
-    ``(kind, settings)`` layouts (several when a migration changes the kind)."""
-    replica_observer: Callable[[Oracle], ReplicaObserver]
-    """``replica_observer(oracle)``: follows every replica's in-process store."""
-    summary: SummaryLayout
-    timeline: TimelineLanes
-    invariants: tuple[Any, ...]
-    """The family's invariants (``simulator.families.<family>.invariants``)."""
-    counted_events: tuple[str, ...] = ()
-    """Trace events whose counts its summaries add to the core's
-    (``simulator.run.COUNTED_EVENTS``): those only its kind of store meets."""
-    oracle_facts: frozenset[str] = frozenset()
-    """Its oracle's methods its lifecycle calls to record a fact, answering
-    nothing: while the server holds queued commands they wait behind them
-    (``simulator.pipeline``); any other call flushes the queue first."""
 
 
 _REGISTERED: dict[str, Family] = {}

@@ -39,8 +39,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from simulator.models import Model
-from simulator.scenario import (
+from simulator.scenario.base import Model
+from simulator.scenario.model import (
     Scenario,
     ScenarioError,
     format_errors,

@@ -44,7 +44,7 @@ from types import FrameType
 from typing import Any
 
 from simulator.backends import BackendError
-from simulator.run import run_scenario
+from simulator.run.compose import run_scenario
 from simulator.sweeps.design import Sweep, Task
 from simulator.sweeps.lifeline import Lifeline
 from simulator.sweeps.progress import progress_bar

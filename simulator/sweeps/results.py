@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulator.scenario import ScenarioError
+from simulator.scenario.model import ScenarioError
 from simulator.sweeps.design import Sweep, Task, numeric_columns
 
 RESULTS_FILE = "results.parquet"

@@ -40,7 +40,7 @@ from simulator.analysis.exactness import (
     time_columns,
     times_conclusion,
 )
-from simulator.scenario import ScenarioError
+from simulator.scenario.model import ScenarioError
 
 V1, V2 = "axond_budget.redis_v1", "axond_budget.redis_v2"
 TINY = {"duration": "300ms", "drain": "100ms", "fleet.replicas": 3,

@@ -15,8 +15,8 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from simulator.analysis import lab_path, lease_figures, leases  # noqa: E402
-from simulator.run import run_scenario  # noqa: E402
-from simulator.scenario import (  # noqa: E402
+from simulator.run.compose import run_scenario  # noqa: E402
+from simulator.scenario.model import (  # noqa: E402
     ScenarioError,
     load_scenario,
     parse_scenario,

@@ -15,8 +15,8 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from simulator.analysis import lab_path, session_figures, sessions  # noqa: E402
-from simulator.run import run_scenario  # noqa: E402
-from simulator.scenario import ScenarioError, load_scenario, read_toml  # noqa: E402
+from simulator.run.compose import run_scenario  # noqa: E402
+from simulator.scenario.model import ScenarioError, load_scenario, read_toml  # noqa: E402
 from simulator.sweeps import build_sweep  # noqa: E402
 
 REDIS, TWIN = sessions.REDIS_KIND, sessions.TWIN_KIND

@@ -17,9 +17,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from simulator.analysis import lab_path, ttl  # noqa: E402
-from simulator.distributions import parse_distribution  # noqa: E402
-from simulator.empirical import Empirical  # noqa: E402
-from simulator.scenario import ScenarioError, read_toml  # noqa: E402
+from simulator.scenario.distributions import parse_distribution  # noqa: E402
+from simulator.scenario.empirical import Empirical  # noqa: E402
+from simulator.scenario.model import ScenarioError, read_toml  # noqa: E402
 from simulator.sweeps import build_sweep, results_dir_for  # noqa: E402
 
 CAP = 100_000
@@ -203,7 +203,7 @@ def test_an_empirical_sample_has_the_quantiles_of_its_values():
 
 
 def test_an_empirical_quantile_is_the_smallest_value_with_that_share_at_or_below_it():
-    from simulator.empirical import load_empirical
+    from simulator.scenario.empirical import load_empirical
 
     durations = load_empirical("data/workloads/durations_ms.csv", "duration", "e")
     values = [v / 1e6 for v in durations.values]

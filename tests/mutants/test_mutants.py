@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 import pytest
 
 from mutants import CATALOGUE, DAMAGE, HERE, SCENARIOS, Mutant, catalogue
-from simulator.counterfactual import counterfactual
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
+from simulator.search.counterfactual import counterfactual
 from stores import registry
 
 STORE_LOGIC = "store_logic"

@@ -18,15 +18,15 @@ import pytest
 from blame import blamed_on_the_lab, blamed_on_the_store
 from scenario_data import merge
 
+from simulator.engine.kernel import SimulationError
 from simulator.families import family_of
 from simulator.families.av_state.books import SERVER
 from simulator.families.av_state.observer import CounterObserver
 from simulator.families.av_state.oracle import CounterOracle
-from simulator.kernel import SimulationError
-from simulator.report import summary_table
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, parse_scenario
-from simulator.timeline import draw_timeline
+from simulator.present.report import summary_table
+from simulator.present.timeline import draw_timeline
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError, parse_scenario
 from stores import registry
 
 SESSIONS = {"lifetime": "uniform(5m, 25m)", "call_every": "exponential(90s)",

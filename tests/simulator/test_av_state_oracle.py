@@ -20,7 +20,7 @@ import pytest
 from simulator.families.av_state import causes
 from simulator.families.av_state.books import SERVER, UNCHANGED, KeyChange
 from simulator.families.av_state.oracle import CounterOracle
-from simulator.sessions import WHOLE, Part, PlannedCall, SessionPlan
+from simulator.scenario.sessions import WHOLE, Part, PlannedCall, SessionPlan
 
 TTL_US = 86_400_000_000
 PREFIX = "lab:budget:{s1}:"

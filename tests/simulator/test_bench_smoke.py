@@ -17,7 +17,7 @@ from simulator.backends.local_postgres import postgres_binaries
 from simulator.bench.families import REDIS_FAMILIES, measure_redis_family
 from simulator.bench.service_ceiling import fresh_service
 from simulator.bench.workloads import TOLLGATE, BenchWorkload
-from simulator.run import run_scenario
+from simulator.run.compose import run_scenario
 from stores.tollgate.domain import Allocation
 
 REPO = Path(__file__).resolve().parents[2]

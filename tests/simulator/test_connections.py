@@ -10,15 +10,15 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends import BackendSpec, open_redis_backend
-from simulator.connections import MultiplexedConnection
-from simulator.distributions import parse_distribution
-from simulator.kernel import Kernel
-from simulator.network import CONNECTION_FAULTS, FaultClock, Link, LinkSettings, ReplicaNetwork
-from simulator.redis_port import SimRedis
-from simulator.server import Server
-from simulator.streams import Streams
-from simulator.trace import Trace
-from simulator.traps import Sleep
+from simulator.engine.kernel import Kernel
+from simulator.engine.streams import Streams
+from simulator.engine.trace import Trace
+from simulator.engine.traps import Sleep
+from simulator.net.connections import MultiplexedConnection
+from simulator.net.links import CONNECTION_FAULTS, FaultClock, Link, LinkSettings, ReplicaNetwork
+from simulator.net.redis_port import SimRedis
+from simulator.net.server import Server
+from simulator.scenario.distributions import parse_distribution
 
 
 class Bench:

@@ -1,9 +1,8 @@
 """The core names no family: a family plugs in (``simulator.families``).
 
-The kernel, network, server, faults, arrivals, run, trace, sweeps, races,
-hunt, CLI, world, fleet, metrics, pipeline, report and timeline hold a
-``Family`` and an ``Oracle`` and never import a family's package or spell a
-family's names; a new family, or a plugin's, then needs no edit to them.
+Every module of ``simulator/`` outside ``FAMILY_SPECIFIC`` holds a ``Family``
+and an ``Oracle`` and never imports a family's package or spells a family's
+names; a new family, or a plugin's, then needs no edit to them.
 """
 
 from __future__ import annotations
@@ -17,21 +16,21 @@ from simulator.families import SHIPPED
 from stores.registry import FAMILIES as STORE_FAMILIES
 
 SIMULATOR = Path(__file__).resolve().parents[2] / "simulator"
-CORE = ("kernel", "network", "server", "faults", "arrivals", "run", "trace", "races", "hunt",
-        "cli", "world", "fleet", "metrics", "pipeline", "report", "timeline", "counterfactual",
-        "preflight", "verdicts", "junit", "run_diff")
-CORE_MODULES = sorted(
-    [SIMULATOR / f"{name}.py" for name in CORE if (SIMULATOR / f"{name}.py").exists()]
-    + list((SIMULATOR / "sweeps").glob("*.py")))
+FAMILY_SPECIFIC = ("families", "analysis", "bench", "compiled")
+"""Where families may be named: their own packages; the notebooks' analyses,
+each answering a question about one family's store; the benchmarks, which
+measure each family's scripts against its ceiling; the compiled build, which
+lists the modules it compiles by name."""
+CORE_MODULES = sorted(path for path in SIMULATOR.rglob("*.py")
+                      if path.relative_to(SIMULATOR).parts[0] not in FAMILY_SPECIFIC)
 
 FAMILY_MODULES = (
     *(f"stores.{family}" for family in STORE_FAMILIES),
     *(f"simulator.families.{family}" for family in SHIPPED),
-    "simulator.gateways",
 )
 """Packages that belong to one family (its oracle, causes and leaks live in
-its own package; the core's ``simulator.oracle`` holds only the protocol and
-the arithmetic of attribution)."""
+its own package; the core's ``simulator.plugin`` holds only the contract, the
+protocols and the arithmetic of attribution)."""
 
 FAMILY_NAMES = (
     *STORE_FAMILIES, *SHIPPED,

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from simulator.cli import main
-from simulator.counterfactual import (
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario
+from simulator.search.counterfactual import (
     counterfactual,
     counterfactual_table,
     fault_classes,
     mechanistic_attribution,
 )
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario
 
 # Small and quick: 20 replicas, subject caps that bind, 5% of replies lost
 # and a crash every 10 s per replica (restarted after 1 s).

@@ -30,8 +30,8 @@ import statistics
 import pytest
 
 from simulator.analysis.leases import erlang_b, offered_erlangs_of
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario
 
 POINTS = [(20, 15.0), (5, 3.0), (10, 8.0)]
 """``(max_in_flight, offered Erlangs)``: the issue's point, B ≈ 0.0456, and two others."""

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from scenario_data import merge
 
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario, parse_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario, parse_scenario
 from stores import registry
 from stores.axond_budget import redis_kind
 from stores.axond_budget.redis_budget import UNREACHABLE, RedisBudget

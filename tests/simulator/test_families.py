@@ -9,9 +9,9 @@ import pytest
 
 from simulator import families
 from simulator.families import family_of, invariants_for, register_family
-from simulator.report import summary_table
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, parse_scenario
+from simulator.present.report import summary_table
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError, parse_scenario
 from stores import registry
 
 SMALL = {

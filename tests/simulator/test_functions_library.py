@@ -13,8 +13,8 @@ import redis
 
 from simulator.backends import BackendError, BackendSpec, open_redis_backend
 from simulator.backends.functions_library import FunctionsLibrary
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
 
 INCRBY = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
 SMALL_DEMO = {"duration": "1s"}

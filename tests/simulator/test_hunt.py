@@ -15,12 +15,12 @@ from hypothesis import find, given, settings
 from hypothesis.errors import NoSuchExample
 
 from simulator.cli import main
-from simulator.expectations import Expectation, parse_condition
-from simulator.hunt import Hunt, calls_sent
-from simulator.races import load_report, replay
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, parse_scenario
-from simulator.strategies import fault_schedules
+from simulator.run.compose import run_scenario
+from simulator.scenario.conditions import Expectation, parse_condition
+from simulator.scenario.model import ScenarioError, parse_scenario
+from simulator.search.hunt import Hunt, calls_sent
+from simulator.search.races import load_report, replay
+from simulator.search.strategies import fault_schedules
 from stores.quantities import parse_duration_us
 
 HUNTS = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt"
@@ -65,7 +65,7 @@ def test_the_same_hunt_seed_finds_the_same_schedule():
 @given(fault_schedules(replicas=4, until="2s", calls=["settle_v1", "HDEL"], migration=True))
 def test_drawn_schedules_are_valid_and_in_time_order(schedule):
     """A property test of the shape the strategies' docstring shows."""
-    from simulator.faults import ScheduledFault
+    from simulator.scenario.faults import ScheduledFault
 
     faults = [ScheduledFault.model_validate(item) for item in schedule]
     assert all(0 <= fault.at < 2_000_000 for fault in faults)

@@ -22,9 +22,9 @@ from hypothesis.errors import NoSuchExample
 from test_no_orphans import assert_sigkill_leaves_nothing
 
 from simulator.cli import main
-from simulator.expectations import Expectation, parse_condition
-from simulator.hunt import CallTargets, Hunt, Judge
-from simulator.hunt_batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
+from simulator.scenario.conditions import Expectation, parse_condition
+from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
+from simulator.search.hunt import CallTargets, Hunt, Judge
 from simulator.sweeps import execute
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.engine.kernel import SimulationError
 from simulator.families.axond_budget.in_process import ReplicaLedgers
-from simulator.kernel import SimulationError
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario
 
 CROWDED = {
     "name": "crowded-in-memory",

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from simulator.kernel import Kernel, SimulationError
-from simulator.traps import Join, Sleep
+from simulator.engine.kernel import Kernel, SimulationError
+from simulator.engine.traps import Join, Sleep
 
 
 def test_events_at_the_same_time_run_in_the_order_they_were_scheduled():

@@ -18,15 +18,15 @@ import pytest
 from blame import blamed_on_the_lab, blamed_on_the_store
 from scenario_data import merge
 
+from simulator.engine.kernel import SimulationError
 from simulator.families import family_of
 from simulator.families.axond_leases.causes import DENIAL_CAUSES, EXCESS_CAUSES, LEAK_CAUSES
 from simulator.families.axond_leases.observer import LeaseObserver
 from simulator.families.axond_leases.oracle import LeaseOracle
-from simulator.kernel import SimulationError
-from simulator.report import summary_table
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario
-from simulator.timeline import draw_timeline
+from simulator.present.report import summary_table
+from simulator.present.timeline import draw_timeline
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario
 from stores import registry
 
 BASE = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.engine.runtime import EPOCH_MS, ReplicaClock
 from simulator.families.axond_leases.causes import (
     ATTEMPT_ENDS,
     CALL_FAILURES,
@@ -20,8 +21,7 @@ from simulator.families.axond_leases.causes import (
 )
 from simulator.families.axond_leases.excess import concurrency_excess
 from simulator.families.axond_leases.oracle import LeaseOracle
-from simulator.network import MESSAGE_FAULTS
-from simulator.runtime import EPOCH_MS, ReplicaClock
+from simulator.net.links import MESSAGE_FAULTS
 
 KEY = ("ns", "alice")
 TTL_MS = 1_000

@@ -69,9 +69,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from simulator.cli import USER_ERROR, main
-from simulator.field_domains import field_path
-from simulator.run_limits import default_max_memory
-from simulator.scenario import Scenario, parse_scenario
+from simulator.run.limits import default_max_memory
+from simulator.scenario.domains import field_path
+from simulator.scenario.model import Scenario, parse_scenario
 from stores import registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -438,7 +438,7 @@ space, a quote or a character that does not print."""
 
 STOPPED = re.compile(r"run stopped at t=.*\(limits\.max_(events|memory)\)")
 """The guard's line when a run reaches a limit its estimate did not foresee:
-it names the limit's field, the time and the seed (``simulator.run_limits``)."""
+it names the limit's field, the time and the seed (``simulator.run.limits``)."""
 
 
 class TookTooLong(BaseException):

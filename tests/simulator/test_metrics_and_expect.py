@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from simulator.expectations import (
+from simulator.run.compose import run_scenario
+from simulator.scenario.conditions import (
     AllOf,
     AnyOf,
     Expectation,
@@ -21,8 +22,7 @@ from simulator.expectations import (
     judge,
     parse_condition,
 )
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, parse_scenario
+from simulator.scenario.model import ScenarioError, parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = {"name": "small", "duration": "2s", "drain": "1s", "store": "axond_budget.redis_v1",

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from simulator.operations import MIGRATOR
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, load_scenario, parse_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError, load_scenario, parse_scenario
+from simulator.world.operations import MIGRATOR
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = {

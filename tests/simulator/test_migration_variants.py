@@ -5,8 +5,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "axond_budget.redis_v2"

@@ -7,13 +7,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends import BackendSpec, open_redis_backend
 from simulator.backends.redis_backend import sha1
-from simulator.distributions import parse_distribution
-from simulator.kernel import Kernel
-from simulator.network import Link, LinkSettings
-from simulator.redis_port import SimRedis
-from simulator.server import Server
-from simulator.streams import Streams
-from simulator.trace import Trace
+from simulator.engine.kernel import Kernel
+from simulator.engine.streams import Streams
+from simulator.engine.trace import Trace
+from simulator.net.links import Link, LinkSettings
+from simulator.net.redis_port import SimRedis
+from simulator.net.server import Server
+from simulator.scenario.distributions import parse_distribution
 
 INCREMENT = "return redis.call('INCR', KEYS[1])"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario
 
 
 def test_without_faults_the_store_keeps_cap_books_and_holds_at_fleet_scale():

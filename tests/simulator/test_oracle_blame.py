@@ -9,8 +9,8 @@ outside.
 
 from __future__ import annotations
 
+from simulator.engine.runtime import EPOCH_MS, ReplicaClock
 from simulator.families.axond_budget.scope_oracle import ScopeOracle
-from simulator.runtime import EPOCH_MS, ReplicaClock
 
 KEY = ("ns", "alice")
 OTHER = ("ns", "bob")

@@ -12,8 +12,8 @@ import pytest
 from scenario_data import merge
 
 from simulator.families.axond_budget.causes import CAUSES
-from simulator.run import run_scenario
-from simulator.scenario import parse_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import parse_scenario
 
 BASE = {
     "name": "cause", "duration": "6s", "drain": "4s", "store": "axond_budget.redis_v1",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
 
 # Busy enough that several commands share a pipeline; faults that force
 # flushes at awkward moments (restarts, key expiry, crashes, retries).

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from simulator.cli import USER_ERROR, main
-from simulator.run import script_names
-from simulator.scenario import ScenarioError, parse_scenario
+from simulator.run.compose import script_names
+from simulator.scenario.model import ScenarioError, parse_scenario
 from simulator.sweeps import load_sweep, read_results, run_sweep
 from stores import registry
 from stores.axond_budget import SCRIPTS

@@ -11,10 +11,10 @@ import pytest
 from matplotlib.figure import Figure
 
 from simulator.cli import main
-from simulator.races import involved_events, load_report, replay, timeline_sampling
-from simulator.scenario import ScenarioError
-from simulator.timeline import draw_timeline
-from simulator.timeline_marks import Outage, timeline_of
+from simulator.present.marks import Outage, timeline_of
+from simulator.present.timeline import draw_timeline
+from simulator.scenario.model import ScenarioError
+from simulator.search.races import involved_events, load_report, replay, timeline_sampling
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = sorted((REPO / "data" / "races").glob("*.toml"))

@@ -1,8 +1,8 @@
 """Every run bounded before it starts, and guarded while it runs.
 
 A scenario whose work (kernel events, memory, keys), estimated from its
-parameters (``simulator.work_estimate``), passes its limits
-(``simulator.run_limits``: ``[limits]`` or ``--max-events``, ``--max-memory``,
+parameters (``simulator.run.estimate``), passes its limits
+(``simulator.run.limits``: ``[limits]`` or ``--max-events``, ``--max-memory``,
 ``--max-keys``) is refused at once, one line naming the field that drives the
 work, the estimate and the limit, exit 2; one whose work the estimate did not
 foresee is stopped by the guard the kernel calls as it runs. The estimate is
@@ -20,15 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from simulator import preflight, run_limits
 from simulator.cli import USER_ERROR, main
-from simulator.kernel import Kernel
-from simulator.run import resolve_backend
-from simulator.run_limits import WorkLimitExceeded, format_bytes, parse_memory_bytes
-from simulator.scenario import load_scenario
+from simulator.engine.kernel import Kernel
+from simulator.engine.traps import Sleep
+from simulator.run import limits as run_limits
+from simulator.run import preflight
+from simulator.run.compose import resolve_backend
+from simulator.run.estimate import estimate_work
+from simulator.run.limits import WorkLimitExceeded, format_bytes, parse_memory_bytes
+from simulator.scenario.model import load_scenario
 from simulator.sweeps import load_sweep
-from simulator.traps import Sleep
-from simulator.work_estimate import estimate_work
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "data" / "scenarios"
@@ -315,7 +316,7 @@ def test_a_runs_peak_memory_is_its_own_not_its_parents():
     ballast = bytearray(512 * 2**20)
     ballast[::4096] = b"\1" * len(range(0, len(ballast), 4096))
     child = subprocess.run(
-        [sys.executable, "-c", "from simulator.run_limits import peak_resident_memory;"
+        [sys.executable, "-c", "from simulator.run.limits import peak_resident_memory;"
          "print(peak_resident_memory())"], cwd=REPO, check=True, capture_output=True,
         text=True)
     assert 0 < int(child.stdout) < 256 * 2**20

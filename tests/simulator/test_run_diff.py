@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
-from simulator.run_diff import ABSENT, Difference, diff_table, differences, read_summary
+from simulator.present.diff import ABSENT, Difference, diff_table, differences, read_summary
 
 BASE = {"scenario": "demo", "store": "axond_budget.redis_v2", "backend": "fakeredis", "seed": 1,
         "requests_arrived": 100, "cap_overshoot_microdollars_total": 0,

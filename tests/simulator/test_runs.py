@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from simulator.kernel import Kernel
-from simulator.run import run_scenario
-from simulator.runtime import ReplicaClock, SimRuntime
-from simulator.scenario import load_scenario, parse_scenario
-from simulator.streams import Streams
-from simulator.trace import SCHEMA, fingerprint_of
+from simulator.engine.kernel import Kernel
+from simulator.engine.runtime import ReplicaClock, SimRuntime
+from simulator.engine.streams import Streams
+from simulator.engine.trace import SCHEMA, fingerprint_of
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario, parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "data" / "scenarios" / "demo.toml"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.distributions import parse_distribution
-from simulator.scenario import ScenarioError, load_scenario, parse_scenario
+from simulator.scenario.distributions import parse_distribution
+from simulator.scenario.model import ScenarioError, load_scenario, parse_scenario
 from stores.quantities import parse_duration_us, parse_rate_per_second
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,7 +134,7 @@ def test_the_cli_reports_a_bad_scenario_without_a_traceback(tmp_path):
 
 
 def test_a_store_on_a_backend_it_cannot_use_is_refused(tmp_path):
-    from simulator.run import resolve_backend
+    from simulator.run.compose import resolve_backend
 
     scenario = parse_scenario({**MINIMAL, "backend": "memory"})
     with pytest.raises(ScenarioError, match="runs on 'fakeredis' or 'redis://...'"):
@@ -142,7 +142,7 @@ def test_a_store_on_a_backend_it_cannot_use_is_refused(tmp_path):
 
 
 def test_the_fields_reference_in_the_docs_matches_the_code():
-    from simulator.report import fields_reference
+    from simulator.present.report import fields_reference
 
     documented = (REPO / "docs" / "scenario-fields.txt").read_text()
     # Plugin kinds other tests registered are no part of the shipped reference.

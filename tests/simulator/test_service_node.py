@@ -1,5 +1,5 @@
 """The service node and its backends: what makes a transactional service a
-server on the lab's network (``simulator.service``,
+server on the lab's network (``simulator.net.service``,
 ``simulator.backends.service_backend``)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 from simulator.backends import BackendSpec
 from simulator.backends.service_backend import LoopThread, ServiceRunner, step_to_end
-from simulator.kernel import Kernel
-from simulator.server import Command
-from simulator.service import ServiceNode
-from simulator.trace import Trace
+from simulator.engine.kernel import Kernel
+from simulator.engine.trace import Trace
+from simulator.net.server import Command
+from simulator.net.service import ServiceNode
 
 
 class Counter:

@@ -7,10 +7,10 @@ import random
 import pytest
 from scenario_data import merge
 
-from simulator.distributions import parse_distribution
-from simulator.scenario import ScenarioError, parse_scenario
-from simulator.sessions import WHOLE, Part, Sessions, plan_session
-from simulator.workload import KeySpace, RequestSource
+from simulator.scenario.distributions import parse_distribution
+from simulator.scenario.model import ScenarioError, parse_scenario
+from simulator.scenario.sessions import WHOLE, Part, Sessions, plan_session
+from simulator.world.requests import KeySpace, RequestSource
 
 BASE = {"name": "sessions", "duration": "10s", "store": "axond_budget.redis_v1",
         "store_settings": {"subject_cap_microdollars": 1_000_000},

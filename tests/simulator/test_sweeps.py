@@ -14,8 +14,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError
 from simulator.sweeps import build_sweep, load_sweep, read_metrics, read_results, run_sweep
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, load_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError, load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted({*REPO.glob("data/scenarios/tollgate*.toml"),

@@ -18,9 +18,9 @@ import pytest
 from blame import blamed_on_the_lab, blamed_on_the_store
 from scenario_data import merge
 
-from simulator.report import summary_table
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, parse_scenario
+from simulator.present.report import summary_table
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError, parse_scenario
 from stores import registry
 from stores.tollgate.domain import GrantPolicy
 from stores.tollgate.errors import AllocateError

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from blame import blamed_on_the_store
 
-from simulator.run import RunResult, run_scenario
-from simulator.scenario import load_scenario
+from simulator.run.compose import RunResult, run_scenario
+from simulator.scenario.model import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "tollgate.ledger"

@@ -7,8 +7,8 @@ import hashlib
 
 import pytest
 
-from simulator import trace as trace_module
-from simulator.trace import UNKNOWN_YET, Trace, fingerprint_of
+from simulator.engine import trace as trace_module
+from simulator.engine.trace import UNKNOWN_YET, Trace, fingerprint_of
 
 
 def row_by_row(trace: Trace) -> str:

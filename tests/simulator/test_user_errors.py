@@ -3,7 +3,7 @@
 A newcomer gives a directory, a missing file or a file that is not text to
 ``run``, ``sweep``, ``replay`` or ``hunt``; each must say which path and what
 was wanted, without a traceback. The files are read in one place
-(``simulator.scenario.read_toml``), so every command is checked here.
+(``simulator.scenario.model.read_toml``), so every command is checked here.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import USER_ERROR, main
-from simulator.races import load_report
-from simulator.scenario import ScenarioError, read_toml
+from simulator.scenario.model import ScenarioError, read_toml
+from simulator.search.races import load_report
 from simulator.sweeps import load_sweep
 
 REPO = Path(__file__).resolve().parents[2]

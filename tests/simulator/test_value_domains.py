@@ -21,11 +21,18 @@ import pytest
 from pydantic import BaseModel
 
 from simulator.cli import USER_ERROR, main
-from simulator.distributions import SHAPES, UNITS, parse_distribution
-from simulator.expectations import parse_expectation
-from simulator.field_domains import describe, of_field
-from simulator.scenario import Scenario, ScenarioError, load_scenario, parse_scenario, set_dotted
-from simulator.workload import MAX_ZIPF_EXPONENT, KeySpace
+from simulator.scenario.conditions import parse_expectation
+from simulator.scenario.distributions import SHAPES, UNITS, parse_distribution
+from simulator.scenario.domains import describe, of_field
+from simulator.scenario.model import (
+    Scenario,
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+    set_dotted,
+)
+from simulator.scenario.workload import MAX_ZIPF_EXPONENT
+from simulator.world.requests import KeySpace
 from stores import registry
 from stores.axond_budget.contract import NamespaceCapSettings, SubjectCapSettings
 from stores.domains import MAX_AMOUNT, REDIS_INTEGER_MAX, Domain

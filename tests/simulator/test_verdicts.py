@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 
 import simulator.cli as cli_module
-import simulator.hunt as hunt_module
+import simulator.search.hunt as hunt_module
 from simulator.cli import main
-from simulator.expectations import Invariant, judge_expectations, parse_condition
 from simulator.families import invariants_for
-from simulator.hunt import Hunt, PhaseSummary
-from simulator.junit import junit_xml
-from simulator.preflight import UnknownMetric, known_metrics, problems
-from simulator.report import OTHER, grouped, summary_table
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario, parse_scenario
-from simulator.verdicts import expectation_line, invariant_verdicts
+from simulator.present.junit import junit_xml
+from simulator.present.report import OTHER, grouped, summary_table
+from simulator.present.verdicts import expectation_line, invariant_verdicts
+from simulator.run.compose import run_scenario
+from simulator.run.preflight import UnknownMetric, known_metrics, problems
+from simulator.scenario.conditions import Invariant, judge_expectations, parse_condition
+from simulator.scenario.model import load_scenario, parse_scenario
+from simulator.search.hunt import Hunt, PhaseSummary
 from stores import registry
 
 REPO = Path(__file__).resolve().parents[2]

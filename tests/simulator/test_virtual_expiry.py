@@ -7,13 +7,13 @@ import time
 import pytest
 
 from simulator.backends import BackendSpec, open_redis_backend
-from simulator.kernel import Kernel
-from simulator.network import Link, LinkSettings
-from simulator.redis_port import SimRedis
-from simulator.server import Server
-from simulator.streams import Streams
-from simulator.trace import Trace
-from simulator.traps import Sleep
+from simulator.engine.kernel import Kernel
+from simulator.engine.streams import Streams
+from simulator.engine.trace import Trace
+from simulator.engine.traps import Sleep
+from simulator.net.links import Link, LinkSettings
+from simulator.net.redis_port import SimRedis
+from simulator.net.server import Server
 
 MINUTE_US = 60_000_000
 
@@ -128,6 +128,6 @@ def test_a_ten_minute_ttl_expires_at_virtual_minute_ten_in_a_run_of_seconds(back
 
 
 def _constant_latency():
-    from simulator.distributions import parse_distribution
+    from simulator.scenario.distributions import parse_distribution
 
     return parse_distribution("0ms", "duration")

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from simulator.run import run_scenario
-from simulator.scenario import ScenarioError, parse_scenario
-from simulator.streams import Streams
-from simulator.workload import KeySpace, RequestSource, Workload
+from simulator.engine.streams import Streams
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError, parse_scenario
+from simulator.scenario.workload import Workload
+from simulator.world.requests import KeySpace, RequestSource
 
 REPO = Path(__file__).resolve().parents[2]
 DURATIONS_CSV = REPO / "data" / "workloads" / "durations_ms.csv"

@@ -19,8 +19,8 @@ import pytest
 from blame import blamed_on_the_store
 from test_av_state_store import Bench, FixedIdRuntime, runner
 
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
 from stores import registry
 from stores.av_state import variants
 from stores.av_state.contract import COUNTER_TTL_SECONDS, I64_MAX, Refund, Spend

@@ -17,9 +17,9 @@ from manual_runtime import ManualRuntime
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from simulator.redis_port import script_label
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario
+from simulator.net.redis_port import script_label
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
 from stores import registry
 from stores.axond_budget.contract import Admission, BudgetKey, Denial, ExceededScope
 from stores.axond_budget.redis_budget import SCRIPTS, RedisBudget, v1_keys, v2_keys

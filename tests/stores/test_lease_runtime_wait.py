@@ -12,9 +12,9 @@ import random
 import pytest
 from manual_runtime import ManualRuntime
 
-from simulator.kernel import Kernel
-from simulator.runtime import ReplicaClock, SimRuntime
-from simulator.traps import Sleep
+from simulator.engine.kernel import Kernel
+from simulator.engine.runtime import ReplicaClock, SimRuntime
+from simulator.engine.traps import Sleep
 from stores.asyncio_runtime import AsyncioRuntime
 
 

@@ -21,8 +21,8 @@ from blame import blamed_on_the_store
 from test_lease_acquire import abort, held_leases
 from test_lease_relay import Relay, backend_connector, eventually, lease_settings, run
 
-from simulator.run import run_scenario
-from simulator.scenario import load_scenario
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
 from stores import registry
 from stores.asyncio_runtime import AsyncioRuntime
 from stores.axond_leases import LeaseLimiter, variants

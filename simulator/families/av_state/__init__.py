@@ -18,14 +18,14 @@ its store and its in-memory twin).
 
 from __future__ import annotations
 
-from simulator.families import Family
 from simulator.families.av_state import lifecycle
 from simulator.families.av_state.invariants import INVARIANTS
 from simulator.families.av_state.observer import CounterObserver, ReplicaCounters
 from simulator.families.av_state.oracle import counter_oracle
 from simulator.families.av_state.summary import SUMMARY
 from simulator.families.av_state.timeline import LANES
-from simulator.run import CONNECTION_EVENTS
+from simulator.net.connections import CONNECTION_EVENTS
+from simulator.plugin.family import Family
 
 FAMILY = Family(
     name="av_state",

@@ -213,7 +213,7 @@ class SessionBook:
     counters: tuple[str, ...]
     opened_us: int
     plan: Any
-    """What the session will try to do (``simulator.sessions.SessionPlan``)."""
+    """What the session will try to do (``simulator.scenario.sessions.SessionPlan``)."""
     calls: dict[int, Intent] = field(default_factory=dict)
     current: Intent | None = None
     tally: Intent | None = None

@@ -2,7 +2,7 @@
 
 Every cause but ``store_logic`` names something the lab itself did or
 decided (DESIGN "Who is to blame"): a message it lost, timed out,
-misaligned or duplicated (``simulator.network.MESSAGE_FAULTS``), a crash,
+misaligned or duplicated (``simulator.net.links.MESSAGE_FAULTS``), a crash,
 a counter's TTL running out in virtual time, an eviction, a restore under a
 persistence model, and two decisions of the workload: clearing a session's
 counters while one of its calls still runs (``cleanup_after``), and sessions
@@ -13,8 +13,8 @@ nothing the lab did explains is the store's own.
 
 from __future__ import annotations
 
-from simulator.network import MESSAGE_FAULTS
-from simulator.oracle.attribution import STORE_LOGIC
+from simulator.net.links import MESSAGE_FAULTS
+from simulator.plugin.attribution import STORE_LOGIC
 
 DUPLICATES = frozenset({"call_retried", "duplicate_execution"})
 """Message faults after which one command may have run twice: the driver re-sent it."""

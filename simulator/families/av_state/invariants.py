@@ -7,7 +7,7 @@ broken where it does strictly worse.
 
 from __future__ import annotations
 
-from simulator.expectations import Invariant
+from simulator.scenario.conditions import Invariant
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("budget_overshoot_units"),

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 
 from simulator.families.av_state.books import NEUTRAL, KeyView, Ledger
-from simulator.oracle.attribution import STORE_LOGIC, apportion, dominant
+from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
 
 Parts = dict[str, tuple[int, int]]
 """A call's counters: key to (amount, limit)."""

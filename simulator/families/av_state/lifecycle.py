@@ -1,7 +1,7 @@
 """The session-counter family's lifecycle: one agent session on a gateway replica.
 
 What an av_state gateway does with a session (``Request.session``, a
-``simulator.sessions.SessionPlan``): at each tool call's offset it spends on
+``simulator.scenario.sessions.SessionPlan``): at each tool call's offset it spends on
 every counter of the call at once (``try_spend_many``); a refusal or a
 failure is re-sent with the same intent after ``retry_after`` (up to
 ``retries`` times: a failed call may have been charged, so a re-send may
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine.traps import Join, Sleep
 from simulator.families.av_state.books import SERVER
-from simulator.traps import Join, Sleep
-from simulator.workload import Request
+from simulator.world.requests import Request
 
 
 def session_prefix(replica: Any, request: Request) -> str:

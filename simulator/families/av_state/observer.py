@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine.kernel import SimulationError
 from simulator.families.av_state.books import SERVER, UNCHANGED, KeyChange
 from simulator.families.av_state.oracle import CounterOracle
-from simulator.kernel import SimulationError
-from simulator.server import Server
+from simulator.net.server import Server
 
 
 def decoded(raw: Any) -> Any:

@@ -76,9 +76,9 @@ from simulator.families.av_state.causes import (
     VANISHED,
 )
 from simulator.families.av_state.judgments import commit_excess, deficits, refusal_cause, view
-from simulator.oracle.attribution import STORE_LOGIC
-from simulator.scenario import ScenarioError
-from simulator.sessions import WHOLE
+from simulator.plugin.attribution import STORE_LOGIC
+from simulator.scenario.model import ScenarioError
+from simulator.scenario.sessions import WHOLE
 
 MARKER_INFIX = ":r:"
 """What separates a counter's key from a refund id in a replay marker's key."""

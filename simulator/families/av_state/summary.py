@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.families import SummaryLayout
+from simulator.plugin.family import SummaryLayout
 from stores.registry import StoreKind
 
 

@@ -21,7 +21,7 @@ from simulator.families.av_state.causes import (
     RESURRECTION_CAUSES,
     TTL_CAUSES,
 )
-from simulator.oracle.attribution import apportion
+from simulator.plugin.attribution import apportion
 
 COUNTS = ("sessions_opened", "sessions_closed", "sessions_aborted_by_crash", "calls_planned",
           "calls_started", "spend_attempts", "spend_attempts_retried",

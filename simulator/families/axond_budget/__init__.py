@@ -15,7 +15,6 @@ settle the actual spend (``stores.axond_budget`` holds its stores).
 
 from __future__ import annotations
 
-from simulator.families import Family
 from simulator.families.axond_budget import lifecycle
 from simulator.families.axond_budget.in_process import ReplicaLedgers
 from simulator.families.axond_budget.invariants import INVARIANTS
@@ -23,6 +22,7 @@ from simulator.families.axond_budget.observer import LedgerObserver
 from simulator.families.axond_budget.oracle import budget_oracle
 from simulator.families.axond_budget.summary import SUMMARY
 from simulator.families.axond_budget.timeline import LANES
+from simulator.plugin.family import Family
 
 FAMILY = Family(
     name="axond_budget",

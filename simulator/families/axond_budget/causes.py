@@ -1,12 +1,12 @@
 """The budget family's causes: whom the verdict may blame for each kind of damage.
 
 Every cause but ``store_logic`` names something the lab itself did or
-decided (``simulator.oracle.attribution``); ``docs/metrics.md`` defines each.
+decided (``simulator.plugin.attribution``); ``docs/metrics.md`` defines each.
 """
 
 from __future__ import annotations
 
-from simulator.oracle.attribution import STORE_LOGIC
+from simulator.plugin.attribution import STORE_LOGIC
 
 CAUSES = (
     "estimate_underrun",

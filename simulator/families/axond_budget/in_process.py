@@ -26,7 +26,7 @@ from typing import Any
 
 from simulator.families.axond_budget.mirror import compare
 from simulator.families.axond_budget.oracle import BudgetOracle, Key
-from simulator.fleet import Replica
+from simulator.world.fleet import Replica
 
 EMPTY: tuple[int, dict] = (0, {})
 """What a ledger the store does not retain reads as: no spend, no holds."""

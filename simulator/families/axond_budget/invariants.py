@@ -11,7 +11,7 @@ scope apart, naming the largest part filed by cause.
 
 from __future__ import annotations
 
-from simulator.expectations import Invariant
+from simulator.scenario.conditions import Invariant
 
 _PER_SCOPE = (
     # Their parts by cause carry the unit after the cause (tests/blame.py).

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.traps import Sleep
-from simulator.workload import Request
+from simulator.engine.traps import Sleep
+from simulator.world.requests import Request
 
 
 async def serve(replica: Any, store: Any, request: Request) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine.kernel import SimulationError
 from simulator.families.axond_budget.oracle import BudgetOracle, Key
-from simulator.kernel import SimulationError
 
 
 def compare(oracle: BudgetOracle, key: Key, source: Any, scope_name: str, part: str,

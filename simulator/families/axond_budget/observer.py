@@ -16,8 +16,8 @@ from typing import Any
 
 from simulator.families.axond_budget.mirror import compare
 from simulator.families.axond_budget.oracle import BudgetOracle, Key
-from simulator.oracle.protocol import MIGRATION
-from simulator.server import Server
+from simulator.net.server import Server
+from simulator.plugin.protocol import MIGRATION
 from stores.registry import StoreKind
 
 SERVER = "server"

@@ -23,8 +23,8 @@ from simulator.families.axond_budget.causes import (
     SUBJECT_ABSENT_CAUSES,
 )
 from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
-from simulator.oracle.attribution import STORE_LOGIC
-from simulator.scenario import Scenario
+from simulator.plugin.attribution import STORE_LOGIC
+from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
 
 NAMESPACE = "*"

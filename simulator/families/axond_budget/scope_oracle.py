@@ -44,11 +44,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.engine.runtime import EPOCH_MS
 from simulator.families.axond_budget.causes import CAUSES, DRIFT_CAUSES, LEAK_CAUSES
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
-from simulator.oracle.attribution import STORE_LOGIC, apportion, dominant
-from simulator.oracle.protocol import MIGRATION
-from simulator.runtime import EPOCH_MS
+from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
+from simulator.plugin.protocol import MIGRATION
 
 Key = tuple[str, str]
 Holds = dict[str, tuple[int, int]]
@@ -132,7 +132,7 @@ class RequestTruth:
     @property
     def misaligned(self) -> bool:
         """A reply it acted on was another call's: the lab misaligned its
-        multiplexed connection (``simulator.connections``)."""
+        multiplexed connection (``simulator.net.connections``)."""
         return "misaligned_reply" in self.message_faults
 
     @property

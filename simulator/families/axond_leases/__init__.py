@@ -14,14 +14,14 @@ run, let go of the permit (``stores.axond_leases`` holds its store).
 
 from __future__ import annotations
 
-from simulator.families import Family
 from simulator.families.axond_leases import lifecycle
 from simulator.families.axond_leases.invariants import INVARIANTS
 from simulator.families.axond_leases.observer import LeaseObserver, NoReplicaStores
 from simulator.families.axond_leases.oracle import lease_oracle
 from simulator.families.axond_leases.summary import SUMMARY
 from simulator.families.axond_leases.timeline import LANES
-from simulator.run import CONNECTION_EVENTS
+from simulator.net.connections import CONNECTION_EVENTS
+from simulator.plugin.family import Family
 
 FAMILY = Family(
     name="axond_leases",

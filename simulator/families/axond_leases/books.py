@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from simulator.runtime import EPOCH_MS
+from simulator.engine.runtime import EPOCH_MS
 
 Key = tuple[str, str]
 

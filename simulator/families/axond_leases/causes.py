@@ -5,14 +5,14 @@ decided (DESIGN "Who is to blame"): a fault it injected, a message it lost,
 delayed, misaligned or timed out, a restore under a persistence model, an
 eviction, a TTL it configured running out, fail-open admission. What nothing
 the lab did explains is the store's own. The fault names are the network's
-(``simulator.network.MESSAGE_FAULTS``); this module only says which of them
+(``simulator.net.links.MESSAGE_FAULTS``); this module only says which of them
 mean what for a lease.
 """
 
 from __future__ import annotations
 
-from simulator.network import MESSAGE_FAULTS
-from simulator.oracle.attribution import STORE_LOGIC
+from simulator.net.links import MESSAGE_FAULTS
+from simulator.plugin.attribution import STORE_LOGIC
 
 EXCESS_CAUSES = ("fail_open", "misaligned_reply", "lease_expired_while_held",
                  "server_data_loss", "evicted", STORE_LOGIC)

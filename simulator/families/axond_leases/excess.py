@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from simulator.oracle.attribution import STORE_LOGIC
+from simulator.plugin.attribution import STORE_LOGIC
 
 
 @dataclass(slots=True)

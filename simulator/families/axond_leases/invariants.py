@@ -7,7 +7,7 @@ broken where it does strictly worse.
 
 from __future__ import annotations
 
-from simulator.expectations import Invariant
+from simulator.scenario.conditions import Invariant
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("concurrency_excess_lease_seconds"),

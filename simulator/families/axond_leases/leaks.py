@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.families.axond_leases.books import Key, Lease, LeaseRequest
-from simulator.oracle.attribution import STORE_LOGIC
+from simulator.plugin.attribution import STORE_LOGIC
 
 
 @dataclass(frozen=True, slots=True)

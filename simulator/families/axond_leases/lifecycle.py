@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.traps import Sleep
-from simulator.workload import Request
+from simulator.engine.traps import Sleep
+from simulator.world.requests import Request
 
 
 def release_window_us(replica: Any) -> int:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine.kernel import SimulationError
 from simulator.families.axond_leases.books import NO_REQUEST, Key
 from simulator.families.axond_leases.oracle import LeaseOracle
-from simulator.kernel import SimulationError
-from simulator.server import Server
+from simulator.net.server import Server
 from stores.registry import StoreKind
 
 ROLE = "leases"

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from simulator.engine.runtime import EPOCH_MS
 from simulator.families.axond_leases.books import (
     HOLDING,
     NO_REQUEST,
@@ -59,9 +60,8 @@ from simulator.families.axond_leases.causes import (
 )
 from simulator.families.axond_leases.excess import Excess, concurrency_excess
 from simulator.families.axond_leases.leaks import Grace, Leak, leak_cause, leak_of, peak_concurrent
-from simulator.oracle.attribution import STORE_LOGIC
-from simulator.runtime import EPOCH_MS
-from simulator.scenario import Scenario
+from simulator.plugin.attribution import STORE_LOGIC
+from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
 
 DUPLICATES = frozenset({"call_retried", "duplicate_execution"})

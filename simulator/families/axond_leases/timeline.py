@@ -2,7 +2,7 @@
 their work, and the callers holding against the leases the store counts,
 with ``max_in_flight`` as the cap line and the difference on its own scale.
 
-Only the series are here; ``simulator.timeline`` and ``simulator.html_report``
+Only the series are here; ``simulator.present.timeline`` and ``simulator.present.html_report``
 draw them, so this module imports no plotting library.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.families import TimelineLanes
-from simulator.families.record_series import (
+from simulator.plugin.family import TimelineLanes
+from simulator.plugin.record_series import (
     GAP,
     RECORD,
     TRUTH,

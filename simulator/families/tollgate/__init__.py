@@ -14,13 +14,13 @@ the ledger, in memory and on PostgreSQL, and the holder).
 
 from __future__ import annotations
 
-from simulator.families import Family
 from simulator.families.tollgate import lifecycle
 from simulator.families.tollgate.invariants import INVARIANTS
 from simulator.families.tollgate.observer import LedgerObserver
 from simulator.families.tollgate.oracle import ledger_oracle
 from simulator.families.tollgate.summary import SUMMARY
 from simulator.families.tollgate.timeline import LANES
+from simulator.plugin.family import Family
 
 
 def _no_replica_observer(oracle: object) -> None:

@@ -11,7 +11,7 @@ it promises, whatever the network does.
 
 from __future__ import annotations
 
-from simulator.oracle.attribution import STORE_LOGIC
+from simulator.plugin.attribution import STORE_LOGIC
 
 BILLING_LOSS_CAUSES = ("holder_crashed", "unbilled_at_end", STORE_LOGIC)
 """Why units consumed under a lease were never billed: its holder died with

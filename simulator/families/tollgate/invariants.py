@@ -7,7 +7,7 @@ where it does strictly worse.
 
 from __future__ import annotations
 
-from simulator.expectations import Invariant
+from simulator.scenario.conditions import Invariant
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("conservation_violations"),

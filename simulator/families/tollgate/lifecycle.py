@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.traps import Sleep
-from simulator.workload import Request
+from simulator.engine.traps import Sleep
+from simulator.world.requests import Request
 
 
 def account_of(subject: str) -> int:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine.kernel import SimulationError
 from simulator.families.tollgate.oracle import LedgerOracle
-from simulator.kernel import SimulationError
 from stores.tollgate.domain import Allocation, ReclaimBatch
 from stores.tollgate.errors import LeaseNotActive
 

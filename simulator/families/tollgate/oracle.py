@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine.runtime import EPOCH_MS
 from simulator.families.tollgate.books import AccountBook, Counts, LeaseBook, Source, UsageBook
 from simulator.families.tollgate.causes import BILLING_LOSS_CAUSES, STRANDED_CAUSES
-from simulator.oracle.attribution import STORE_LOGIC
-from simulator.runtime import EPOCH_MS
-from simulator.workload import KeySpace
+from simulator.plugin.attribution import STORE_LOGIC
+from simulator.world.requests import KeySpace
 from stores.tollgate.domain import Conservation, LeaseGrant, LeaseView
 
 LOST_CALL = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",

@@ -3,7 +3,7 @@ admission or refusal, and the involved accounts' usage as the ledger billed
 it against what their holders consumed; the difference and the residual of
 the conservation equation on a scale of their own.
 
-Only the series are here; ``simulator.timeline`` and ``simulator.html_report``
+Only the series are here; ``simulator.present.timeline`` and ``simulator.present.html_report``
 draw them, so this module imports no plotting library.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.families import TimelineLanes
-from simulator.families.record_series import (
+from simulator.plugin.family import TimelineLanes
+from simulator.plugin.record_series import (
     GAP,
     RECORD,
     RESIDUAL,

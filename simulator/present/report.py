@@ -1,0 +1,105 @@
+"""Human-readable output: the summary table (the scenario field reference, which
+the CLI reads from here too, is ``simulator.scenario.reference``).
+
+The summary table shows every metric of a run, in its family's groups (each
+scope of a family that has several: the budget family's subjects and
+namespaces); ``simulator.present.diff`` groups a comparison the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.families import family_of
+from simulator.run.summary import (
+    BACKEND_TOTALS,
+    DETERMINISM,
+    RUN_FIELDS,
+    RUN_TOTALS,
+)
+from simulator.scenario.reference import fields_reference  # noqa: F401 (the CLI's `fields`)
+from stores import registry
+
+CLOSING_SECTIONS = (
+    ("what happened", ("*_count", *RUN_TOTALS)),
+    ("server work", tuple(name for names in BACKEND_TOTALS.values() for name in names)),
+    ("determinism", DETERMINISM),
+)
+"""The groups after the family's own, for every family."""
+OTHER = "other"
+"""The group of the metrics no other group names: a summary hides nothing."""
+
+
+def sections(summary: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    """The summary's groups: the run, its store family's groups, then what
+    happened. A store no longer registered (a plugin not loaded) shows the
+    core groups only."""
+    try:
+        kind = registry.get(summary["store"])
+        layout = family_of(kind).summary
+    except (KeyError, ValueError):
+        return [("run", RUN_FIELDS), *CLOSING_SECTIONS]
+    run = RUN_FIELDS + tuple(layout.run_facts(kind))
+    return [("run", run), *layout.sections, *CLOSING_SECTIONS]
+
+
+def figure(value: Any) -> str:
+    """A metric's value as the console shows it: ``12,305``, ``572,938.855``, ``n/a``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:,}"
+    if value is None:
+        return "n/a"
+    return str(value)
+
+
+def _matching(summary: dict[str, Any], patterns: tuple[str, ...],
+              zeros: bool = False) -> list[str]:
+    """Keys named by ``patterns``: a plain name, ``*_suffix``, or ``*prefix_``
+    (a wildcard pattern shows only the metrics that are not zero, unless ``zeros``)."""
+    keys = []
+    for pattern in patterns:
+        if not pattern.startswith("*"):
+            keys += [pattern] if pattern in summary else []
+            continue
+        part = pattern[1:]
+        keys += [key for key, value in summary.items()
+                 if (key.endswith(part) if part.startswith("_") else key.startswith(part))
+                 and (value or zeros)]
+    return keys
+
+
+def grouped(summary: dict[str, Any], zeros: bool = False) -> list[tuple[str, list[str]]]:
+    """The summary's metrics by group, each in the first group that names it,
+    and those no group names under ``other``: every metric, every scope,
+    has its place. A wildcard's zeros are left out unless ``zeros``; a group
+    that names metrics, none of which the summary has, is left out (a run
+    without a namespace cap has no namespace scope)."""
+    placed: set[str] = set()
+    groups = []
+    for title, patterns in sections(summary):
+        keys = [key for key in dict.fromkeys(_matching(summary, patterns, zeros))
+                if key not in placed]
+        placed.update(_matching(summary, patterns, zeros=True))
+        if keys or not patterns:
+            groups.append((title, keys))
+    rest = [key for key in summary if key not in placed]
+    if rest:
+        groups.append((OTHER, rest))
+    return groups
+
+
+def summary_table(summary: dict[str, Any], run_info: dict[str, Any] | None = None) -> str:
+    """The invariant summary, grouped, one metric a line."""
+    groups = grouped(summary)
+    width = max((len(key) for _, keys in groups for key in keys), default=0)
+    lines = []
+    for title, keys in groups:
+        lines.append(f"-- {title}")
+        lines += [f"   {key:<{width}}  {figure(summary[key])}" for key in keys]
+    if run_info:
+        lines.append(
+            f"-- wall time {run_info['wall_seconds']}s, "
+            f"{run_info['virtual_seconds_per_wall_second']} virtual s per wall s, "
+            f"peak RSS {run_info['peak_rss_mib']} MiB"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""Verdicts: whether each invariant held in a run, in one line each.
+
+``run`` prints these first, before the grouped summary: one line per
+invariant of the run's family and scope (the budget family's subject and
+namespace caps apart), held or broken, the measured figure, and the largest
+part of it the oracle filed under a single cause::
+
+    HELD   conservation_violations = 0
+    BROKEN cap_overshoot_microdollars_total = 12,305 (largest contributor: store_logic 12,000)
+
+An invariant holds at its sound value, 0, whichever way its family counts
+worse (``simulator.scenario.conditions.Invariant``). After the summary come the
+scenario's ``[expect]`` entries, each with its threshold and what was
+measured. ``simulator.present.junit`` writes the same judgements for a CI system.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.present.report import figure
+from simulator.scenario.conditions import Expectation, ExpectationOutcome, Invariant
+
+SOUND = 0
+"""Every invariant's sound value: no overshoot, no drift, no leaked hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvariantVerdict:
+    """One invariant judged on one run."""
+
+    invariant: Invariant
+    value: float
+    contributor: tuple[str, float] | None
+    """The cause with the largest part of ``value``, and that part (None when
+    the invariant held or the summary files it under no cause)."""
+
+    @property
+    def held(self) -> bool:
+        return self.value == SOUND
+
+    @property
+    def metric(self) -> str:
+        return self.invariant.metric
+
+    @property
+    def measured(self) -> str:
+        """``metric = 12,305 (largest contributor: store_logic 12,000)``."""
+        text = f"{self.metric} = {figure(self.value)}"
+        if self.contributor is not None:
+            cause, part = self.contributor
+            text += f" (largest contributor: {cause} {figure(part)})"
+        return text
+
+    def __str__(self) -> str:
+        return f"{'HELD' if self.held else 'BROKEN':<6} {self.measured}"
+
+
+def invariant_verdicts(summary: Mapping[str, Any],
+                       invariants: Iterable[Invariant]) -> tuple[InvariantVerdict, ...]:
+    """A verdict on each invariant the summary measures, in the family's
+    order; one it does not (the namespace scope of a run without namespace
+    caps) is left out."""
+    verdicts = []
+    for invariant in invariants:
+        value = summary.get(invariant.metric)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        verdicts.append(InvariantVerdict(invariant, value, _largest_contributor(
+            invariant, summary) if value != SOUND else None))
+    return tuple(verdicts)
+
+
+def _largest_contributor(invariant: Invariant,
+                         summary: Mapping[str, Any]) -> tuple[str, float] | None:
+    # By the invariant's own sense of worse: drift's largest part is the one
+    # furthest from zero, of either sign. The first of equals, in the
+    # summary's order, so the line is the same for the same run.
+    parts = [(cause, part) for cause, part in invariant.causes(summary).items() if part]
+    if not parts:
+        return None
+    return max(parts, key=lambda item: invariant.badness(item[1]))
+
+
+def expectation_line(outcome: ExpectationOutcome) -> str:
+    """``expect cap_overshoot_microdollars_total < 1000: measured 12,305 — FAILED``."""
+    return f"expect {outcome.label}: measured {measured(outcome)} — " + (
+        "held" if outcome.held else "FAILED")
+
+
+def measured(outcome: ExpectationOutcome) -> str:
+    """What the run showed for an expectation: ``12,305`` for a single
+    threshold, ``a = -4, b = 0`` for a condition, or which metric the summary lacks."""
+    if outcome.missing:
+        return f"nothing: the summary has no metric {', '.join(map(repr, outcome.missing))}"
+    if isinstance(outcome.condition, Expectation):
+        return figure(outcome.values[outcome.condition.metric])
+    return ", ".join(f"{metric} = {figure(value)}" for metric, value in outcome.values.items())

@@ -1,0 +1,319 @@
+"""One run of a scenario: build the world, run the kernel, measure, write.
+
+The result's ``summary`` depends only on the scenario and the seed (and is
+the same on every backend but for its ``backend`` field); wall time, memory
+and versions go to ``run_info`` instead, since they depend on the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simulator.backends import BackendSpec, RedisBackend, open_redis_backend, require_loopback
+from simulator.backends.service_backend import ServiceRunner, open_service_backend
+from simulator.engine.collector import long_lived_frozen
+from simulator.engine.kernel import Kernel
+from simulator.engine.runtime import ReplicaClock
+from simulator.engine.streams import Streams
+from simulator.engine.trace import Trace
+from simulator.families import family_of
+from simulator.net.links import LinkSettings
+from simulator.net.pipeline import DeferredOracle
+from simulator.net.server import Eviction, Server
+from simulator.net.service import ServiceNode
+from simulator.plugin.family import Family
+from simulator.plugin.protocol import CORE_FACTS, Oracle, ReplicaObserver
+from simulator.run.estimate import estimate_work
+from simulator.run.limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
+from simulator.run.metrics import Sampler
+from simulator.run.summary import COUNTED_EVENTS
+from simulator.scenario.faults import plan
+from simulator.scenario.model import Scenario, ScenarioError
+from simulator.world.operations import PreparedMigration
+from simulator.world.requests import KeySpace, RequestSource
+from simulator.world.world import World
+from stores import registry
+
+
+@dataclass
+class RunResult:
+    summary: dict[str, Any]
+    run_info: dict[str, Any]
+    trace: Trace = field(repr=False)
+    sampler: Sampler | None = field(default=None, repr=False)
+
+    def write(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
+        (out_dir / "run_info.json").write_text(json.dumps(self.run_info, indent=2) + "\n")
+        self.trace.write_parquet(out_dir / "trace.parquet")
+        if self.sampler is not None and self.sampler.rows:
+            self.sampler.write_parquet(out_dir / "metrics.parquet")
+
+
+@contextlib.contextmanager
+def quiet_store_logs() -> Any:
+    """Stores log every lost call, as they should in production; inside a run
+    those are thousands of lines the trace already holds, so they are muted."""
+    logger = logging.getLogger("stores")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def script_names(scenario: Scenario) -> dict[str, str]:
+    """Every script the scenario's kinds run -- the fleet's and each migration
+    target's -- named by its kind's script name, by the SHA1 it is sent as: a
+    plugin's replacement ``settle_v1`` is ``settle_v1`` in the trace too."""
+    names: dict[str, str] = {}
+    for kind in [scenario.kind, *(registry.get(step.to) for step in scenario.migrations)]:
+        names.update(kind.scripts.labels())
+    return names
+
+
+def resolve_backend(scenario: Scenario, backend: str | None) -> BackendSpec:
+    kind = scenario.kind
+    try:
+        spec = BackendSpec.parse(backend or scenario.backend or kind.default_backend)
+    except ValueError as error:
+        raise ScenarioError(f"backend: {error}") from None
+    if spec.family not in kind.backends:
+        wanted = " or ".join(BACKEND_WORDS.get(b, f"'{b}'") for b in kind.backends)
+        raise ScenarioError(
+            f"backend: the store {kind.name!r} runs on {wanted}, not {str(spec)!r}"
+        )
+    return spec
+
+
+BACKEND_WORDS = {"redis": "'fakeredis' or 'redis://...'", "postgresql": "'postgresql://...'"}
+
+
+def link_settings(scenario: Scenario) -> LinkSettings:
+    network = scenario.network
+    return LinkSettings(
+        latency=network.latency,
+        request_loss=network.request_loss,
+        reply_loss=network.reply_loss,
+        timeout_us=network.timeout_us,
+        retries=network.retries.count,
+        backoff_base_us=network.retries.backoff_base_us,
+        backoff_cap_us=network.retries.backoff_cap_us,
+        multiplexed=network.connection == "multiplexed",
+    )
+
+
+def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | None = None,
+                 allow_remote_redis: bool = False, progress: Any = None,
+                 pipelined: bool = True, record_scripts: list | None = None,
+                 record_transactions: list | None = None) -> RunResult:
+    """Run ``scenario`` once. ``progress(done_us, total_us)`` is called as
+    virtual time advances, when given. ``pipelined``: send the server's work
+    to the backend in pipelines (``simulator.net.pipeline``); the results are the
+    same either way, only faster. ``record_scripts``: a list to append every
+    script the server runs to, as ``(body, keys, args)`` (for ``bench``);
+    ``record_transactions``: the same for a service family's node, every
+    transaction as ``(verb, args, now_ms)``."""
+    started = time.perf_counter()
+    seed = scenario.seed if seed is None else seed
+    spec = resolve_backend(scenario, backend)
+    kind = scenario.kind
+    try:
+        family = family_of(kind)
+    except ValueError as error:
+        raise ScenarioError(f"store: {error}") from None
+    # Judged before anything is built: a run past its limits is refused at
+    # once, and one that outgrows its estimate is stopped as it runs.
+    limits = run_limits(scenario.limits)
+    estimate = estimate_work(scenario, spec)
+    refuse_beyond(estimate, limits)
+    settings = scenario.settings
+    kernel = Kernel(seed)
+    RunGuard(kernel, limits, estimate, scenario.end_us).install()
+    streams = Streams(seed)
+    trace = Trace()
+    oracle = family.oracle(scenario, kind, settings)
+    keys = scenario.workload.keys
+    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+
+    redis_backend: RedisBackend | None = None
+    service_backend: ServiceRunner | None = None
+    backend_work: dict[str, float] = {}
+    server: Server | ServiceNode | None = None
+    migrations: list[PreparedMigration] = []
+    store_observer = family.replica_observer(oracle)
+    if spec.family == "redis":
+        redis_backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
+        redis_backend.recording = record_scripts
+        settings = _prefixed(settings, redis_backend)
+        migrations = [
+            PreparedMigration(index, step, registry.get(step.to),
+                              _prefixed(scenario.settings_after(step), redis_backend),
+                              tuple(step.namespaces or key_space.namespaces))
+            for index, step in enumerate(scenario.migrations)]
+        layouts = [(kind, settings)] + [(m.kind, m.settings) for m in migrations]
+        observer = family.server_observer(oracle, layouts, key_space.keys)
+        server_settings = scenario.server
+        eviction = None
+        if server_settings.maxmemory_keys:
+            eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
+                                streams.get("server", "eviction"))
+        server = Server(kernel, redis_backend, trace, observer=observer, eviction=eviction,
+                        pipelined=pipelined)
+        # An observer may read what the server knows besides post-states (a
+        # key's virtual deadline, say): it gets the server itself.
+        observer.server = server
+        server_script_seconds_before = redis_backend.server_script_seconds()
+    elif kind.service is not None:
+        if spec.url is not None:
+            try:
+                require_loopback(spec.url, allow_remote_redis,
+                                 "creates a schema of its own there (dropped afterwards)")
+            except ValueError as error:
+                raise ScenarioError(f"backend: {error}") from None
+        service_backend = open_service_backend(kind, spec.url, settings, key_space.keys,
+                                               throwaway=spec.kind == "postgresql"
+                                               and spec.url is None)
+        service_backend.recording = record_transactions
+        observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
+        server = ServiceNode(kernel, service_backend, trace, observer=observer)
+        observer.server = server
+    # While the server holds queued commands, the world reports its facts to
+    # the oracle behind them, in order (simulator.net.pipeline).
+    world_oracle = (DeferredOracle(oracle, server, CORE_FACTS | family.oracle_facts)
+                    if isinstance(server, Server) else oracle)
+    end_us = scenario.duration_us + scenario.drain_us
+    sampler = Sampler(kernel, world_oracle, scenario.metrics.sample_every_us, end_us,
+                      scenario.metrics.per_key)
+    with quiet_store_logs():
+        try:
+            world = _build_world(scenario, kernel, streams, trace, world_oracle, family,
+                                 store_observer, server, settings, key_space)
+            # The oracle blames what the lab did: it hears of every message
+            # fault, and judges deadlines by the clocks the lab gave the fleet.
+            oracle.replica_clocks(world.clocks)
+            world.fault_clock.listener = world_oracle.message_fault
+            world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
+                             streams), migrations)
+            sampler.start()
+            step_us = max(1, end_us // 100)
+            with long_lived_frozen():
+                for until_us in range(step_us, end_us + step_us, step_us):
+                    kernel.run(min(until_us, end_us))
+                    if progress is not None:
+                        progress(min(until_us, end_us), end_us)
+            # The oracle's books must be exactly what the stores hold: a lab bug
+            # otherwise, and the run stops rather than report numbers it
+            # cannot vouch for.
+            if server is not None:
+                server.flush()
+                server.expire_due(end_us)
+                observer.check(server)
+            else:
+                store_observer.check(world.live_replicas())
+            # Close what is left of dead replicas' coroutines before the
+            # summary counts the I/O their cleanup code tries (and is denied).
+            kernel.close()
+            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
+            if service_backend is not None:
+                summary["transactions_executed"] = server.transactions
+            if redis_backend is not None:
+                summary["scripts_executed"] = redis_backend.executed
+                summary["store_commands_executed"] = redis_backend.store_commands
+                backend_work = {
+                    "backend_seconds": round(redis_backend.backend_seconds, 3),
+                    "pipelines_sent": server.pipelines_sent,
+                    "commands_per_pipeline": round(
+                        server.pipelined_commands / max(1, server.pipelines_sent), 2),
+                }
+                script_seconds = redis_backend.server_script_seconds()
+                if script_seconds is not None and server_script_seconds_before is not None:
+                    backend_work["server_script_seconds"] = round(
+                        script_seconds - server_script_seconds_before, 3)
+        finally:
+            kernel.close()
+            if redis_backend is not None:
+                redis_backend.close()
+            if service_backend is not None:
+                service_backend.close()
+    wall_seconds = time.perf_counter() - started
+    run_info = {
+        "wall_seconds": round(wall_seconds, 3),
+        "virtual_seconds_per_wall_second": round(end_us / 1e6 / wall_seconds, 1),
+        "kernel_events": kernel.events_run,
+        "kernel_events_per_wall_second": round(kernel.events_run / wall_seconds),
+        "peak_rss_mib": round(_peak_rss_mib(), 1),
+        "python": sys.version.split()[0],
+        "backend": str(spec),
+        **backend_work,
+    }
+    return RunResult(summary, run_info, trace, sampler)
+
+
+def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Trace,
+                 oracle: Oracle, family: Family, store_observer: ReplicaObserver,
+                 server: Server | None, settings: Any, key_space: KeySpace) -> World:
+    fleet = scenario.fleet
+    clocks, sources = [], []
+    for index in range(fleet.replicas):
+        clock_rng = streams.get("replica", index, "clock")
+        clocks.append(ReplicaClock(offset_us=fleet.clock_offset.sample(clock_rng),
+                                   drift_ppm=fleet.clock_drift_ppm.sample(clock_rng)))
+        sources.append(RequestSource(scenario.workload, key_space, fleet.replicas, index,
+                                     streams.get("replica", index, "workload"),
+                                     until_us=scenario.duration_us))
+    return World(kernel=kernel, streams=streams, trace=trace, oracle=oracle, family=family,
+                 store_observer=store_observer, kind=scenario.kind, settings=settings,
+                 server=server, server_settings=scenario.server, links=link_settings(scenario),
+                 clocks=clocks, sources=sources, script_names=script_names(scenario),
+                 until_us=scenario.duration_us, boot_retry_us=fleet.boot_retry_us)
+
+
+def _prefixed(settings: Any, backend: RedisBackend) -> Any:
+    """Settings whose key prefix lies under the run's own namespace on the backend."""
+    return settings.model_copy(update={"key_prefix": backend.namespace + settings.key_prefix})
+
+
+def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel, trace: Trace,
+               oracle: Oracle, family: Family, world: World) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "scenario": scenario.name,
+        "store": scenario.kind.name,
+        "backend": spec.kind,
+        "seed": seed,
+        "replicas": scenario.fleet.replicas,
+        "virtual_duration_us": scenario.duration_us + scenario.drain_us,
+        **family.summary.run_facts(scenario.kind),
+    }
+    summary.update(oracle.summary(kernel.now, world.fault_clock.last_fault_us))
+    counts = _trace_counts(trace)
+    for kind_name in COUNTED_EVENTS + family.counted_events:
+        summary[f"{kind_name}_count"] = counts.get(kind_name, 0)
+    for name in ("migrations_completed", "migration_reruns", "migration_carried_microdollars"):
+        summary[name] = world.counts.get(name, 0)
+    summary["noscript_replies_count"] = sum(
+        1 for outcome in trace.columns["outcome"] if outcome == "error:NOSCRIPT")
+    summary["swallowed_io_by_dead_replicas"] = kernel.swallowed_io
+    summary["trace_events"] = len(trace)
+    summary["trace_fingerprint"] = trace.fingerprint
+    return summary
+
+
+def _trace_counts(trace: Trace) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for kind in trace.columns["kind"]:
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def _peak_rss_mib() -> float:
+    return peak_resident_memory() / 2**20

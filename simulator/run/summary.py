@@ -1,0 +1,37 @@
+"""The summary's schema: the keys every run's ``summary.json`` has, whatever
+its family, declared once.
+
+The run writes them (``simulator.run.compose``), the console report groups
+them (``simulator.present.report``), preflight lists them among the metrics
+a scenario can name (``simulator.run.preflight``), and ``fields`` describes
+them. A family adds its own keys through its oracle's summary and its
+``SummaryLayout``; ``COUNTED_EVENTS`` gains the events only its stores meet
+(``Family.counted_events``).
+"""
+
+from __future__ import annotations
+
+RUN_FIELDS = ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us")
+"""The ``run`` group's first lines, for every family."""
+TEXT_FIELDS = ("scenario", "store", "backend", "trace_fingerprint")
+"""The summary's entries that name things rather than measure them."""
+RUN_TOTALS = ("migrations_completed", "migration_reruns", "migration_carried_microdollars",
+              "noscript_replies_count", "swallowed_io_by_dead_replicas")
+"""What every run counts besides its trace events (``simulator.run.compose``)."""
+DETERMINISM = ("trace_events", "trace_fingerprint")
+"""How a run's trace is told apart from another's."""
+BACKEND_TOTALS = {"redis": ("scripts_executed", "store_commands_executed"),
+                  "service": ("transactions_executed",)}
+"""The work a run's server did, by the kind of server it ran."""
+
+
+COUNTED_EVENTS = (
+    "replica_boot_failed", "call_executed", "request_lost", "reply_lost", "call_retried",
+    "call_timed_out", "call_refused", "late_reply", "reply_to_dead_replica",
+    "duplicate_execution", "key_expired", "key_evicted", "fault_crash", "replica_restarted",
+    "fault_pause", "fault_partition", "fault_server_restart", "fault_failover",
+    "fault_latency_spike", "fault_lose_request", "fault_lose_reply", "fault_migration_killed",
+)
+"""Trace events whose counts go into the summary: how often each situation
+actually occurred, so a clean result can be told from one that exercised
+nothing. A family adds the ones only its stores meet (``Family.counted_events``)."""

@@ -1,0 +1,285 @@
+"""Faults: from rates in the scenario, or from an explicit timed schedule.
+
+Every fault becomes a timed event before the run starts (rates are drawn from
+their own seeded streams, one per source), so the same scenario and seed give
+the same faults, and a race report can list them one by one. Each injected
+fault is an event in the trace (``fault_*``). What a fault does to the store
+is left to the store: the lab only breaks things and records.
+
+=====================  ==================================================
+crash                  a replica dies (no cleanup); ``restart_after``
+                       brings up a new incarnation (new ids, empty memory)
+pause                  a replica stops the world for ``duration``
+partition              replicas cut from the server for ``duration``;
+                       ``direction``: both, to-server, from-server
+server_restart         the server goes down for ``down_for`` and comes back
+                       with what its persistence model saved
+failover               a replica lagging by ``lag`` is promoted after
+                       ``down_for``: the writes of that window are lost
+latency_spike          replies take ``extra`` longer for ``duration``
+lose_request           the next ``count`` matching calls of a replica are
+lose_reply             lost on the way to / from the server (schedule only)
+connection_stall       the connection of a replica's next matching call
+                       executes it and never answers again
+connection_reset       that connection resets once the call has executed
+slow_reply             that call's reply takes ``extra`` longer
+dropped_waiter         that call's waiter is dropped from its connection's
+                       queue: on a multiplexed connection the replies behind
+                       it reach the wrong callers (``simulator.net.connections``)
+=====================  ==================================================
+
+The four connection faults also come from per-replica rates, each hitting
+the replica's next call (optionally only calls labelled ``call``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from simulator.scenario.base import MAX_REPLICAS, Model, ReplicaIndex
+from simulator.scenario.distributions import DurationDistribution
+from stores.domains import Flag, Integer
+from stores.quantities import DurationUs, RatePerSecond
+
+FaultName = Literal["crash", "pause", "partition", "server_restart", "failover",
+                    "latency_spike", "lose_request", "lose_reply", "connection_stall",
+                    "connection_reset", "slow_reply", "dropped_waiter"]
+CONNECTION_FAULT_NAMES = ("connection_stall", "connection_reset", "slow_reply",
+                          "dropped_waiter")
+Direction = Literal["both", "to-server", "from-server"]
+
+MAX_CALLS_HIT = 1_000_000
+"""The most calls one scheduled fault hits (``count``)."""
+MAX_KEYS = 1_000_000_000
+"""The largest ``maxmemory_keys``."""
+
+
+class CrashRate(Model):
+    rate: RatePerSecond = Field(description="Crashes per replica, e.g. '1/h'.")
+    restart_after: DurationDistribution | None = Field(
+        "30s", description="Downtime before a new incarnation starts; none: stays down.")
+
+
+class PauseRate(Model):
+    rate: RatePerSecond = Field(description="Stop-the-world pauses per replica.")
+    duration: DurationDistribution = Field("2s", description="How long a pause lasts.")
+
+
+class PartitionRate(Model):
+    rate: RatePerSecond = Field(description="Partitions, fleet-wide.")
+    duration: DurationDistribution = Field("10s", description="How long one lasts.")
+    replicas: Integer = Field(1, ge=1, le=MAX_REPLICAS,
+                              description="How many replicas each one cuts off (more "
+                              "than the fleet: all of it).")
+    direction: Direction = Field("both", description="both, to-server or from-server.")
+
+
+class ServerRestartRate(Model):
+    rate: RatePerSecond = Field(description="Server restarts.")
+    down_for: DurationDistribution = Field("2s", description="Downtime of each.")
+
+
+class FailoverRate(Model):
+    rate: RatePerSecond = Field(description="Failovers to a lagging replica.")
+    lag: DurationUs = Field("1s", description="How far behind the promoted replica is.")
+    down_for: DurationDistribution = Field("1s", description="Time to promote it.")
+
+
+class LatencySpikeRate(Model):
+    rate: RatePerSecond = Field(description="Latency spikes on the server.")
+    duration: DurationDistribution = Field("5s", description="How long one lasts.")
+    extra: DurationDistribution = Field("50ms", description="Extra reply latency meanwhile.")
+
+
+class ConnectionFaultRate(Model):
+    rate: RatePerSecond = Field(description="Faults per replica, e.g. '1/min'.")
+    call: str | None = Field(None, description="Only calls with this label (a script name "
+                             "such as 'acquire', or a verb such as 'PING'); none: any call.")
+
+
+class SlowReplyRate(ConnectionFaultRate):
+    extra: DurationDistribution = Field("300ms", description="How much later the reply comes.")
+
+
+class ScheduledFault(Model):
+    """One fault at an exact virtual time (race reports, property tests)."""
+
+    at: DurationUs = Field(description="When, in virtual time.")
+    fault: FaultName = Field(description="crash, pause, partition, server_restart, failover, "
+                             "latency_spike, lose_request, lose_reply, connection_stall, "
+                             "connection_reset, slow_reply or dropped_waiter.")
+    replica: ReplicaIndex | None = Field(None, description="The replica it hits (from 0, below "
+                                         "fleet.replicas).")
+    replicas: list[ReplicaIndex] = Field(default_factory=list, description="Several replicas "
+                                         "at once (instead of `replica`).")
+    duration: DurationUs | None = Field(None, description="pause, partition, spike.")
+    restart_after: DurationUs | None = Field(None, description="crash: restart delay.")
+    direction: Direction = Field("both", description="partition direction.")
+    lag: DurationUs = Field("0s", description="failover: replication lag.")
+    down_for: DurationUs = Field("0s", description="server_restart/failover downtime.")
+    extra: DurationUs = Field("50ms", description="latency_spike, slow_reply: added latency.")
+    call: str | None = Field(None, description="lose_* and connection faults: only calls "
+                             "with this label (a script name such as 'settle_v1', or a verb).")
+    count: Integer = Field(1, ge=1, le=MAX_CALLS_HIT,
+                           description="lose_* and connection faults: how many calls.")
+    migration: Flag = Field(False, description="lose_*: hit the operator's migration process "
+                            "instead of a replica.")
+
+    @model_validator(mode="after")
+    def _has_its_target(self) -> ScheduledFault:
+        needs_replica = {"crash", "pause", "lose_request", "lose_reply", "partition",
+                         *CONNECTION_FAULT_NAMES}
+        if self.migration:
+            if not self.fault.startswith("lose_"):
+                raise ValueError("only lose_request and lose_reply can hit the migration")
+            return self
+        if self.fault in needs_replica and self.replica is None and not self.replicas:
+            raise ValueError(f"a scheduled {self.fault} needs `replica` (or `replicas`)")
+        if self.fault in ("pause", "partition", "latency_spike") and self.duration is None:
+            raise ValueError(f"a scheduled {self.fault} needs `duration`")
+        return self
+
+
+class Faults(Model):
+    """Faults drawn from rates, and faults at exact times."""
+
+    crash: CrashRate | None = Field(None, description="Replica crashes.")
+    pause: PauseRate | None = Field(None, description="Replica stop-the-world pauses.")
+    partition: PartitionRate | None = Field(None, description="Network partitions.")
+    server_restart: ServerRestartRate | None = Field(None, description="Server restarts.")
+    failover: FailoverRate | None = Field(None, description="Failovers.")
+    latency_spike: LatencySpikeRate | None = Field(None, description="Latency spikes.")
+    connection_stall: ConnectionFaultRate | None = Field(
+        None, description="Connections that stop answering (per replica).")
+    connection_reset: ConnectionFaultRate | None = Field(
+        None, description="Connection resets (per replica).")
+    slow_reply: SlowReplyRate | None = Field(
+        None, description="Replies slower by `extra` (per replica).")
+    dropped_waiter: ConnectionFaultRate | None = Field(
+        None, description="Waiters dropped from a connection's queue (per replica).")
+    until: DurationUs | None = Field(
+        None, description="Rate-drawn faults stop here (default: the end of the arrival "
+        "window), so the drain shows how the store recovers.")
+    schedule: list[ScheduledFault] = Field(default_factory=list,
+                                           description="Faults at exact times.")
+
+
+class ServerSettings(Model):
+    """The Redis server's persistence and memory limits."""
+
+    persistence: Literal["none", "rdb", "aof-everysec", "aof-always"] = Field(
+        "aof-everysec", description="What a restart keeps: nothing, the last RDB snapshot, "
+        "all but the last 1-2 s, or everything.")
+    rdb_every: DurationUs = Field("60s", description="Snapshot interval for 'rdb'.")
+    maxmemory_keys: Integer = Field(
+        0, ge=0, le=MAX_KEYS,
+        description="Most keys kept before eviction; 0: no limit (maxmemory counted in keys, "
+        "not bytes).")
+    eviction_policy: Literal["allkeys-lru", "allkeys-random", "volatile-lru", "volatile-ttl",
+                             "volatile-random"] = Field("allkeys-lru",
+                                                        description="Which keys go first.")
+
+
+def kept_until(settings: ServerSettings, crash_us: int) -> int | None:
+    """The last virtual instant whose writes survive a restart at ``crash_us``."""
+    if settings.persistence == "aof-always":
+        return crash_us
+    if settings.persistence == "aof-everysec":
+        # fsync each second; a write made while one is in progress waits for
+        # the next, so up to about two seconds are lost.
+        return max(-1, (crash_us // 1_000_000 - 1) * 1_000_000)
+    if settings.persistence == "rdb":
+        every = settings.rdb_every
+        return (crash_us // every) * every if every else None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFault:
+    """A fault with everything drawn: what the injector will do, and when."""
+
+    at_us: int
+    fault: str
+    replicas: tuple[int, ...] = ()
+    duration_us: int = 0
+    restart_after_us: int | None = None
+    direction: str = "both"
+    lag_us: int = 0
+    extra_us: int = 0
+    call: str | None = None
+    count: int = 1
+    migration: bool = False
+
+
+def _poisson_times(rate_per_second: float, until_us: int, rng: random.Random) -> list[int]:
+    times, now = [], 0.0
+    rate_per_us = rate_per_second / 1e6
+    while rate_per_us > 0:
+        now += rng.expovariate(rate_per_us)
+        if now >= until_us:
+            return times
+        times.append(int(now))
+    return times
+
+
+def plan(faults: Faults, replicas: int, until_us: int, streams) -> list[PlannedFault]:
+    """Every fault of the run, in time order (ties: the order drawn)."""
+    until_us = faults.until if faults.until is not None else until_us
+    planned: list[PlannedFault] = []
+    for index in range(replicas) if faults.crash else ():
+        rng = streams.get("faults", "crash", index)
+        for at in _poisson_times(faults.crash.rate, until_us, rng):
+            restart = faults.crash.restart_after
+            planned.append(PlannedFault(at, "crash", (index,),
+                                        restart_after_us=max(0, restart.sample(rng))
+                                        if restart is not None else None))
+    for index in range(replicas) if faults.pause else ():
+        rng = streams.get("faults", "pause", index)
+        for at in _poisson_times(faults.pause.rate, until_us, rng):
+            planned.append(PlannedFault(at, "pause", (index,),
+                                        duration_us=max(0, faults.pause.duration.sample(rng))))
+    if faults.partition:
+        rng = streams.get("faults", "partition")
+        spec = faults.partition
+        for at in _poisson_times(spec.rate, until_us, rng):
+            cut = tuple(sorted(rng.sample(range(replicas), min(spec.replicas, replicas))))
+            planned.append(PlannedFault(at, "partition", cut, direction=spec.direction,
+                                        duration_us=max(0, spec.duration.sample(rng))))
+    if faults.server_restart:
+        rng = streams.get("faults", "server_restart")
+        for at in _poisson_times(faults.server_restart.rate, until_us, rng):
+            planned.append(PlannedFault(
+                at, "server_restart",
+                duration_us=max(0, faults.server_restart.down_for.sample(rng))))
+    if faults.failover:
+        rng = streams.get("faults", "failover")
+        for at in _poisson_times(faults.failover.rate, until_us, rng):
+            planned.append(PlannedFault(at, "failover", lag_us=faults.failover.lag,
+                                        duration_us=max(0, faults.failover.down_for.sample(rng))))
+    if faults.latency_spike:
+        rng = streams.get("faults", "latency_spike")
+        spec = faults.latency_spike
+        for at in _poisson_times(spec.rate, until_us, rng):
+            planned.append(PlannedFault(at, "latency_spike",
+                                        duration_us=max(0, spec.duration.sample(rng)),
+                                        extra_us=max(0, spec.extra.sample(rng))))
+    for name in CONNECTION_FAULT_NAMES:
+        spec = getattr(faults, name)
+        for index in range(replicas) if spec else ():
+            rng = streams.get("faults", name, index)
+            for at in _poisson_times(spec.rate, until_us, rng):
+                extra = max(0, spec.extra.sample(rng)) if name == "slow_reply" else 0
+                planned.append(PlannedFault(at, name, (index,), extra_us=extra, call=spec.call))
+    for item in faults.schedule:
+        targets = tuple(item.replicas) or ((item.replica,) if item.replica is not None else ())
+        duration = item.duration if item.duration is not None else item.down_for
+        planned.append(PlannedFault(item.at, item.fault, targets, duration_us=duration,
+                                    restart_after_us=item.restart_after,
+                                    direction=item.direction, lag_us=item.lag,
+                                    extra_us=item.extra, call=item.call, count=item.count,
+                                    migration=item.migration))
+    return sorted(planned, key=lambda fault: fault.at_us)

@@ -1,0 +1,462 @@
+"""``hunt``: search fault schedules for one that breaks an invariant.
+
+Hypothesis draws fault schedules (``simulator.search.strategies``) for a scenario,
+runs each, and stops at the first run that breaks: its summary meets the
+breaking condition (``--invariant``, see ``simulator.scenario.conditions``), or the
+store does worse than a reference store kind under the same scenario, seed
+and schedule on one of its family's invariants (``--reference``), or either
+when both are given. Then it shrinks the schedule (fewer faults, earlier, on
+lower replicas) while it stays broken, and the smallest one is written as a
+race report that ``replay`` reproduces. Given the same seed, the same hunt
+finds the same schedule. A time budget bounds the whole search, shrinking
+included: past it, no new run is started and the best schedule found so far
+is kept.
+
+The search may run on several processes or a Dask cluster
+(``simulator.search.batches``): the schedules are drawn in the driver in the
+order a one-process hunt draws them, judged in numbered batches, and the
+lowest-numbered break wins, so the schedule found, the runs counted and the
+report are the same for any number of workers. The shrinking runs in the
+driver: Hypothesis's ``find`` again with the same seed, its first schedules
+answered from what the search judged (checked to be the same schedules), so
+only the shrinking's own runs cost; a schedule it meets twice runs once.
+
+A condition naming a metric the scenario's family never reports is refused
+before anything runs (``simulator.run.preflight``), so a typo never reads as "no
+schedule broke it". Then the scenario runs once without faults (the
+baseline), where a metric the summary lacks is refused too; a baseline that
+already breaks is reported with an empty schedule; and the calls a lost
+request or reply may target are those the baseline actually sent, the
+replicas' and the migration's apart, so no drawn fault aims at a call nobody
+makes.
+
+Each run is reported to a ``progress`` callback with its phase: the
+baseline, the search (no broken schedule seen yet) or the shrinking.
+``PhaseSummary`` turns those into the few lines ``hunt`` prints unless asked
+for every run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import Phase, find
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+
+from simulator.engine.trace import Trace
+from simulator.families import SHIPPED, family_of, invariants_for
+from simulator.run.compose import RunResult, resolve_backend, run_scenario
+from simulator.run.limits import refuse_workers_beyond, run_limits
+from simulator.run.preflight import known_metrics, refuse_unknown, work
+from simulator.scenario.conditions import (
+    Condition,
+    Expectation,
+    Invariant,
+    Verdict,
+    check_metrics,
+    judge,
+)
+from simulator.scenario.model import Scenario, parse_scenario, read_toml
+from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
+from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
+from simulator.world.operations import MIGRATOR
+from stores import registry
+
+Progress = Callable[[str, int, str], None]
+"""``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"search"``
+(no broken schedule seen yet) or ``"shrink"``; ``run`` counts the candidate's runs."""
+
+
+BROKEN = " BROKEN"
+"""How a progress line ends when its run broke the invariant."""
+
+
+class PhaseSummary:
+    """A hunt's progress as a person reads it, for ``progress``: the
+    baseline, the run that first broke (where the shrinking starts), and every
+    ``every`` runs of a phase a count, with the latest broken schedule while
+    shrinking; ``totals`` once it is over. ``echo`` prints a line."""
+
+    def __init__(self, echo: Callable[[str], None], every: int = 25) -> None:
+        self.echo = echo
+        self.every = every
+        self.runs: Counter[str] = Counter()
+        self.latest_broken: str | None = None
+
+    def __call__(self, phase: str, run: int, line: str) -> None:
+        self.runs[phase] += 1
+        count = self.runs[phase]
+        broken = line.endswith(BROKEN)
+        if broken:
+            self.latest_broken = line.removesuffix(BROKEN)
+        if phase == "baseline":
+            self.echo(f"hunt: baseline: {line}")
+        elif phase == "search" and broken:
+            self.echo(f"hunt: search run {count} broke it ({self.latest_broken}); "
+                      "now shrinking the schedule")
+        elif count % self.every == 0 and phase == "search":
+            self.echo(f"hunt: search: {count} schedules tried, none broke it yet")
+        elif count % self.every == 0:
+            self.echo(f"hunt: shrink: {count} runs; latest broken schedule: "
+                      f"{self.latest_broken}")
+
+    def totals(self) -> str:
+        """``1 baseline, 37 search and 233 shrink runs``."""
+        return (f"{self.runs['baseline']} baseline, {self.runs['search']} search and "
+                f"{self.runs['shrink']} shrink runs")
+
+
+@dataclass(frozen=True)
+class CallTargets:
+    """The labels of the calls a run executed: script names or verbs."""
+
+    replicas: tuple[str, ...]
+    migration: tuple[str, ...]
+
+
+def calls_sent(trace: Trace) -> CallTargets:
+    """The calls ``trace`` shows executed, by the replicas and by the migration."""
+    columns = trace.columns
+    replicas, migration = set(), set()
+    for kind, replica, label in zip(columns["kind"], columns["replica"], columns["detail"],
+                                    strict=True):
+        if kind == "call_executed" and label:
+            (migration if replica == MIGRATOR else replicas).add(label)
+    return CallTargets(tuple(sorted(replicas)), tuple(sorted(migration)))
+
+
+@dataclass(frozen=True)
+class Found:
+    schedule: list[dict[str, Any]]
+    verdict: Verdict
+    result: RunResult
+    runs: int
+
+    @property
+    def value(self) -> Any:
+        """The broken metric's value (the values, by metric, when several)."""
+        return self.verdict.value
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How a hunt runs and judges a schedule: picklable, so a worker process or
+    a cluster's worker judges exactly as the driver does
+    (``simulator.search.batches.BatchJudge``)."""
+
+    data: dict[str, Any]
+    """The scenario as read, with the hunt's own overrides (its limits)."""
+    seed: int
+    invariant: Condition | None
+    reference: str | None
+    invariants: tuple[Invariant, ...]
+    plugins: tuple[str, ...]
+    """The modules a worker imports first: where the store kinds come from."""
+
+    def run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
+        data = copy.deepcopy(data)
+        data.setdefault("faults", {})["schedule"] = schedule
+        return run_scenario(parse_scenario(data), seed=self.seed)
+
+    def with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "store": self.reference}
+
+    def run_judged(self, schedule: list[dict[str, Any]], complete: bool
+                   ) -> tuple[RunResult, Verdict]:
+        """Run ``schedule`` on the candidate and judge it (see ``verdict``)."""
+        result = self.run(self.data, schedule)
+        return result, self.verdict(result.summary, schedule, complete)
+
+    def verdict(self, summary: dict[str, Any], schedule: list[dict[str, Any]],
+                complete: bool) -> Verdict:
+        """Judge the candidate's ``summary``, running ``schedule`` on the
+        reference when one is asked and, unless ``complete`` (the whole story
+        for a report), the condition alone did not already break."""
+        reference_summary = None
+        if self.reference is not None and (complete or self.invariant is None
+                                           or not self.invariant.holds_in(summary)):
+            reference_summary = self.run(self.with_reference(self.data), schedule).summary
+        return judge(summary, self.invariant, self.reference, reference_summary,
+                     self.invariants)
+
+    def breaks(self, schedule: list[dict[str, Any]]) -> Judged:
+        """One run of the search or the shrinking, and its progress line."""
+        _, verdict = self.run_judged(schedule, complete=False)
+        return Judged(verdict.broken, f"{len(schedule)} fault(s), {verdict.observed}"
+                                      f"{BROKEN if verdict.broken else ''}")
+
+
+class Hunt:
+    """One search over one scenario. ``workers``: processes judging schedules
+    at once (1: in this one); ``scheduler``: a Dask scheduler's address, to
+    judge them on that cluster instead (``simulator.search.batches``). Neither
+    changes what is found, nor the runs counted."""
+
+    def __init__(self, scenario_path: Path, invariant: Condition | None = None, seed: int = 0,
+                 examples: int = 100, time_budget_s: float = 600, max_faults: int = 4,
+                 kinds: tuple[str, ...] = REPLICA_FAULTS, target: str = "any",
+                 progress: Progress | None = None, reference: str | None = None,
+                 workers: int = 1, scheduler: str | None = None,
+                 plugins: Sequence[str] = ()) -> None:
+        if invariant is None and reference is None:
+            raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
+                             "(--reference), or both")
+        if workers < 1:
+            raise ValueError(f"--workers: at least 1, got {workers}")
+        self.scenario_path = scenario_path
+        self.data = read_toml(scenario_path)
+        self.scenario: Scenario = parse_scenario(self.data, source=str(scenario_path))
+        self.invariant = invariant
+        self.reference = reference
+        self.invariants: tuple[Invariant, ...] = ()
+        if reference is not None:
+            self.invariants = tuple(invariants_for(self.scenario.kind))
+            self._check_reference(reference)
+        self.seed = seed
+        self.examples = examples
+        self.deadline = time.monotonic() + time_budget_s
+        self.max_faults = max_faults
+        self.kinds = kinds
+        self.target = target
+        self.progress = progress
+        self.workers = workers
+        self.scheduler = scheduler
+        kinds_used = [self.scenario.store, *(step.to for step in self.scenario.migrations),
+                      *filter(None, [reference])]
+        self.plugins = tuple(dict.fromkeys([*plugins, *self.scenario.plugins,
+                                            *registry.plugins_for(kinds_used)]))
+        self.runs = 0
+        self.discarded_runs = 0
+        """Runs of batches judged in parallel after the one that broke: not counted in ``runs``."""
+        self._broken_seen = False
+
+    @property
+    def question(self) -> str:
+        """When a run counts as broken, in words: the condition, the reference, or both."""
+        asked = [] if self.invariant is None else [str(self.invariant)]
+        if self.reference is not None:
+            asked.append(f"{self.scenario.store} worse than {self.reference}")
+        return ", or ".join(asked)
+
+    @property
+    def judge(self) -> Judge:
+        """How this hunt's runs are judged, with its data as it is now."""
+        return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
+                     self.invariants, self.plugins)
+
+    def _check_reference(self, reference: str) -> None:
+        """The reference must be of the candidate's family and take its scenario."""
+        candidate = self.scenario.kind
+        kind = registry.get(reference)
+        if family_of(kind).name != family_of(candidate).name:
+            raise ValueError(
+                f"reference {reference!r}: of family {family_of(kind).name!r}, but the "
+                f"scenario's store {candidate.name!r} is of {family_of(candidate).name!r}; "
+                f"compare stores of one family")
+        if not self.invariants:
+            raise ValueError(f"reference {reference!r}: the family {family_of(kind).name!r} "
+                             f"declares no invariants to compare")
+        # Its settings and backend are checked now, not after a search's worth of runs.
+        resolve_backend(parse_scenario({**self.data, "store": reference}, source=(
+            f"{self.scenario_path} with the reference store {reference!r}")), None)
+
+    def _tell(self, phase: str, line: str) -> None:
+        if self.progress is not None:
+            self.progress(phase, self.runs, line)
+
+    def _counted(self, judged: Judged) -> None:
+        """A run of the search or the shrinking, judged: counted and told."""
+        self.runs += 1
+        self._tell("shrink" if self._broken_seen else "search", judged.line)
+        self._broken_seen = self._broken_seen or judged.broken
+
+    def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
+        """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
+        scenario = self.scenario
+        migration = bool(scenario.migrations) and self.target != "replicas"
+        return fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
+                               kinds=self.kinds, migration=migration,
+                               max_faults=self.max_faults,
+                               only_migration=self.target == "migration",
+                               migration_calls=calls.migration)
+
+    def search(self) -> Found | None:
+        scenario = self.scenario
+        if self.invariant is not None:
+            refuse_unknown(self.invariant, known_metrics(scenario))
+        if self.target == "migration" and not scenario.migrations:
+            raise ValueError("--target migration: the scenario runs no migration")
+        if self.scheduler is None:
+            # Local workers each hold a run: together they must fit the memory
+            # limit, as the runs will have it (``data``, with any limit flags).
+            runs = parse_scenario(self.data, source=str(self.scenario_path))
+            refuse_workers_beyond(self.workers, work(runs).memory_bytes, run_limits(runs.limits))
+        # The workers start while the baseline runs.
+        with batch_pool(self.workers, self.scheduler, preload=self.worker_modules()) as pool:
+            baseline, verdict = self._baseline()
+            if verdict.broken:
+                return Found([], verdict, baseline, self.runs)
+            strategy = self.strategy(calls_sent(baseline.trace))
+            searched = search_in_batches(strategy, self.judge, self.seed, self.examples,
+                                         self.deadline, pool, self._counted)
+        self.discarded_runs = searched.discarded_runs
+        if searched.broken_at is None:
+            return None
+        schedule = self._shrink(strategy, searched)
+        # The schedule found, run again for its whole story (the reference
+        # too): the runs are deterministic, so this is the run ``find`` saw.
+        result, verdict = self.judge.run_judged(schedule, complete=True)
+        return Found(schedule, verdict, result, self.runs)
+
+    def worker_modules(self) -> list[str]:
+        """What every local worker imports once, in the forkserver, rather than
+        in its first run (there, a quarter of a second of CPU, three times a
+        quiet run's own): this module, the families (imported on first use)
+        and the embedded Redis when the runs use it."""
+        modules = [__name__, *(f"simulator.families.{name}" for name in SHIPPED)]
+        if resolve_backend(self.scenario, None).kind == "fakeredis":
+            modules.append("fakeredis")
+        return modules
+
+    def _shrink(self, strategy: st.SearchStrategy[list[dict[str, Any]]],
+                searched: Search) -> list[dict[str, Any]]:
+        """Shrink the search's breaking schedule, here: the search's ``find``
+        again, with its seed, now with the shrink phase. Its generate phase
+        draws the search's schedules again, answered from what the search
+        judged (the runs are deterministic), so only the shrinking runs; a
+        schedule drawn otherwise than the search drew it is a lab bug and
+        stops the hunt. A schedule the shrinking meets twice runs once."""
+        drawn = iter(enumerate(searched.drawn))
+        judge = self.judge
+        known: dict[str, bool] = {}
+        replayed = False  # until the search's breaking schedule is drawn again
+
+        def breaks(schedule: list[dict[str, Any]]) -> bool:
+            nonlocal replayed
+            if not replayed:
+                index, expected = next(drawn, (None, None))
+                if schedule != expected:
+                    raise RuntimeError(
+                        f"hunt: shrinking drew schedule {index} otherwise than the search "
+                        f"did ({schedule} against {expected}): Hypothesis's generation was "
+                        f"not repeated; report this with the hunt's command")
+                replayed = index == searched.broken_at
+                known[_key(schedule)] = replayed
+                return replayed
+            key = _key(schedule)
+            if key not in known:
+                if time.monotonic() > self.deadline:
+                    return False  # past the budget: the best schedule so far is kept
+                judged = judge.breaks(schedule)
+                self._counted(judged)
+                known[key] = judged.broken
+            return known[key]
+
+        try:
+            return find(strategy, breaks, random=random.Random(self.seed),
+                        settings=hunt_settings(self.examples, [Phase.generate, Phase.shrink]))
+        except NoSuchExample:
+            raise RuntimeError("hunt: shrinking did not meet the search's breaking schedule "
+                               "again; report this with the hunt's command") from None
+
+    def _baseline(self) -> tuple[RunResult, Verdict]:
+        """The scenario without faults; a condition naming a metric it lacks is refused."""
+        self.runs += 1
+        judge = self.judge
+        baseline = judge.run(self.data, [])
+        if self.invariant is not None:
+            check_metrics(self.invariant, baseline.summary)
+        verdict = judge.verdict(baseline.summary, [], complete=True)
+        self._tell("baseline", f"no faults, {verdict.observed}"
+                               f"{BROKEN if verdict.broken else ''}")
+        return baseline, verdict
+
+    def write_report(self, found: Found, out: Path) -> None:
+        """A race report of ``found`` (and its trace beside it) that ``replay`` reproduces."""
+        out.parent.mkdir(parents=True, exist_ok=True)
+        scenario_ref = os.path.relpath(self.scenario_path.resolve(), out.parent.resolve())
+        variant = {"store": self.scenario.store}
+        variant.update({f"migrations.{index}.to": step.to
+                        for index, step in enumerate(self.scenario.migrations)})
+        # What replay must import: the plugins the report's kinds came from.
+        plugins = registry.plugins_for([*variant.values(), *filter(None, [self.reference])])
+        title = f"Hunted: {self.question}, with {len(found.schedule)} fault(s)"
+        lines = [
+            f"title = {_toml(title)}",
+            f"story = {_toml(_story(found.schedule, found.verdict))}",
+            f"scenario = {_toml(scenario_ref)}",
+            f"seed = {self.scenario.seed}",
+            *([f"plugins = {_toml(list(plugins))}"] if plugins else []),
+            f"fingerprint = {_toml(found.result.summary['trace_fingerprint'])}",
+            "",
+            "[variant]",
+            *(f"{_toml(path)} = {_toml(kind)}" for path, kind in variant.items()),
+            "",
+            *_fixed_lines(self.reference),
+            "",
+        ]
+        for fault in found.schedule:
+            lines.append("[[schedule]]")
+            lines += [f"{key} = {_toml(value)}" for key, value in fault.items()]
+            lines.append("")
+        lines += ["[invariant]", *_invariant_lines(self.invariant, self.reference)]
+        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        found.result.trace.write_parquet(out.with_suffix(".trace.parquet"))
+
+
+def _fixed_lines(reference: str | None) -> list[str]:
+    """A reference hunt's reference is the fixed store: what the engineer ships."""
+    if reference is None:
+        return ["[fixed]  # fill in the fixed store's changes to compare with --against fixed"]
+    return ["[fixed]", f"store = {_toml(reference)}"]
+
+
+def _invariant_lines(invariant: Condition | None, reference: str | None) -> list[str]:
+    """A race report's ``[invariant]``: a single threshold as ``metric`` and
+    ``broken_when = "< 0"``; a compound condition whole in ``broken_when``."""
+    lines = []
+    if isinstance(invariant, Expectation):
+        lines += [f"metric = {_toml(invariant.metric)}",
+                  f"broken_when = {_toml(invariant.comparison)}"]
+    elif invariant is not None:
+        lines.append(f"broken_when = {_toml(str(invariant))}")
+    if reference is not None:
+        lines.append(f"reference = {_toml(reference)}")
+    return lines
+
+
+def _key(schedule: list[dict[str, Any]]) -> str:
+    """A schedule as a key: its faults' fields in a fixed order."""
+    return json.dumps(schedule, sort_keys=True)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _story(schedule: list[dict[str, Any]], verdict: Verdict) -> str:
+    steps = []
+    for fault in schedule:
+        target = "the migration" if fault.get("migration") else f"replica {fault.get('replica')}"
+        what = fault["fault"].replace("_", " ")
+        call = f" of {fault['call']}" if fault.get("call") else ""
+        steps.append(f"at {fault['at']}, {what}{call} on {target}")
+    happened = "; ".join(steps) if steps else "no fault at all"
+    return f"Found by hunt: {happened}. Then {verdict.observed} {verdict.rule}."

@@ -1,0 +1,169 @@
+"""An operator's migration, run inside the simulation.
+
+What an operator does to move a fleet from one store kind to another: stop
+the replicas gracefully (they take no new request and finish the ones in
+flight), run the target kind's migration from a separate process of its own,
+run it again if it died, then start the fleet on the target kind. Every
+command the migration sends is a real message on the simulated network,
+tagged ``MIGRATION`` so the oracle reads the moves it makes as moves, not as
+spend gained or lost.
+
+Rules kept here:
+
+* A migration killed at an exact point (``crash_after_commands``) is killed
+  right after that command executed, before its reply: the worst moment.
+* A migration that fails on its own (a lost reply, a refusal) is also run
+  again, after ``rerun_after``; the store's migration must make that safe.
+* Replicas the operator ``keep_running`` stay on the old kind: stray writers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from simulator.engine.trace import SERVER
+from simulator.engine.traps import Sleep
+from simulator.net.links import Link
+from simulator.net.redis_port import SimRedis
+from simulator.plugin.protocol import MIGRATION
+from simulator.scenario.model import MigrationStep
+from stores.registry import StoreKind
+
+if TYPE_CHECKING:
+    from simulator.engine.kernel import Kernel
+    from simulator.engine.streams import Streams
+    from simulator.engine.trace import Trace
+    from simulator.net.links import FaultClock, LinkSettings, ReplicaNetwork
+    from simulator.net.server import Server
+    from simulator.world.fleet import Replica
+
+MIGRATOR = -2
+"""The ``replica`` of the migration's events in the trace."""
+POLL_US = 10_000
+DRAIN_TIMEOUT_US = 60_000_000
+
+
+class Operated(Protocol):
+    """What a migration is given of the world it runs in (``World`` is one):
+    it reads the fleet and the network, and changes the world only through
+    these methods."""
+
+    kernel: Kernel
+    trace: Trace
+    server: Server | None
+    streams: Streams
+    links: LinkSettings
+    migration_network: ReplicaNetwork
+    fault_clock: FaultClock
+    script_names: dict[str, str]
+    current: list[Replica | None]
+
+    def hold_down(self, indices: list[int]) -> None:
+        """Keep these replicas down: a fault's restart leaves them so."""
+
+    def let_up(self, indices: list[int]) -> None:
+        """Undo ``hold_down``."""
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add to one of the run's operation counts (in the summary)."""
+
+    def switch_kind(self, kind: StoreKind, settings: Any) -> None: ...
+
+    def retire(self, index: int) -> None: ...
+
+    def restart_replica(self, index: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class PreparedMigration:
+    """A migration step with its target kind and settings resolved."""
+
+    index: int
+    step: MigrationStep
+    kind: StoreKind
+    settings: Any
+    namespaces: tuple[str, ...]
+
+
+@dataclass
+class Attempt:
+    finished: bool = False
+    failed: bool = False
+    carried_microdollars: int = 0
+
+
+async def run_migration(world: Operated, migration: PreparedMigration) -> None:
+    """The operator's whole procedure for one migration step."""
+    kernel, step = world.kernel, migration.step
+    world.trace.record(kernel.now, SERVER, 0, -1, "migration_started", detail=step.to)
+    stopped = [index for index, replica in enumerate(world.current) if replica is not None
+               and step.stop_fleet and index not in step.keep_running]
+    world.hold_down(stopped)
+    await _stop_gracefully(world, stopped)
+    attempt_number = 0
+    while True:
+        attempt = _start_attempt(world, migration, attempt_number)
+        while not (attempt.finished or attempt.failed):
+            await Sleep(POLL_US)
+        if attempt.finished:
+            world.count("migration_carried_microdollars", attempt.carried_microdollars)
+            break
+        world.count("migration_reruns")
+        attempt_number += 1
+        await Sleep(step.rerun_after)
+    world.count("migrations_completed")
+    world.switch_kind(migration.kind, migration.settings)
+    await Sleep(step.restart_after)
+    world.let_up(stopped)
+    for index in stopped:
+        if world.current[index] is None:
+            world.restart_replica(index)
+
+
+async def _stop_gracefully(world: Operated, indices: list[int]) -> None:
+    replicas = [world.current[index] for index in indices]
+    for replica in replicas:
+        replica.stopping = True
+    deadline = world.kernel.now + DRAIN_TIMEOUT_US
+    while any(replica.in_flight for replica in replicas) and world.kernel.now < deadline:
+        await Sleep(POLL_US)
+    for index in indices:
+        world.retire(index)
+
+
+def _start_attempt(world: Operated, migration: PreparedMigration, number: int) -> Attempt:
+    kernel = world.kernel
+    owner = kernel.new_owner(f"migration-{migration.index}.{number}")
+    link = Link(kernel, world.server, world.trace, owner, MIGRATOR, number,
+                world.streams.get("migration", migration.index, number), world.links,
+                world.migration_network, world.fault_clock)
+    attempt = Attempt()
+    limit = migration.step.crash_after_commands
+    if limit is not None and number == 0:
+        def kill_at_limit() -> None:
+            if link.executed == limit and owner.alive:
+                kernel.crash(owner)
+                attempt.failed = True
+                world.trace.record(kernel.now, MIGRATOR, number, MIGRATION,
+                                   "fault_migration_killed", amount=limit)
+                world.fault_clock.hit(MIGRATION, "migration_killed")
+        link.after_execute = kill_at_limit
+    port = SimRedis(link, world.script_names)
+
+    async def migrate() -> None:
+        try:
+            report = await migration.kind.migrate(port, migration.settings,
+                                                  list(migration.namespaces))
+        except Exception as failure:  # noqa: BLE001 - the operator reads it and re-runs
+            attempt.failed = True
+            world.trace.record(kernel.now, MIGRATOR, number, MIGRATION, "migration_failed",
+                               outcome=type(failure).__name__, detail=str(failure)[:200])
+            return
+        attempt.carried_microdollars = report.carried_microdollars
+        attempt.finished = True
+        world.trace.record(kernel.now, MIGRATOR, number, MIGRATION, "migration_finished",
+                           amount=report.carried_microdollars)
+
+    kernel.spawn(migrate(), owner, "migration", tag=MIGRATION)
+    return attempt

@@ -1,0 +1,228 @@
+"""The simulated world of one run: the fleet, the server, and the faults.
+
+Rules kept here:
+
+* Replica ``index`` keeps its place on the network (``ReplicaNetwork``), its
+  clock and its share of the traffic across incarnations; each incarnation
+  gets a new kernel owner, new id and jitter streams and a fresh store.
+* A crash drops the incarnation's processes (no cleanup runs), ends its
+  requests in flight for the oracle, and, for stores that keep their state in
+  the replica, loses that state.
+* Every fault is traced as ``fault_<name>`` when it is applied and moves the
+  ``FaultClock``; what it does to the store is the store's business.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from simulator.engine.kernel import Kernel
+from simulator.engine.runtime import ReplicaClock
+from simulator.engine.streams import Streams
+from simulator.engine.trace import SERVER, Trace
+from simulator.net.links import CONNECTION_FAULTS, FaultClock, LinkSettings, ReplicaNetwork
+from simulator.net.server import Server
+from simulator.plugin.family import Family
+from simulator.plugin.protocol import Oracle, ReplicaObserver
+from simulator.scenario.faults import PlannedFault, ServerSettings, kept_until
+from simulator.world.fleet import Replica, start_replica
+from simulator.world.operations import PreparedMigration, run_migration
+from simulator.world.requests import RequestSource
+from stores.registry import StoreKind
+
+
+class World:
+    """Everything one run simulates, wired together."""
+
+    def __init__(self, *, kernel: Kernel, streams: Streams, trace: Trace,
+                 oracle: Oracle, family: Family, kind: StoreKind, settings: Any,
+                 server: Server | None, server_settings: ServerSettings, links: LinkSettings,
+                 clocks: list[ReplicaClock], sources: list[RequestSource],
+                 script_names: dict[str, str], until_us: int, boot_retry_us: int,
+                 store_observer: ReplicaObserver | None = None) -> None:
+        self.kernel = kernel
+        self.streams = streams
+        self.trace = trace
+        self.oracle = oracle
+        self.family = family
+        self.store_observer = store_observer
+        self.kind = kind
+        self.settings = settings
+        self.server = server
+        self.server_settings = server_settings
+        self.links = links
+        self.clocks = clocks
+        self.sources = sources
+        self.script_names = script_names
+        self.until_us = until_us
+        self.boot_retry_us = boot_retry_us
+        self.fault_clock = FaultClock()
+        self.networks = [ReplicaNetwork() for _ in clocks]
+        self.migration_network = ReplicaNetwork()
+        """Where the operator's migration sits on the network (all its attempts)."""
+        self.current: list[Replica | None] = [None] * len(clocks)
+        self.incarnations = [0] * len(clocks)
+        self.spike_ends: list[int] = []
+        self.held_down: set[int] = set()
+        """Replicas an operator stopped: fault restarts leave them down."""
+        self.counts: Counter = Counter()
+        self.lab = kernel.new_owner("lab")
+
+    # -- the fleet -------------------------------------------------------------
+
+    def start(self, faults: list[PlannedFault],
+              migrations: list[PreparedMigration] = ()) -> None:
+        for index in range(len(self.clocks)):
+            self._boot(index)
+        for fault in faults:
+            self.kernel.at(fault.at_us, self.apply, fault)
+        for migration in migrations:
+            self.kernel.at(migration.step.at, self._begin_migration, migration)
+
+    def _begin_migration(self, migration: PreparedMigration) -> None:
+        self.kernel.spawn(run_migration(self, migration), self.lab, "operator")
+
+    def hold_down(self, indices: list[int]) -> None:
+        """Replicas an operator stopped: fault restarts leave them down."""
+        self.held_down.update(indices)
+
+    def let_up(self, indices: list[int]) -> None:
+        self.held_down.difference_update(indices)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        self.counts[name] += amount
+
+    def switch_kind(self, kind: StoreKind, settings: Any) -> None:
+        """Replicas booted from now on run ``kind`` with ``settings``."""
+        self.kind, self.settings = kind, settings
+
+    def retire(self, index: int) -> None:
+        """Take replica ``index`` down (an operator's stop, or a crash)."""
+        replica = self.current[index]
+        if replica is None:
+            return
+        self.kernel.crash(replica.owner)
+        now = self.kernel.now
+        for number in sorted(replica.in_flight):
+            self.oracle.aborted(number, now)
+        if replica.kind.per_replica or replica.kind.service is not None:
+            # What the replica kept in its memory dies with it: a store kept
+            # in the replica, or a service client's own state (a holder's
+            # leases and unbilled usage).
+            self.oracle.source_lost(replica.source, now)
+        self.current[index] = None
+
+    def restart_replica(self, index: int) -> None:
+        """Start a new incarnation of replica ``index``, on the fleet's kind."""
+        if self.current[index] is not None or index in self.held_down:
+            return
+        self.incarnations[index] += 1
+        self.trace.record(self.kernel.now, index, self.incarnations[index], -1,
+                          "replica_restarted")
+        self._boot(index)
+
+    def _boot(self, index: int) -> None:
+        incarnation = self.incarnations[index]
+        replica = start_replica(
+            index, incarnation, kernel=self.kernel, streams=self.streams, trace=self.trace,
+            oracle=self.oracle, family=self.family, kind=self.kind, server=self.server,
+            link_settings=self.links, clock=self.clocks[index], script_names=self.script_names,
+            network=self.networks[index], faults=self.fault_clock,
+            store_observer=self.store_observer)
+        self.current[index] = replica
+        self.kernel.spawn(replica.main(self.settings, self.sources[index], self.until_us,
+                                       self.boot_retry_us),
+                          replica.owner, "replica main")
+
+    def live_replicas(self) -> list[Replica]:
+        """Every replica incarnation running now."""
+        return [replica for replica in self.current if replica is not None]
+
+    # -- faults ------------------------------------------------------------------
+
+    def apply(self, fault: PlannedFault) -> None:
+        now = self.kernel.now
+        self.fault_clock.mark(now)
+        for replica in fault.replicas or (SERVER,):
+            self.trace.record(now, replica, -1, -1, f"fault_{fault.fault}",
+                              amount=fault.duration_us, outcome=fault.direction
+                              if fault.fault == "partition" else "",
+                              detail=fault.call or "")
+        getattr(self, f"_{fault.fault}")(fault)
+
+    def _crash(self, fault: PlannedFault) -> None:
+        for index in fault.replicas:
+            if self.current[index] is None:
+                continue
+            self.retire(index)
+            if fault.restart_after_us is not None:
+                self.kernel.after(fault.restart_after_us, self.restart_replica, index)
+
+    def _pause(self, fault: PlannedFault) -> None:
+        for index in fault.replicas:
+            replica = self.current[index]
+            if replica is not None:
+                self.kernel.pause(replica.owner, fault.duration_us)
+
+    def _partition(self, fault: PlannedFault) -> None:
+        until = self.kernel.now + fault.duration_us
+        for index in fault.replicas:
+            network = self.networks[index]
+            if fault.direction in ("both", "to-server"):
+                network.cut_requests_until = max(network.cut_requests_until, until)
+            if fault.direction in ("both", "from-server"):
+                network.cut_replies_until = max(network.cut_replies_until, until)
+
+    def _lose_request(self, fault: PlannedFault) -> None:
+        self._arm("request", fault)
+
+    def _lose_reply(self, fault: PlannedFault) -> None:
+        self._arm("reply", fault)
+
+    def _connection_stall(self, fault: PlannedFault) -> None:
+        self._arm(CONNECTION_FAULTS[fault.fault], fault)
+
+    _connection_reset = _slow_reply = _dropped_waiter = _connection_stall
+
+    def _arm(self, kind: str, fault: PlannedFault) -> None:
+        """Arm ``kind`` for the next ``count`` matching calls of the replicas hit."""
+        for network in self._hit(fault):
+            network.forced.append([kind, fault.call, fault.count, fault.extra_us])
+
+    def _hit(self, fault: PlannedFault) -> list[ReplicaNetwork]:
+        if fault.migration:
+            return [self.migration_network]
+        return [self.networks[index] for index in fault.replicas]
+
+    def _server_restart(self, fault: PlannedFault) -> None:
+        self._server_down(kept_until(self.server_settings, self.kernel.now),
+                          self.server_settings.persistence, fault.duration_us)
+
+    def _failover(self, fault: PlannedFault) -> None:
+        self._server_down(self.kernel.now - fault.lag_us, "failover", fault.duration_us)
+
+    def _server_down(self, keep_until_us: int | None, how: str, down_for_us: int) -> None:
+        if self.server is None:
+            return  # in-process stores have no server to lose
+        self.server.down = True
+        self.server.restart(keep_until_us, how)
+        self.kernel.after(down_for_us, self._server_up)
+
+    def _server_up(self) -> None:
+        assert self.server is not None
+        self.server.down = False
+        self.trace.record(self.kernel.now, SERVER, 0, -1, "server_up")
+
+    def _latency_spike(self, fault: PlannedFault) -> None:
+        if self.server is None:
+            return
+        self.server.extra_latency_us = max(self.server.extra_latency_us, fault.extra_us)
+        self.spike_ends.append(self.kernel.now + fault.duration_us)
+        self.kernel.after(fault.duration_us, self._spike_over)
+
+    def _spike_over(self) -> None:
+        assert self.server is not None
+        self.spike_ends = [end for end in self.spike_ends if end > self.kernel.now]
+        if not self.spike_ends:
+            self.server.extra_latency_us = 0
