@@ -5,6 +5,9 @@ the lab: the message names the seed and the virtual time), 2 the input was
 wrong (the message says which field, what was wanted, what was given) or a run
 would pass, or passed, its limits (``simulator.run.limits``), 3 the run
 finished but an ``[expect]`` threshold of the scenario failed.
+
+A command's modules are imported only when it runs (in its function), so
+``--help``, ``stores`` and ``fields`` start without the simulator loaded.
 """
 
 from __future__ import annotations
@@ -17,38 +20,14 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from simulator.backends import BackendError
-from simulator.bench import run_bench
-from simulator.engine.kernel import SimulationError
-from simulator.families import family_of, invariants_for
-from simulator.present.diff import diff_table, read_summary
-from simulator.present.html_report import write_replay_report, write_report
-from simulator.present.junit import write_junit
-from simulator.present.report import fields_reference, summary_table
-from simulator.present.timeline import draw_timeline
-from simulator.present.verdicts import expectation_line, invariant_verdicts
-from simulator.run import preflight
-from simulator.run.compose import quiet_store_logs, run_scenario
-from simulator.run.limits import parse_memory_bytes, refuse_workers_beyond, run_limits
-from simulator.scenario.conditions import failed_expectations, judge_expectations, parse_condition
-from simulator.scenario.model import (
-    Scenario,
-    ScenarioError,
-    load_scenario,
-    parse_scenario,
-    set_dotted,
-)
-from simulator.search.counterfactual import counterfactual, counterfactual_table
-from simulator.search.hunt import Hunt, PhaseSummary
-from simulator.search.races import involved_events, load_report, replay, timeline_sampling
-from simulator.search.strategies import ALL_FAULTS, REPLICA_FAULTS
-from simulator.sweeps import SweepInterrupted, load_sweep, run_sweep
-from stores import registry
 from stores.quantities import parse_duration_us
+
+if TYPE_CHECKING:
+    from simulator.scenario.model import Scenario
 
 USER_ERROR, SIMULATION_FAILED, EXPECTATION_FAILED = 2, 1, 3
 
@@ -87,6 +66,7 @@ def _count(text: str) -> int:
 
 def _memory(text: str) -> int:
     """``--max-memory 16GiB``: a memory size, in bytes."""
+    from simulator.run.limits import parse_memory_bytes
     try:
         return parse_memory_bytes(text)
     except ValueError as error:
@@ -101,6 +81,7 @@ def _limit_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from simulator.search.strategies import REPLICA_FAULTS
     parser = argparse.ArgumentParser(
         prog="python -m simulator",
         description="Deterministic simulation of distributed spend and concurrency limiters.",
@@ -272,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from simulator.present.report import fields_reference
+    from stores import registry
     args = build_parser().parse_args(argv)
     try:
         registry.load_plugins(getattr(args, "plugins", []))
@@ -305,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _exit_code_of(action: Callable[[], int]) -> int:
     """Run a command, turning the lab's errors into messages and exit codes."""
+    from simulator.backends import BackendError
+    from simulator.engine.kernel import SimulationError
+    from simulator.scenario.model import ScenarioError
     try:
         return action()
     except (ScenarioError, ValueError, BackendError, FileNotFoundError) as error:
@@ -329,6 +315,7 @@ def _exit_code_of(action: Callable[[], int]) -> int:
 def _problems_before_running(scenario: Scenario, args: argparse.Namespace) -> list[str]:
     """What ``check`` finds, one line a problem, each naming the file as the
     scenario's own refusals do."""
+    from simulator.run import preflight
     return [f"{args.scenario}: {problem}"
             for problem in preflight.problems(scenario, args.backend)]
 
@@ -346,6 +333,7 @@ def _output_file(path: Path | None, option: str) -> None:
 
 
 def _fault_kinds(text: str) -> tuple[str, ...]:
+    from simulator.search.strategies import ALL_FAULTS
     kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
     unknown = set(kinds) - set(ALL_FAULTS)
     if unknown or not kinds:
@@ -354,12 +342,18 @@ def _fault_kinds(text: str) -> tuple[str, ...]:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    from simulator.bench import run_bench
+    from simulator.run.compose import quiet_store_logs
     with quiet_store_logs():
         run_bench(args.backend, args.quick, echo=lambda line: print(line, flush=True))
     return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from simulator.run import preflight
+    from simulator.run.limits import refuse_workers_beyond, run_limits
+    from simulator.scenario.model import ScenarioError
+    from simulator.sweeps import SweepInterrupted, load_sweep, run_sweep
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers: at least 1, got {args.workers}")
     if args.seeds is not None and args.seeds < 1:
@@ -399,6 +393,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _hunt(args: argparse.Namespace) -> int:
+    from simulator.run import preflight
+    from simulator.run.compose import quiet_store_logs
+    from simulator.scenario.conditions import parse_condition
+    from simulator.scenario.model import set_dotted
+    from simulator.search.hunt import Hunt, PhaseSummary
     _output_file(args.out, "--out")
     if args.invariant is None and args.reference is None:
         raise ValueError("hunt: give --invariant EXPR, --reference KIND, or both")
@@ -453,6 +452,10 @@ def _report_file(path: Path | None) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from simulator.present.html_report import write_replay_report
+    from simulator.present.timeline import draw_timeline
+    from simulator.scenario.model import parse_scenario
+    from simulator.search.races import involved_events, load_report, replay, timeline_sampling
     _report_file(args.html)
     report = load_report(args.report)
     against_fixed = args.against == "fixed"
@@ -495,6 +498,15 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from simulator.families import invariants_for
+    from simulator.present.html_report import write_report
+    from simulator.present.junit import write_junit
+    from simulator.present.report import summary_table
+    from simulator.present.verdicts import expectation_line, invariant_verdicts
+    from simulator.run.compose import run_scenario
+    from simulator.scenario.conditions import failed_expectations, judge_expectations
+    from simulator.scenario.model import ScenarioError, load_scenario
+    from simulator.search.counterfactual import counterfactual, counterfactual_table
     _report_file(args.html)
     _output_directory(args.out)
     per_key = {"metrics.per_key": True} if args.html else {}  # the report's record panel
@@ -552,6 +564,9 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     """``check``: the scenario validated, its plugins imported and its
     ``[expect]`` names known, without running it; one line either way."""
+    from simulator.families import family_of
+    from simulator.run import preflight
+    from simulator.scenario.model import load_scenario
     scenario = load_scenario(args.scenario, dict(args.overrides) | _limit_overrides(args))
     problems = _problems_before_running(scenario, args)
     for problem in problems:
@@ -570,6 +585,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from simulator.present.diff import diff_table, read_summary
     a, b = read_summary(args.run_a), read_summary(args.run_b)
     print(diff_table(str(args.run_a), str(args.run_b), a, b))
     return 0

@@ -35,6 +35,7 @@ from simulator.engine.trace import UNKNOWN_YET, Trace
 from simulator.net.pipeline import Pending, when_done
 from simulator.net.server import NOSCRIPT, Command, Server
 from simulator.scenario.distributions import Distribution
+from simulator.scenario.faults import FAULT_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +79,7 @@ class ReplicaNetwork:
         return None
 
 
-CONNECTION_FAULTS = {
-    "connection_stall": "stall",
-    "connection_reset": "reset",
-    "slow_reply": "slow",
-    "dropped_waiter": "drop_waiter",
-}
+CONNECTION_FAULTS = {name: kind.armed for name, kind in FAULT_KINDS.items() if kind.connection}
 """The connection faults a schedule (or a rate) arms on a replica's next
 matching call, by fault name, with the armed kind ``ReplicaNetwork.forced`` keeps:
 

@@ -42,6 +42,7 @@ from pydantic import BaseModel
 
 from simulator.backends import BackendSpec
 from simulator.scenario.arrivals import Arrivals, Bursts, FixedArrivals, Poisson
+from simulator.scenario.faults import FAULT_KINDS
 from simulator.scenario.limits import count, format_bytes
 from simulator.scenario.model import Scenario
 from simulator.scenario.sessions import MAX_CALLS_PER_SESSION, Sessions
@@ -316,17 +317,12 @@ def planned_faults(scenario: Scenario) -> list[tuple[str, float, int]]:
         if rate is None:
             continue
         # Faults that hit one replica at a time are drawn for every replica.
-        each = replicas if name in PER_REPLICA_FAULTS else 1
+        each = replicas if FAULT_KINDS[name].drawn_per_replica else 1
         restarts = 1 if name == "crash" and spec.restart_after is not None else 0
         found.append((f"faults.{name}.rate", rate * window_s * each, restarts))
     if faults.schedule:
         found.append(("faults.schedule", float(len(faults.schedule)), 0))
     return found
-
-
-PER_REPLICA_FAULTS = ("crash", "pause", "connection_stall", "connection_reset", "slow_reply",
-                      "dropped_waiter")
-"""The rate faults ``simulator.scenario.faults.plan`` draws once per replica."""
 
 
 def _mean(distribution: object) -> float:

@@ -45,11 +45,64 @@ from simulator.scenario.distributions import DurationDistribution
 from stores.domains import Flag, Integer
 from stores.quantities import DurationUs, RatePerSecond
 
-FaultName = Literal["crash", "pause", "partition", "server_restart", "failover",
-                    "latency_spike", "lose_request", "lose_reply", "connection_stall",
-                    "connection_reset", "slow_reply", "dropped_waiter"]
-CONNECTION_FAULT_NAMES = ("connection_stall", "connection_reset", "slow_reply",
-                          "dropped_waiter")
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One kind of fault the lab injects: everything the layers need to know of it.
+
+    Faults (here), the world that applies them (``simulator.world.world``),
+    the links that carry armed ones (``simulator.net.links``), hunt's
+    strategies, the work estimate and the counterfactual mode all read this
+    table; adding a kind is one entry here plus its applier in ``World``
+    (none for an ``armed`` kind: every replica's link honours what is armed).
+    """
+
+    name: str
+    targets_replicas: bool
+    """It hits named replicas: a scheduled one needs ``replica`` (or ``replicas``)."""
+    drawn_per_replica: bool = False
+    """From a rate, it is drawn for every replica (else once for the fleet)."""
+    armed: str | None = None
+    """What it arms on the replica's next matching call(s), as
+    ``ReplicaNetwork.forced`` keeps it; None: it is applied when it falls due."""
+    needs_duration: bool = False
+    """A scheduled one needs ``duration``."""
+    connection: bool = False
+    """A connection fault: it hits the connection of the replica's next matching call."""
+    hunted: bool = False
+    """``hunt`` draws it unless told otherwise (``--faults`` names any hunted or
+    connection kind)."""
+    rated: bool = True
+    """``[faults]`` has a rate table for it (else it comes only from a schedule)."""
+    counterfactual_class: bool = False
+    """Its rate table is a class of its own the counterfactual mode removes."""
+    persistence_decides: bool = False
+    """What it loses is what the server's persistence model does not keep."""
+
+
+FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
+    FaultKind("crash", targets_replicas=True, drawn_per_replica=True, hunted=True,
+              counterfactual_class=True),
+    FaultKind("pause", targets_replicas=True, drawn_per_replica=True, needs_duration=True,
+              hunted=True, counterfactual_class=True),
+    FaultKind("partition", targets_replicas=True, needs_duration=True,
+              counterfactual_class=True),
+    FaultKind("server_restart", targets_replicas=False, counterfactual_class=True,
+              persistence_decides=True),
+    FaultKind("failover", targets_replicas=False, counterfactual_class=True),
+    FaultKind("latency_spike", targets_replicas=False, needs_duration=True,
+              counterfactual_class=True),
+    FaultKind("lose_request", targets_replicas=True, armed="request", hunted=True, rated=False),
+    FaultKind("lose_reply", targets_replicas=True, armed="reply", hunted=True, rated=False),
+    *(FaultKind(name, targets_replicas=True, drawn_per_replica=True, armed=armed,
+                connection=True)
+      for name, armed in (("connection_stall", "stall"), ("connection_reset", "reset"),
+                          ("slow_reply", "slow"), ("dropped_waiter", "drop_waiter"))),
+)}
+"""Every fault kind, by name, in the order the docs list them."""
+
+FaultName = Literal[tuple(FAULT_KINDS)]  # type: ignore[valid-type]
+CONNECTION_FAULT_NAMES = tuple(name for name, kind in FAULT_KINDS.items() if kind.connection)
 Direction = Literal["both", "to-server", "from-server"]
 
 MAX_CALLS_HIT = 1_000_000
@@ -131,15 +184,14 @@ class ScheduledFault(Model):
 
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:
-        needs_replica = {"crash", "pause", "lose_request", "lose_reply", "partition",
-                         *CONNECTION_FAULT_NAMES}
         if self.migration:
-            if not self.fault.startswith("lose_"):
+            if FAULT_KINDS[self.fault].armed not in ("request", "reply"):
                 raise ValueError("only lose_request and lose_reply can hit the migration")
             return self
-        if self.fault in needs_replica and self.replica is None and not self.replicas:
+        kind = FAULT_KINDS[self.fault]
+        if kind.targets_replicas and self.replica is None and not self.replicas:
             raise ValueError(f"a scheduled {self.fault} needs `replica` (or `replicas`)")
-        if self.fault in ("pause", "partition", "latency_spike") and self.duration is None:
+        if kind.needs_duration and self.duration is None:
             raise ValueError(f"a scheduled {self.fault} needs `duration`")
         return self
 

@@ -188,7 +188,8 @@ class Scenario(Model):
     plugins: list[str] = Field(
         default_factory=list, description="Python modules to import first, each registering "
         "store kinds from outside the lab (found on PYTHONPATH), e.g. ['my_variant'].")
-    store: StoreKindName = Field(description="The store kind (python -m simulator stores lists them).")
+    store: StoreKindName = Field(
+        description="The store kind (python -m simulator stores lists them).")
     backend: str | None = Field(
         None,
         description="'memory', 'fakeredis', 'redis://HOST:PORT/DB', "

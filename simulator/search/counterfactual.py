@@ -36,12 +36,13 @@ from pydantic import BaseModel
 from simulator.families import invariants_for
 from simulator.run.compose import run_scenario
 from simulator.scenario.conditions import Invariant
+from simulator.scenario.faults import FAULT_KINDS
 from simulator.scenario.model import Fleet, Retries, Scenario
 
-RATE_FAULTS = ("crash", "pause", "partition", "server_restart", "failover", "latency_spike")
+RATE_FAULTS = tuple(name for name, kind in FAULT_KINDS.items() if kind.counterfactual_class)
 """The ``[faults]`` tables drawn from rates, each its own class."""
 
-RESTARTS = ("server_restart",)
+RESTARTS = tuple(name for name, kind in FAULT_KINDS.items() if kind.persistence_decides)
 """The faults whose data loss the server's persistence model decides."""
 
 KEPT_EVERYTHING = "aof-always"

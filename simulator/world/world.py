@@ -21,11 +21,11 @@ from simulator.engine.kernel import Kernel
 from simulator.engine.runtime import ReplicaClock
 from simulator.engine.streams import Streams
 from simulator.engine.trace import SERVER, Trace
-from simulator.net.links import CONNECTION_FAULTS, FaultClock, LinkSettings, ReplicaNetwork
+from simulator.net.links import FaultClock, LinkSettings, ReplicaNetwork
 from simulator.net.server import Server
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import Oracle, ReplicaObserver
-from simulator.scenario.faults import PlannedFault, ServerSettings, kept_until
+from simulator.scenario.faults import FAULT_KINDS, PlannedFault, ServerSettings, kept_until
 from simulator.world.fleet import Replica, start_replica
 from simulator.world.operations import PreparedMigration, run_migration
 from simulator.world.requests import RequestSource
@@ -149,7 +149,11 @@ class World:
                               amount=fault.duration_us, outcome=fault.direction
                               if fault.fault == "partition" else "",
                               detail=fault.call or "")
-        getattr(self, f"_{fault.fault}")(fault)
+        armed = FAULT_KINDS[fault.fault].armed
+        if armed is not None:
+            self._arm(armed, fault)
+        else:
+            getattr(self, f"_{fault.fault}")(fault)
 
     def _crash(self, fault: PlannedFault) -> None:
         for index in fault.replicas:
@@ -173,17 +177,6 @@ class World:
                 network.cut_requests_until = max(network.cut_requests_until, until)
             if fault.direction in ("both", "from-server"):
                 network.cut_replies_until = max(network.cut_replies_until, until)
-
-    def _lose_request(self, fault: PlannedFault) -> None:
-        self._arm("request", fault)
-
-    def _lose_reply(self, fault: PlannedFault) -> None:
-        self._arm("reply", fault)
-
-    def _connection_stall(self, fault: PlannedFault) -> None:
-        self._arm(CONNECTION_FAULTS[fault.fault], fault)
-
-    _connection_reset = _slow_reply = _dropped_waiter = _connection_stall
 
     def _arm(self, kind: str, fault: PlannedFault) -> None:
         """Arm ``kind`` for the next ``count`` matching calls of the replicas hit."""

@@ -705,7 +705,7 @@ def test_running_out_of_memory_is_one_line_not_a_traceback(monkeypatch, capsys):
     def exhausted(*args: Any, **kwargs: Any) -> None:
         raise MemoryError
 
-    monkeypatch.setattr("simulator.cli.load_scenario", exhausted)
+    monkeypatch.setattr("simulator.scenario.model.load_scenario", exhausted)
     assert main(["check", str(SCENARIO_DIR / HOT)]) == USER_ERROR
     err = capsys.readouterr().err
     assert err.startswith("error: out of memory") and len(err.splitlines()) == 1, err

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import simulator.cli as cli_module
 import simulator.search.hunt as hunt_module
 from simulator.cli import main
 from simulator.families import invariants_for
@@ -305,7 +304,7 @@ def test_run_refuses_a_junit_path_that_is_a_directory(v2_file, tmp_path, capsys)
 
 
 def test_check_says_ok_in_one_line_without_running(v2_file, capsys, monkeypatch):
-    monkeypatch.setattr(cli_module, "run_scenario", None)  # a run would fail loudly
+    monkeypatch.setattr("simulator.run.compose.run_scenario", None)  # a run would fail loudly
     assert main(["check", str(v2_file)]) == 0
     ok, work = capsys.readouterr().out.splitlines()  # then the work a run would take
     assert ok == (f"ok: {v2_file}: store axond_budget.redis_v2 (family axond_budget), "

@@ -1,0 +1,51 @@
+"""One table of fault kinds (``simulator.scenario.faults.FAULT_KINDS``), read by
+every layer that needs to know a fault: each kind is applied, drawn and
+estimated as the table says."""
+
+from __future__ import annotations
+
+import typing
+
+from simulator.net.links import CONNECTION_FAULTS
+from simulator.run.estimate import planned_faults
+from simulator.scenario.faults import FAULT_KINDS, FaultName, Faults, ScheduledFault
+from simulator.scenario.model import parse_scenario
+from simulator.search.counterfactual import RATE_FAULTS, RESTARTS
+from simulator.search.strategies import ALL_FAULTS, REPLICA_FAULTS
+from simulator.world.world import World
+
+
+def test_every_kind_is_applied_by_the_world_or_armed_on_a_link():
+    for name, kind in FAULT_KINDS.items():
+        applier = getattr(World, f"_{name}", None)
+        assert (kind.armed is None) == callable(applier), name
+
+
+def test_the_schedule_the_rates_and_the_hunt_speak_the_table():
+    assert typing.get_args(FaultName) == tuple(FAULT_KINDS)
+    rated = {name for name, kind in FAULT_KINDS.items() if kind.rated}
+    assert rated <= set(Faults.model_fields)
+    assert set(REPLICA_FAULTS) == {name for name, kind in FAULT_KINDS.items() if kind.hunted}
+    assert set(ALL_FAULTS) - set(REPLICA_FAULTS) == set(CONNECTION_FAULTS)
+    assert set(RATE_FAULTS) <= rated and set(RESTARTS) <= set(RATE_FAULTS)
+
+
+def test_a_scheduled_fault_needs_what_its_kind_says():
+    for name, kind in FAULT_KINDS.items():
+        bare = {"at": "1s", "fault": name}
+        if kind.needs_duration:
+            bare["duration"] = "1s"
+        try:
+            ScheduledFault.model_validate(bare)
+            refused = False
+        except ValueError:
+            refused = True
+        assert refused == kind.targets_replicas, name
+
+
+def test_the_estimate_draws_per_replica_kinds_for_every_replica():
+    data = {"name": "t", "store": "axond_budget.redis_v1", "duration": "10s",
+            "fleet": {"replicas": 10},
+            "faults": {"crash": {"rate": "1/s"}, "failover": {"rate": "1/s"}}}
+    counts = {field: count for field, count, _ in planned_faults(parse_scenario(data))}
+    assert counts["faults.crash.rate"] == 10 * counts["faults.failover.rate"]
