@@ -19,6 +19,7 @@ import os
 import sys
 import tomllib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from tqdm import tqdm
 from stores.quantities import parse_duration_us
 
 if TYPE_CHECKING:
+    from simulator.run.preflight import Examined
     from simulator.scenario.model import Scenario
 
 USER_ERROR, SIMULATION_FAILED, EXPECTATION_FAILED = 2, 1, 3
@@ -312,12 +314,13 @@ def _exit_code_of(action: Callable[[], int]) -> int:
         return USER_ERROR
 
 
-def _problems_before_running(scenario: Scenario, args: argparse.Namespace) -> list[str]:
+def _examined(scenario: Scenario, args: argparse.Namespace) -> Examined:
     """What ``check`` finds, one line a problem, each naming the file as the
-    scenario's own refusals do."""
+    scenario's own refusals do, and the work estimated."""
     from simulator.run import preflight
-    return [f"{args.scenario}: {problem}"
-            for problem in preflight.problems(scenario, args.backend)]
+    examined = preflight.examine(scenario, args.backend)
+    return replace(examined, problems=[f"{args.scenario}: {problem}"
+                                       for problem in examined.problems])
 
 
 def _output_directory(path: Path | None, option: str = "--out") -> None:
@@ -504,7 +507,7 @@ def _run(args: argparse.Namespace) -> int:
     from simulator.present.report import summary_table
     from simulator.present.verdicts import expectation_line, invariant_verdicts
     from simulator.run.compose import run_scenario
-    from simulator.scenario.conditions import failed_expectations, judge_expectations
+    from simulator.scenario.conditions import failures_of, judge_expectations
     from simulator.scenario.model import ScenarioError, load_scenario
     from simulator.search.counterfactual import counterfactual, counterfactual_table
     _report_file(args.html)
@@ -513,9 +516,9 @@ def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario,
                              dict(args.overrides) | per_key | _limit_overrides(args))
     # What check finds is refused before the run, not reported after it.
-    problems = _problems_before_running(scenario, args)
-    if problems:
-        raise ScenarioError("\n".join(problems))
+    examined = _examined(scenario, args)
+    if examined.problems:
+        raise ScenarioError("\n".join(examined.problems))
     if args.junit is not None and args.junit.is_dir():
         raise ValueError(f"--junit: {args.junit} is a directory; give a file, e.g. "
                          f"{args.junit / 'junit.xml'}")
@@ -528,7 +531,8 @@ def _run(args: argparse.Namespace) -> int:
             bar.refresh()
 
         result = run_scenario(scenario, seed=seed, backend=args.backend,
-                              allow_remote_redis=args.allow_remote_redis, progress=progress)
+                              allow_remote_redis=args.allow_remote_redis, progress=progress,
+                              estimate=examined.estimate)
     result.write(out)
     # The verdicts first: whether each invariant held, in one line each.
     verdicts = invariant_verdicts(result.summary, invariants_for(scenario.kind))
@@ -555,7 +559,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"junit: {args.junit}")
     if args.html is not None:
         print(f"report: {write_report(args.html, result, scenario)}")
-    failures = failed_expectations(scenario.expect, result.summary)
+    failures = failures_of(expectations, result.summary)
     for failure in failures:
         print(f"expectation failed: {failure}", file=sys.stderr)
     return EXPECTATION_FAILED if failures else 0
@@ -568,10 +572,10 @@ def _check(args: argparse.Namespace) -> int:
     from simulator.run import preflight
     from simulator.scenario.model import load_scenario
     scenario = load_scenario(args.scenario, dict(args.overrides) | _limit_overrides(args))
-    problems = _problems_before_running(scenario, args)
-    for problem in problems:
+    examined = _examined(scenario, args)
+    for problem in examined.problems:
         print(f"error: {problem}", file=sys.stderr)
-    if problems:
+    if examined.problems:
         return USER_ERROR
     plugins = [*args.plugins, *scenario.plugins]
     entries = len(scenario.expect)
@@ -580,7 +584,7 @@ def _check(args: argparse.Namespace) -> int:
     print(f"ok: {args.scenario}: store {scenario.store} (family "
           f"{family_of(scenario.kind).name}), {expect}"
           + (f", plugins {', '.join(dict.fromkeys(plugins))}" if plugins else ""))
-    print(preflight.work_line(scenario, args.backend))
+    print(preflight.work_line(scenario, args.backend, examined.estimate))
     return 0
 
 

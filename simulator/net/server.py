@@ -156,6 +156,11 @@ class Server:
         else:
             effect(*args)
 
+    def deadline_us(self, redis_key: str) -> int | None:
+        """The key's virtual expiry deadline, None when it has no TTL (what an
+        observer may read of the server besides post-states)."""
+        return self.backend.expiry.deadline_us(redis_key)
+
     def flush(self) -> None:
         """Run the queued scripts as one pipeline, then their effects in order."""
         if not self._queued:

@@ -73,6 +73,15 @@ class ServiceNode:
             self.observer.executed(outcome.observed, now_us, tag)
         return outcome
 
+    @property
+    def service(self) -> Any:
+        """The service the node runs (what its observer reads the books of)."""
+        return self.backend.service
+
+    def read(self, coroutine: Any) -> Any:
+        """Run one of the service's reads to its end, outside virtual time."""
+        return self.backend.run(coroutine)
+
     def flush(self) -> None:
         """Nothing is ever queued: a transaction's reply is its commit."""
 

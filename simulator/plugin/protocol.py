@@ -46,6 +46,8 @@ class Replica(Protocol):
     """The replica's store, as its kind built it."""
     settings: Any
     """The settings the store was built with."""
+    call_timeout_us: int
+    """How long a caller on this replica waits for a reply (0 without a port)."""
     port: Any
     """The store's data port (``simulator.net.redis_port.SimRedis`` or
     ``simulator.net.service_port.SimServicePort``), None for a store kept in
@@ -94,6 +96,11 @@ class Oracle(Protocol):
 
 class ServerObserver(Protocol):
     """Follows a shared store's record on the server (for its family's oracle)."""
+
+    def attach(self, server: Any) -> None:
+        """Told once, before anything executes, the server it follows: what it
+        may read besides post-states (a Redis node's virtual deadlines,
+        ``Server.deadline_us``; a service node's own books, ``ServiceNode.read``)."""
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         """A command ran; ``observed`` holds the post-states of its keys."""

@@ -30,7 +30,7 @@ from simulator.net.server import Eviction, Server
 from simulator.net.service import ServiceNode
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import CORE_FACTS, Oracle, ReplicaObserver
-from simulator.run.estimate import estimate_work
+from simulator.run.estimate import WorkEstimate, estimate_work
 from simulator.run.limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
 from simulator.run.metrics import Sampler
 from simulator.run.summary import COUNTED_EVENTS
@@ -115,49 +115,135 @@ def link_settings(scenario: Scenario) -> LinkSettings:
 def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | None = None,
                  allow_remote_redis: bool = False, progress: Any = None,
                  pipelined: bool = True, record_scripts: list | None = None,
-                 record_transactions: list | None = None) -> RunResult:
+                 record_transactions: list | None = None,
+                 estimate: WorkEstimate | None = None) -> RunResult:
     """Run ``scenario`` once. ``progress(done_us, total_us)`` is called as
     virtual time advances, when given. ``pipelined``: send the server's work
     to the backend in pipelines (``simulator.net.pipeline``); the results are the
     same either way, only faster. ``record_scripts``: a list to append every
     script the server runs to, as ``(body, keys, args)`` (for ``bench``);
     ``record_transactions``: the same for a service family's node, every
-    transaction as ``(verb, args, now_ms)``."""
+    transaction as ``(verb, args, now_ms)``. ``estimate``: the run's work as
+    preflight already estimated it (``simulator.run.preflight.examine``), so it
+    is not estimated twice."""
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     spec = resolve_backend(scenario, backend)
-    kind = scenario.kind
-    try:
-        family = family_of(kind)
-    except ValueError as error:
-        raise ScenarioError(f"store: {error}") from None
-    # Judged before anything is built: a run past its limits is refused at
-    # once, and one that outgrows its estimate is stopped as it runs.
-    limits = run_limits(scenario.limits)
-    estimate = estimate_work(scenario, spec)
-    refuse_beyond(estimate, limits)
-    settings = scenario.settings
+    family = _family_of(scenario)
     kernel = Kernel(seed)
-    RunGuard(kernel, limits, estimate, scenario.end_us).install()
-    streams = Streams(seed)
-    trace = Trace()
-    oracle = family.oracle(scenario, kind, settings)
+    _bound(scenario, spec, kernel, estimate)
+    streams, trace = Streams(seed), Trace()
+    oracle = family.oracle(scenario, scenario.kind, scenario.settings)
     keys = scenario.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    side = _open_server_side(scenario, spec, family, oracle, kernel, trace, streams, key_space,
+                             allow_remote_redis, pipelined, record_scripts,
+                             record_transactions)
+    store_observer = family.replica_observer(oracle)
+    # While the server holds queued commands, the world reports its facts to
+    # the oracle behind them, in order (simulator.net.pipeline).
+    world_oracle = (DeferredOracle(oracle, side.server, CORE_FACTS | family.oracle_facts)
+                    if isinstance(side.server, Server) else oracle)
+    end_us = scenario.duration_us + scenario.drain_us
+    sampler = Sampler(kernel, world_oracle, scenario.metrics.sample_every_us, end_us,
+                      scenario.metrics.per_key)
+    with quiet_store_logs():
+        try:
+            world = _build_world(scenario, kernel, streams, trace, world_oracle, family,
+                                 store_observer, side.server, side.settings, key_space)
+            _simulate(scenario, kernel, streams, oracle, world_oracle, world, sampler,
+                      side.migrations, end_us, progress)
+            _check_books(side, store_observer, world, end_us)
+            # Close what is left of dead replicas' coroutines before the
+            # summary counts the I/O their cleanup code tries (and is denied).
+            kernel.close()
+            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
+            summary.update(side.work_done())
+            backend_work = side.backend_work()
+        finally:
+            kernel.close()
+            side.close()
+    run_info = _run_info(started, end_us, kernel, spec, backend_work)
+    return RunResult(summary, run_info, trace, sampler)
 
+
+def _family_of(scenario: Scenario) -> Family:
+    try:
+        return family_of(scenario.kind)
+    except ValueError as error:
+        raise ScenarioError(f"store: {error}") from None
+
+
+def _bound(scenario: Scenario, spec: BackendSpec, kernel: Kernel,
+           estimate: WorkEstimate | None) -> None:
+    """Judged before anything is built: a run past its limits is refused at
+    once, and one that outgrows its estimate is stopped as it runs."""
+    limits = run_limits(scenario.limits)
+    if estimate is None:
+        estimate = estimate_work(scenario, spec)
+    refuse_beyond(estimate, limits)
+    RunGuard(kernel, limits, estimate, scenario.end_us).install()
+
+
+@dataclass
+class ServerSide:
+    """The run's server (a Redis node, a service node, or none for stores kept
+    in the replicas), the backend under it and the observer of its record."""
+
+    settings: Any
+    """The store's settings, their key prefix under the run's own namespace."""
+    server: Server | ServiceNode | None = None
+    observer: Any = None
     redis_backend: RedisBackend | None = None
     service_backend: ServiceRunner | None = None
-    backend_work: dict[str, float] = {}
-    server: Server | ServiceNode | None = None
-    migrations: list[PreparedMigration] = []
-    store_observer = family.replica_observer(oracle)
+    migrations: list[PreparedMigration] = field(default_factory=list)
+    script_seconds_before: float | None = None
+
+    def work_done(self) -> dict[str, int]:
+        """The server's work, for the summary (deterministic: counts)."""
+        if self.redis_backend is not None:
+            return {"scripts_executed": self.redis_backend.executed,
+                    "store_commands_executed": self.redis_backend.store_commands}
+        if self.service_backend is not None:
+            return {"transactions_executed": self.server.transactions}
+        return {}
+
+    def backend_work(self) -> dict[str, float]:
+        """How the backend did it, for ``run_info`` (machine-dependent)."""
+        if self.redis_backend is None:
+            return {}
+        server = self.server
+        work = {
+            "backend_seconds": round(self.redis_backend.backend_seconds, 3),
+            "pipelines_sent": server.pipelines_sent,
+            "commands_per_pipeline": round(
+                server.pipelined_commands / max(1, server.pipelines_sent), 2),
+        }
+        script_seconds = self.redis_backend.server_script_seconds()
+        if script_seconds is not None and self.script_seconds_before is not None:
+            work["server_script_seconds"] = round(script_seconds - self.script_seconds_before, 3)
+        return work
+
+    def close(self) -> None:
+        if self.redis_backend is not None:
+            self.redis_backend.close()
+        if self.service_backend is not None:
+            self.service_backend.close()
+
+
+def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, oracle: Oracle,
+                      kernel: Kernel, trace: Trace, streams: Streams, key_space: KeySpace,
+                      allow_remote_redis: bool, pipelined: bool,
+                      record_scripts: list | None, record_transactions: list | None
+                      ) -> ServerSide:
+    kind, settings = scenario.kind, scenario.settings
     if spec.family == "redis":
-        redis_backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
-        redis_backend.recording = record_scripts
-        settings = _prefixed(settings, redis_backend)
+        backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
+        backend.recording = record_scripts
+        settings = _prefixed(settings, backend)
         migrations = [
             PreparedMigration(index, step, registry.get(step.to),
-                              _prefixed(scenario.settings_after(step), redis_backend),
+                              _prefixed(scenario.settings_after(step), backend),
                               tuple(step.namespaces or key_space.namespaces))
             for index, step in enumerate(scenario.migrations)]
         layouts = [(kind, settings)] + [(m.kind, m.settings) for m in migrations]
@@ -167,86 +253,65 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         if server_settings.maxmemory_keys:
             eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
                                 streams.get("server", "eviction"))
-        server = Server(kernel, redis_backend, trace, observer=observer, eviction=eviction,
+        server = Server(kernel, backend, trace, observer=observer, eviction=eviction,
                         pipelined=pipelined)
-        # An observer may read what the server knows besides post-states (a
-        # key's virtual deadline, say): it gets the server itself.
-        observer.server = server
-        server_script_seconds_before = redis_backend.server_script_seconds()
-    elif kind.service is not None:
+        observer.attach(server)
+        return ServerSide(settings, server, observer, redis_backend=backend,
+                          migrations=migrations,
+                          script_seconds_before=backend.server_script_seconds())
+    if kind.service is not None:
         if spec.url is not None:
             try:
                 require_loopback(spec.url, allow_remote_redis,
                                  "creates a schema of its own there (dropped afterwards)")
             except ValueError as error:
                 raise ScenarioError(f"backend: {error}") from None
-        service_backend = open_service_backend(kind, spec.url, settings, key_space.keys,
-                                               throwaway=spec.kind == "postgresql"
-                                               and spec.url is None)
-        service_backend.recording = record_transactions
+        runner = open_service_backend(kind, spec.url, settings, key_space.keys,
+                                      throwaway=spec.kind == "postgresql" and spec.url is None)
+        runner.recording = record_transactions
         observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
-        server = ServiceNode(kernel, service_backend, trace, observer=observer)
-        observer.server = server
-    # While the server holds queued commands, the world reports its facts to
-    # the oracle behind them, in order (simulator.net.pipeline).
-    world_oracle = (DeferredOracle(oracle, server, CORE_FACTS | family.oracle_facts)
-                    if isinstance(server, Server) else oracle)
-    end_us = scenario.duration_us + scenario.drain_us
-    sampler = Sampler(kernel, world_oracle, scenario.metrics.sample_every_us, end_us,
-                      scenario.metrics.per_key)
-    with quiet_store_logs():
-        try:
-            world = _build_world(scenario, kernel, streams, trace, world_oracle, family,
-                                 store_observer, server, settings, key_space)
-            # The oracle blames what the lab did: it hears of every message
-            # fault, and judges deadlines by the clocks the lab gave the fleet.
-            oracle.replica_clocks(world.clocks)
-            world.fault_clock.listener = world_oracle.message_fault
-            world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
-                             streams), migrations)
-            sampler.start()
-            step_us = max(1, end_us // 100)
-            with long_lived_frozen():
-                for until_us in range(step_us, end_us + step_us, step_us):
-                    kernel.run(min(until_us, end_us))
-                    if progress is not None:
-                        progress(min(until_us, end_us), end_us)
-            # The oracle's books must be exactly what the stores hold: a lab bug
-            # otherwise, and the run stops rather than report numbers it
-            # cannot vouch for.
-            if server is not None:
-                server.flush()
-                server.expire_due(end_us)
-                observer.check(server)
-            else:
-                store_observer.check(world.live_replicas())
-            # Close what is left of dead replicas' coroutines before the
-            # summary counts the I/O their cleanup code tries (and is denied).
-            kernel.close()
-            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
-            if service_backend is not None:
-                summary["transactions_executed"] = server.transactions
-            if redis_backend is not None:
-                summary["scripts_executed"] = redis_backend.executed
-                summary["store_commands_executed"] = redis_backend.store_commands
-                backend_work = {
-                    "backend_seconds": round(redis_backend.backend_seconds, 3),
-                    "pipelines_sent": server.pipelines_sent,
-                    "commands_per_pipeline": round(
-                        server.pipelined_commands / max(1, server.pipelines_sent), 2),
-                }
-                script_seconds = redis_backend.server_script_seconds()
-                if script_seconds is not None and server_script_seconds_before is not None:
-                    backend_work["server_script_seconds"] = round(
-                        script_seconds - server_script_seconds_before, 3)
-        finally:
-            kernel.close()
-            if redis_backend is not None:
-                redis_backend.close()
-            if service_backend is not None:
-                service_backend.close()
+        server = ServiceNode(kernel, runner, trace, observer=observer)
+        observer.attach(server)
+        return ServerSide(settings, server, observer, service_backend=runner)
+    return ServerSide(settings)
+
+
+def _simulate(scenario: Scenario, kernel: Kernel, streams: Streams, oracle: Oracle,
+              world_oracle: Oracle, world: World, sampler: Sampler,
+              migrations: list[PreparedMigration], end_us: int, progress: Any) -> None:
+    """Start the world, its faults and the sampler, and run the kernel to the end."""
+    # The oracle blames what the lab did: it hears of every message
+    # fault, and judges deadlines by the clocks the lab gave the fleet.
+    oracle.replica_clocks(world.clocks)
+    world.fault_clock.listener = world_oracle.message_fault
+    world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us, streams),
+                migrations)
+    sampler.start()
+    step_us = max(1, end_us // 100)
+    with long_lived_frozen():
+        for until_us in range(step_us, end_us + step_us, step_us):
+            kernel.run(min(until_us, end_us))
+            if progress is not None:
+                progress(min(until_us, end_us), end_us)
+
+
+def _check_books(side: ServerSide, store_observer: ReplicaObserver, world: World,
+                 end_us: int) -> None:
+    """The oracle's books must be exactly what the stores hold: a lab bug
+    otherwise, and the run stops rather than report numbers it cannot vouch for."""
+    if side.server is not None:
+        side.server.flush()
+        side.server.expire_due(end_us)
+        side.observer.check(side.server)
+    else:
+        store_observer.check(world.live_replicas())
+
+
+def _run_info(started: float, end_us: int, kernel: Kernel, spec: BackendSpec,
+              backend_work: dict[str, float]) -> dict[str, Any]:
+    """What the run cost on this machine (``run_info.json``)."""
     wall_seconds = time.perf_counter() - started
-    run_info = {
+    return {
         "wall_seconds": round(wall_seconds, 3),
         "virtual_seconds_per_wall_second": round(end_us / 1e6 / wall_seconds, 1),
         "kernel_events": kernel.events_run,
@@ -256,7 +321,6 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         "backend": str(spec),
         **backend_work,
     }
-    return RunResult(summary, run_info, trace, sampler)
 
 
 def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Trace,

@@ -96,22 +96,38 @@ def refuse_unknown(condition: Condition, known: KnownMetrics) -> None:
         raise UnknownMetric(unknown_metrics(unknown, known.names))
 
 
-def problems(scenario: Scenario, backend: str | None = None) -> list[str]:
-    """One line per problem found without running ``scenario``: a backend
-    its store cannot run on, a family nobody registered, an ``[expect]``
-    entry naming an unknown metric, work past the scenario's limits. Empty
-    when it is ready to run."""
+@dataclass(frozen=True)
+class Examined:
+    """What preflight found of a scenario: its problems, and the work a run of
+    it would take (None when it could not be judged), which the run then
+    takes as it is rather than estimating it again."""
+
+    problems: list[str]
+    estimate: WorkEstimate | None
+
+
+def examine(scenario: Scenario, backend: str | None = None) -> Examined:
+    """Everything found without running ``scenario``: a backend its store
+    cannot run on, a family nobody registered, an ``[expect]`` entry naming an
+    unknown metric, work past the scenario's limits; no problems when it is
+    ready to run."""
     try:
         known = known_metrics(scenario, backend)
     except ScenarioError as error:
-        return [str(error)]
+        return Examined([str(error)], None)
     found = []
     for name, text in scenario.expect.items():
         try:
             refuse_unknown(parse_expectation(name, text), known)
         except UnknownMetric as error:
             found.append(f"{field_path(('expect', name))}: {error}")
-    return found + over_limits(scenario, backend)
+    estimate = work(scenario, backend)
+    return Examined(found + refusals(estimate, run_limits(scenario.limits)), estimate)
+
+
+def problems(scenario: Scenario, backend: str | None = None) -> list[str]:
+    """One line per problem ``examine`` finds; empty when it is ready to run."""
+    return examine(scenario, backend).problems
 
 
 def over_limits(scenario: Scenario, backend: str | None = None) -> list[str]:
@@ -124,9 +140,11 @@ def work(scenario: Scenario, backend: str | None = None) -> WorkEstimate:
     return estimate_work(scenario, resolve_backend(scenario, backend))
 
 
-def work_line(scenario: Scenario, backend: str | None = None) -> str:
+def work_line(scenario: Scenario, backend: str | None = None,
+              estimate: WorkEstimate | None = None) -> str:
     """The estimate against the limits, in one line, as ``check`` prints it."""
     limits = run_limits(scenario.limits)
-    return (f"work: {work(scenario, backend).describe()} (limits: "
+    estimate = work(scenario, backend) if estimate is None else estimate
+    return (f"work: {estimate.describe()} (limits: "
             f"{count(limits.max_events)} events, {format_bytes(limits.max_memory)}, "
             f"{count(limits.max_keys)} keys)")

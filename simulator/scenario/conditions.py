@@ -237,8 +237,13 @@ def judge_expectations(expectations: Mapping[str, str],
 
 def failed_expectations(expectations: dict[str, str], summary: dict[str, Any]) -> list[str]:
     """One line per expectation that does not hold (or names no metric)."""
+    return failures_of(judge_expectations(expectations, summary), summary)
+
+
+def failures_of(outcomes: list[ExpectationOutcome], summary: dict[str, Any]) -> list[str]:
+    """One line per judged expectation that does not hold (or names no metric)."""
     failures = []
-    for outcome in judge_expectations(expectations, summary):
+    for outcome in outcomes:
         if outcome.missing:
             failures.append(f"{outcome.condition}: the summary has no metric "
                             f"{', '.join(map(repr, outcome.missing))}")

@@ -53,6 +53,11 @@ class Replica:
     stopping: bool = False
     """Told to stop (an operator's graceful stop): takes no new requests."""
 
+    @property
+    def call_timeout_us(self) -> int:
+        """How long a caller on this replica waits for a reply (0 without a port)."""
+        return self.port.link.settings.timeout_us if self.port is not None else 0
+
     def finished(self, number: int) -> None:
         self.in_flight.discard(number)
 

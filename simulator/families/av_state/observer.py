@@ -52,14 +52,16 @@ class CounterObserver:
         self.oracle = oracle
         self.prefixes = tuple(dict.fromkeys(settings.key_prefix for _, settings in layouts))
         self.server: Server | None = None
-        """Set by the run: the server whose virtual deadlines say which key has a TTL."""
+        """The server whose virtual deadlines say which key has a TTL (``attach``)."""
         self.followed: set[str] = set()
         """Every key of the store's this observer has seen and not seen expire
         (a restore may bring one back)."""
 
+    def attach(self, server: Server) -> None:
+        self.server = server
+
     def _no_ttl(self, redis_key: str) -> bool:
-        return self.server is not None and self.server.backend.expiry.deadline_us(
-            redis_key) is None
+        return self.server is not None and self.server.deadline_us(redis_key) is None
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         """A command ran; ``observed`` holds ``[key, type(, value)]`` or

@@ -80,6 +80,9 @@ class LedgerObserver:
         # mirror check compares the books with the backend.
         self.hashes: dict[str, dict[str, Any]] = {}
 
+    def attach(self, server: Any) -> None:
+        """It reads post-states only: nothing of the server to keep."""
+
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         """A command ran; ``observed`` holds ``[key, type(, value)]`` entries,
         ``[key, "fields", [name, value or None, ...]]`` for a hash it changed

@@ -32,7 +32,7 @@ from simulator.world.requests import Request
 def release_window_us(replica: Any) -> int:
     """How long what a request spawned may still be running after it is over:
     the timeout of the replica's link (the oracle's release grace is the same)."""
-    return replica.port.link.settings.timeout_us if replica.port is not None else 0
+    return replica.call_timeout_us
 
 
 async def serve(replica: Any, store: Any, request: Request) -> None:

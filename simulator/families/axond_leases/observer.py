@@ -61,6 +61,9 @@ class LeaseObserver:
         # starts empty; ``check`` compares the books with the backend.
         self.hashes: dict[str, dict[str, int]] = {}
 
+    def attach(self, server: Any) -> None:
+        """It reads post-states only: nothing of the server to keep."""
+
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         """A command ran; ``observed`` holds ``[key, type(, value)]``,
         ``[key, "fields", [name, value or None, ...]]`` or ``[key, "same"]`` entries."""

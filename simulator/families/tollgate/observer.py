@@ -29,22 +29,21 @@ class LedgerObserver:
 
     @property
     def server(self) -> Any:
-        """The service node, set by the run before anything executes."""
+        """The service node (``attach``)."""
         return self._server
 
-    @server.setter
-    def server(self, server: Any) -> None:
+    def attach(self, server: Any) -> None:
         # Every account's opening statement, so the series starts funded.
         self._server = server
         for account in self.oracle.accounts:
             self.oracle.statement(account, self._read(self._ledger.conservation(account)))
 
     def _read(self, coroutine: Any) -> Any:
-        return self.server.backend.run(coroutine)
+        return self.server.read(coroutine)
 
     @property
     def _ledger(self) -> Any:
-        return self.server.backend.service.ledger
+        return self.server.service.ledger
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         verb, args, reply = observed
