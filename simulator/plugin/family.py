@@ -89,6 +89,11 @@ class Family:
     counted_events: tuple[str, ...] = ()
     """Trace events whose counts its summaries add to the core's
     (``simulator.run.summary.COUNTED_EVENTS``): those only its kind of store meets."""
+    migration_totals: tuple[tuple[str, str], ...] = ()
+    """``(summary key, attribute of the migration's report)``: what a finished
+    operator migration of its kinds reports in the summary besides the core's
+    ``migrations_completed`` and ``migration_reruns`` (the budget family: the
+    spend it carried), summed over the run's migrations; 0 without one."""
     oracle_facts: frozenset[str] = frozenset()
     """Its oracle's methods its lifecycle calls to record a fact, answering
     nothing: while the server holds queued commands they wait behind them

@@ -39,8 +39,11 @@ def sections(summary: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
         layout = family_of(kind).summary
     except (KeyError, ValueError):
         return [("run", RUN_FIELDS), *CLOSING_SECTIONS]
+    family = family_of(kind)
     run = RUN_FIELDS + tuple(layout.run_facts(kind))
-    return [("run", run), *layout.sections, *CLOSING_SECTIONS]
+    happened, *rest = CLOSING_SECTIONS
+    happened = (happened[0], (*happened[1], *(name for name, _ in family.migration_totals)))
+    return [("run", run), *layout.sections, happened, *rest]
 
 
 def figure(value: Any) -> str:

@@ -33,7 +33,7 @@ from simulator.plugin.protocol import CORE_FACTS, Oracle, ReplicaObserver
 from simulator.run.estimate import WorkEstimate, estimate_work
 from simulator.run.limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
 from simulator.run.metrics import Sampler
-from simulator.run.summary import COUNTED_EVENTS
+from simulator.run.summary import COUNTED_EVENTS, MIGRATION_TOTALS
 from simulator.scenario.faults import plan
 from simulator.scenario.model import Scenario, ScenarioError
 from simulator.world.operations import PreparedMigration
@@ -362,7 +362,7 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
     counts = _trace_counts(trace)
     for kind_name in COUNTED_EVENTS + family.counted_events:
         summary[f"{kind_name}_count"] = counts.get(kind_name, 0)
-    for name in ("migrations_completed", "migration_reruns", "migration_carried_microdollars"):
+    for name in (*MIGRATION_TOTALS, *(name for name, _ in family.migration_totals)):
         summary[name] = world.counts.get(name, 0)
     summary["noscript_replies_count"] = sum(
         1 for outcome in trace.columns["outcome"] if outcome == "error:NOSCRIPT")

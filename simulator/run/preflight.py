@@ -73,7 +73,8 @@ def known_metrics(scenario: Scenario, backend: str | None = None) -> KnownMetric
              if not isinstance(value, str)]
     names = {*RUN_FIELDS, *facts, *oracle_names,
              *(f"{event}_count" for event in COUNTED_EVENTS + family.counted_events),
-             *RUN_TOTALS, *BACKEND_TOTALS.get(server, ()), *DETERMINISM} - set(TEXT_FIELDS)
+             *RUN_TOTALS, *(name for name, _ in family.migration_totals),
+             *BACKEND_TOTALS.get(server, ()), *DETERMINISM} - set(TEXT_FIELDS)
     return KnownMetrics(tuple(sorted(names)), _open_prefixes(family, oracle_names))
 
 

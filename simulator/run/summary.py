@@ -15,8 +15,10 @@ RUN_FIELDS = ("scenario", "store", "backend", "seed", "replicas", "virtual_durat
 """The ``run`` group's first lines, for every family."""
 TEXT_FIELDS = ("scenario", "store", "backend", "trace_fingerprint")
 """The summary's entries that name things rather than measure them."""
-RUN_TOTALS = ("migrations_completed", "migration_reruns", "migration_carried_microdollars",
-              "noscript_replies_count", "swallowed_io_by_dead_replicas")
+MIGRATION_TOTALS = ("migrations_completed", "migration_reruns")
+"""What every run counts of its operator migrations; a family adds what its
+migrations report (``Family.migration_totals``)."""
+RUN_TOTALS = (*MIGRATION_TOTALS, "noscript_replies_count", "swallowed_io_by_dead_replicas")
 """What every run counts besides its trace events (``simulator.run.compose``)."""
 DETERMINISM = ("trace_events", "trace_fingerprint")
 """How a run's trace is told apart from another's."""

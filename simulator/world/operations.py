@@ -19,7 +19,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from simulator.engine.trace import SERVER
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from simulator.engine.trace import Trace
     from simulator.net.links import FaultClock, LinkSettings, ReplicaNetwork
     from simulator.net.server import Server
+    from simulator.plugin.family import Family
     from simulator.world.fleet import Replica
 
 MIGRATOR = -2
@@ -58,6 +59,7 @@ class Operated(Protocol):
     fault_clock: FaultClock
     script_names: dict[str, str]
     current: list[Replica | None]
+    family: Family
 
     def hold_down(self, indices: list[int]) -> None:
         """Keep these replicas down: a fault's restart leaves them so."""
@@ -90,7 +92,8 @@ class PreparedMigration:
 class Attempt:
     finished: bool = False
     failed: bool = False
-    carried_microdollars: int = 0
+    totals: dict[str, int] = field(default_factory=dict)
+    """The family's ``migration_totals`` read off the finished migration's report."""
 
 
 async def run_migration(world: Operated, migration: PreparedMigration) -> None:
@@ -107,7 +110,8 @@ async def run_migration(world: Operated, migration: PreparedMigration) -> None:
         while not (attempt.finished or attempt.failed):
             await Sleep(POLL_US)
         if attempt.finished:
-            world.count("migration_carried_microdollars", attempt.carried_microdollars)
+            for name, value in attempt.totals.items():
+                world.count(name, value)
             break
         world.count("migration_reruns")
         attempt_number += 1
@@ -160,10 +164,13 @@ def _start_attempt(world: Operated, migration: PreparedMigration, number: int) -
             world.trace.record(kernel.now, MIGRATOR, number, MIGRATION, "migration_failed",
                                outcome=type(failure).__name__, detail=str(failure)[:200])
             return
-        attempt.carried_microdollars = report.carried_microdollars
+        attempt.totals = {name: getattr(report, attribute)
+                          for name, attribute in world.family.migration_totals}
         attempt.finished = True
+        # The trace's amount is the family's first migration total (what the
+        # budget's migration carried), as replays of older traces expect.
         world.trace.record(kernel.now, MIGRATOR, number, MIGRATION, "migration_finished",
-                           amount=report.carried_microdollars)
+                           amount=next(iter(attempt.totals.values()), 0))
 
     kernel.spawn(migrate(), owner, "migration", tag=MIGRATION)
     return attempt

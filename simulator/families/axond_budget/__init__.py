@@ -34,5 +34,6 @@ FAMILY = Family(
     summary=SUMMARY,
     timeline=LANES,
     invariants=INVARIANTS,
+    migration_totals=(("migration_carried_microdollars", "carried_microdollars"),),
     oracle_facts=frozenset({"arrived", "admitted", "denied", "completed", "settled"}),
 )
