@@ -31,7 +31,8 @@ from simulator.html_report import write_replay_report, write_report
 from simulator.hunt import Hunt, PhaseSummary
 from simulator.junit import write_junit
 from simulator.kernel import SimulationError
-from simulator.races import involved_events, load_report, replay, timeline_sampling
+from simulator.race_report import RaceReport
+from simulator.races import involved_events, replay, timeline_sampling
 from simulator.report import fields_reference, summary_table
 from simulator.run import quiet_store_logs, run_scenario
 from simulator.run_diff import diff_table, read_summary
@@ -448,7 +449,7 @@ def _report_file(path: Path | None) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     _report_file(args.html)
-    report = load_report(args.report)
+    report = RaceReport.load(args.report)
     against_fixed = args.against == "fixed"
     # Drawn or told: sampled per key (which never changes the trace).
     sampling = timeline_sampling(report) if args.plot or args.trace or args.html else None

@@ -27,7 +27,8 @@ from plotly.offline import get_plotlyjs
 from simulator.expectations import judge_expectations
 from simulator.families import invariants_for
 from simulator.plotly_timeline import timeline_figure
-from simulator.races import RaceReport, Replay, replay
+from simulator.race_report import RaceReport
+from simulator.races import Replay, replay
 from simulator.run import RunResult
 from simulator.scenario import Scenario, parse_scenario
 from simulator.story import tell
