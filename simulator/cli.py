@@ -458,9 +458,10 @@ def _replay(args: argparse.Namespace) -> int:
     from simulator.present.html_report import write_replay_report
     from simulator.present.timeline import draw_timeline
     from simulator.scenario.model import parse_scenario
-    from simulator.search.races import involved_events, load_report, replay, timeline_sampling
+    from simulator.search.race_report import RaceReport
+    from simulator.search.races import involved_events, replay, timeline_sampling
     _report_file(args.html)
-    report = load_report(args.report)
+    report = RaceReport.load(args.report)
     against_fixed = args.against == "fixed"
     # Drawn or told: sampled per key (which never changes the trace).
     sampling = timeline_sampling(report) if args.plot or args.trace or args.html else None

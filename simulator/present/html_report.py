@@ -31,7 +31,8 @@ from simulator.present.verdicts import expectation_line, invariant_verdicts
 from simulator.run.compose import RunResult
 from simulator.scenario.conditions import judge_expectations
 from simulator.scenario.model import Scenario, parse_scenario
-from simulator.search.races import RaceReport, Replay, replay
+from simulator.search.race_report import RaceReport
+from simulator.search.races import Replay, replay
 from simulator.search.story import tell
 from stores import registry
 

@@ -58,16 +58,10 @@ from simulator.families import SHIPPED, family_of, invariants_for
 from simulator.run.compose import RunResult, resolve_backend, run_scenario
 from simulator.run.limits import refuse_workers_beyond, run_limits
 from simulator.run.preflight import known_metrics, refuse_unknown, work
-from simulator.scenario.conditions import (
-    Condition,
-    Expectation,
-    Invariant,
-    Verdict,
-    check_metrics,
-    judge,
-)
+from simulator.scenario.conditions import Condition, Invariant, Verdict, check_metrics, judge
 from simulator.scenario.model import Scenario, parse_scenario, read_toml
 from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
+from simulator.search.race_report import RaceReport, ReportInvariant
 from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
 from simulator.world.operations import MIGRATOR
 from stores import registry
@@ -381,74 +375,35 @@ class Hunt:
                                f"{BROKEN if verdict.broken else ''}")
         return baseline, verdict
 
-    def write_report(self, found: Found, out: Path) -> None:
-        """A race report of ``found`` (and its trace beside it) that ``replay`` reproduces."""
-        out.parent.mkdir(parents=True, exist_ok=True)
+    def race_report(self, found: Found, out: Path) -> RaceReport:
+        """The race report of ``found``, to be written at ``out`` (its scenario
+        path is relative to ``out``'s directory)."""
         scenario_ref = os.path.relpath(self.scenario_path.resolve(), out.parent.resolve())
         variant = {"store": self.scenario.store}
         variant.update({f"migrations.{index}.to": step.to
                         for index, step in enumerate(self.scenario.migrations)})
         # What replay must import: the plugins the report's kinds came from.
         plugins = registry.plugins_for([*variant.values(), *filter(None, [self.reference])])
-        title = f"Hunted: {self.question}, with {len(found.schedule)} fault(s)"
-        lines = [
-            f"title = {_toml(title)}",
-            f"story = {_toml(_story(found.schedule, found.verdict))}",
-            f"scenario = {_toml(scenario_ref)}",
-            f"seed = {self.scenario.seed}",
-            *([f"plugins = {_toml(list(plugins))}"] if plugins else []),
-            f"fingerprint = {_toml(found.result.summary['trace_fingerprint'])}",
-            "",
-            "[variant]",
-            *(f"{_toml(path)} = {_toml(kind)}" for path, kind in variant.items()),
-            "",
-            *_fixed_lines(self.reference),
-            "",
-        ]
-        for fault in found.schedule:
-            lines.append("[[schedule]]")
-            lines += [f"{key} = {_toml(value)}" for key, value in fault.items()]
-            lines.append("")
-        lines += ["[invariant]", *_invariant_lines(self.invariant, self.reference)]
-        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return RaceReport(
+            title=f"Hunted: {self.question}, with {len(found.schedule)} fault(s)",
+            story=_story(found.schedule, found.verdict), scenario=scenario_ref,
+            seed=self.scenario.seed, plugins=plugins,
+            fingerprint=found.result.summary["trace_fingerprint"], variant=variant,
+            # A reference hunt's reference is the fixed store: what the engineer ships.
+            fixed={} if self.reference is None else {"store": self.reference},
+            schedule=copy.deepcopy(found.schedule),
+            invariant=ReportInvariant.of(self.invariant, self.reference))
+
+    def write_report(self, found: Found, out: Path) -> None:
+        """A race report of ``found`` (and its trace beside it) that ``replay`` reproduces."""
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.race_report(found, out).dump(out)
         found.result.trace.write_parquet(out.with_suffix(".trace.parquet"))
-
-
-def _fixed_lines(reference: str | None) -> list[str]:
-    """A reference hunt's reference is the fixed store: what the engineer ships."""
-    if reference is None:
-        return ["[fixed]  # fill in the fixed store's changes to compare with --against fixed"]
-    return ["[fixed]", f"store = {_toml(reference)}"]
-
-
-def _invariant_lines(invariant: Condition | None, reference: str | None) -> list[str]:
-    """A race report's ``[invariant]``: a single threshold as ``metric`` and
-    ``broken_when = "< 0"``; a compound condition whole in ``broken_when``."""
-    lines = []
-    if isinstance(invariant, Expectation):
-        lines += [f"metric = {_toml(invariant.metric)}",
-                  f"broken_when = {_toml(invariant.comparison)}"]
-    elif invariant is not None:
-        lines.append(f"broken_when = {_toml(str(invariant))}")
-    if reference is not None:
-        lines.append(f"reference = {_toml(reference)}")
-    return lines
 
 
 def _key(schedule: list[dict[str, Any]]) -> str:
     """A schedule as a key: its faults' fields in a fixed order."""
     return json.dumps(schedule, sort_keys=True)
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{text}"'
 
 
 def _story(schedule: list[dict[str, Any]], verdict: Verdict) -> str:

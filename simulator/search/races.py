@@ -7,14 +7,14 @@ seed, an explicit fault schedule, the invariant it breaks and the fingerprint of
 the trace it produced. ``replay`` runs it again and says REPRODUCED or NOT
 REPRODUCED; when the trace differs from the recorded one (``NAME.trace.parquet``
 beside the report) it names the first event where they part, so a reviewer
-knows whether the store or the lab changed. See ``data/races/README.md`` for
-a complete example.
+knows whether the store or the lab changed. The report itself is one model,
+``simulator.search.race_report.RaceReport`` (``load``, ``dump``); see
+``data/races/README.md`` for a complete example.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,87 +22,16 @@ import pyarrow.parquet as pq
 
 from simulator.families import invariants_for
 from simulator.run.compose import RunResult, run_scenario
-from simulator.scenario.conditions import (
-    Condition,
-    Expectation,
-    Verdict,
-    check_metrics,
-    judge,
-    parse_condition,
-)
-from simulator.scenario.model import ScenarioError, parse_scenario, read_toml, set_dotted
+from simulator.scenario.conditions import Verdict, check_metrics, judge
+from simulator.scenario.model import ScenarioError, parse_scenario
+from simulator.search.race_report import RaceReport
 from simulator.search.story import describe_row, focus, tell, trace_rows
-from stores import registry
-
-
-@dataclass(frozen=True)
-class RaceReport:
-    path: Path
-    title: str
-    story: str
-    scenario: dict[str, Any]
-    variant: dict[str, Any]
-    fixed: dict[str, Any]
-    seed: int
-    schedule: list[dict[str, Any]]
-    invariant: Condition | None
-    """``[invariant]``'s breaking condition (None: judged by ``reference`` alone)."""
-    fingerprint: str | None
-    extra: dict[str, Any] = field(default_factory=dict)
-    reference: str | None = None
-    """``[invariant] reference``: a store kind the run must do no worse than."""
-    plugins: tuple[str, ...] = ()
-    """Modules registering the report's store kinds from outside the lab;
-    imported when the report is loaded."""
-
-    @property
-    def recorded_trace(self) -> Path:
-        return self.path.with_suffix(".trace.parquet")
-
-    def scenario_for(self, changes: dict[str, Any]) -> dict[str, Any]:
-        """The scenario with ``changes`` (dotted paths) and the report's schedule."""
-        data = copy.deepcopy(self.scenario)
-        for dotted, value in changes.items():
-            set_dotted(data, dotted, value)
-        data.setdefault("faults", {})["schedule"] = copy.deepcopy(self.schedule)
-        return data
 
 
 def load_report(path: str | Path) -> RaceReport:
-    """Read a race report; a bad one is a ``ScenarioError`` naming the field."""
-    path = Path(path)
-    data = read_toml(path, "race report")
-    missing = [name for name in ("title", "scenario", "variant", "invariant", "seed")
-               if name not in data]
-    if missing:
-        raise ScenarioError(f"{path}: missing {', '.join(missing)}")
-    plugins = data.get("plugins", [])
-    if not (isinstance(plugins, list) and all(isinstance(name, str) for name in plugins)):
-        raise ScenarioError(f"{path}: plugins: expected a list of module names, got {plugins!r}")
-    try:
-        registry.load_plugins(plugins)
-    except registry.PluginError as error:
-        raise ScenarioError(f"{path}: plugins: the report's stores need it: {error}") from None
-    scenario = data["scenario"]
-    if isinstance(scenario, str):
-        scenario = read_toml((path.parent / scenario).resolve(),
-                             f"scenario file (named by the race report {path})")
-    invariant = data["invariant"]
-    if not isinstance(invariant, dict) or not {"broken_when", "reference"} & invariant.keys():
-        raise ScenarioError(
-            f"{path}: invariant: expected {{ metric = NAME, broken_when = '< 0' }}, "
-            f"{{ broken_when = 'CONDITION' }} and/or {{ reference = KIND }}")
-    try:
-        expectation = (None if "broken_when" not in invariant
-                       else Expectation.parse(invariant["metric"], invariant["broken_when"])
-                       if "metric" in invariant else parse_condition(invariant["broken_when"]))
-    except ValueError as error:
-        raise ScenarioError(f"{path}: invariant.broken_when: {error}") from None
-    return RaceReport(path=path, title=data["title"], story=data.get("story", ""),
-                      scenario=scenario, variant=data["variant"], fixed=data.get("fixed", {}),
-                      seed=int(data["seed"]), schedule=data.get("schedule", []),
-                      invariant=expectation, fingerprint=data.get("fingerprint"),
-                      reference=invariant.get("reference"), plugins=tuple(plugins))
+    """Read a race report (``RaceReport.load``); a bad one is a ``ScenarioError`` naming
+    the field."""
+    return RaceReport.load(path)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ def test_hunt_finds_a_variants_race_and_shrinks_it_to_a_few_faults(scenario, opt
     report_path = tmp_path / "found.toml"
     hunt.write_report(found, report_path)
     report = load_report(report_path)
+    assert report == hunt.race_report(found, report_path)  # written and read back, equal
     replayed = replay(report)
     assert replayed.reproduced
     assert replayed.divergence is None
@@ -101,6 +102,7 @@ def test_a_reference_hunt_finds_where_the_variant_does_worse_than_the_shipped_st
     report_path = tmp_path / "worse.toml"
     hunt.write_report(found, report_path)
     report = load_report(report_path)
+    assert report == hunt.race_report(found, report_path)
     assert report.reference == SHIPPED and report.invariant is None
     assert "conservation_drift_microdollars_total" in report.story
     replayed = replay(report)
