@@ -67,7 +67,7 @@ workers = None  # local worker processes (None: one per core)
 # %matplotlib inline
 from IPython.display import Markdown, display
 
-from simulator.analysis import figures_dir, kept_figure, notebook_results_dir, ttl
+from simulator.analysis import figures_dir, kept_figure, notebook_results_dir, ttl, ttl_figures
 from simulator.sweeps import read_metrics, read_results, results_dir_for, run_sweep
 
 sweep = ttl.load_ttl_sweep(sweep_file, seeds=seeds, ttl_range=ttl_range,
@@ -102,8 +102,8 @@ display(Markdown(ttl.describe_setup(scenario, sweep)))
 
 # %%
 display(kept_figure(
-    ttl.plot_duration_tail(durations, shares[ttl.TTL_SECONDS].unique(), recommendation,
-                           quantiles),
+    ttl_figures.plot_duration_tail(durations, shares[ttl.TTL_SECONDS].unique(), recommendation,
+                                   quantiles),
     figures, "duration-tail",
     "The share of requests that run longer than each duration, with the TTLs the sweep tries."))
 
@@ -122,7 +122,8 @@ display(kept_figure(
 # cap had no room for.
 
 # %%
-display(kept_figure(ttl.plot_too_short(shares, recommendation, quantiles), figures, "too-short",
+display(kept_figure(ttl_figures.plot_too_short(shares, recommendation, quantiles), figures,
+                    "too-short",
                     "Premature expiries, the money their holds held and the cap overshoot "
                     "they caused, against the reservation TTL."))
 
@@ -141,7 +142,8 @@ display(kept_figure(ttl.plot_too_short(shares, recommendation, quantiles), figur
 # subjects at random moments, so the seeds spread widely here.
 
 # %%
-display(kept_figure(ttl.plot_too_long(shares, recommendation, quantiles), figures, "too-long",
+display(kept_figure(ttl_figures.plot_too_long(shares, recommendation, quantiles), figures,
+                    "too-long",
                     "Leaked hold money over time, the most leaked at once on one subject, "
                     "and the false denials leaked holds caused, against the reservation TTL."))
 
@@ -162,7 +164,8 @@ display(kept_figure(ttl.plot_too_long(shares, recommendation, quantiles), figure
 # rules out which TTLs instead of inventing one.
 
 # %%
-display(kept_figure(ttl.plot_trade_off(shares, recommendation, quantiles), figures, "trade-off",
+display(kept_figure(ttl_figures.plot_trade_off(shares, recommendation, quantiles), figures,
+                    "trade-off",
                     "Premature-expiry overshoot and leak denials against the reservation "
                     "TTL on one axis, with their limits and the recommended range."))
 display(Markdown(ttl.describe_trends(shares)))
@@ -191,7 +194,7 @@ display(recommendation.per_ttl)
 examples = ttl.example_ttls(recommendation)
 points = shares.loc[shares[ttl.TTL_SECONDS].isin(examples.values()), "point"].unique().tolist()
 series = ttl.aggregate_series(read_metrics(out, points=points), shares, examples)
-display(kept_figure(ttl.plot_over_time(series), figures, "over-time",
+display(kept_figure(ttl_figures.plot_over_time(series), figures, "over-time",
                     "In one run per example TTL, the money of running requests whose hold "
                     "expired and of leaked holds the store still counts, over virtual time."))
 

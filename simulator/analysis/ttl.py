@@ -1,5 +1,6 @@
 """Tuning the reservation TTL: what a sweep over ``store_settings.reservation_ttl``
 says a capacity planner should choose (notebook ``02_tuning_the_reservation_ttl``).
+Compute only; the figures are in ``simulator.analysis.ttl_figures``.
 
 A reservation TTL is wrong in two directions. Too short, and the store
 reclaims the hold of a request that is still running (a *premature expiry*):
@@ -14,9 +15,12 @@ denied. This module turns a TTL sweep's results into:
 * the TTL range to choose (``recommend_ttl_range``, defined there), or the
   plain statement that the sweep found none;
 * where those TTLs sit in the request-duration distribution
-  (``duration_quantile``, ``duration_exceedance``: analytic for the lab's
+  (``duration_quantile``, ``duration_exceedance``, in seconds: the
+  distribution's own ``quantile`` and ``survival``, analytic for the lab's
   distribution families, exact for an empirical sample);
-* the notebook's figures and its computed conclusions.
+* the notebook's computed conclusions (``describe_setup``,
+  ``describe_trends``, ``describe_recommendation``) and the runs to follow
+  over time (``example_ttls``, ``aggregate_series``).
 
 Everything here is deterministic: no randomness, only the runs' results.
 """
@@ -27,17 +31,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullLocator
 
 from simulator.analysis import lab_path
-from simulator.analysis.spread import plot_band, seed_bands
 from simulator.scenario.arrivals import arrivals_as_written
 from simulator.scenario.distributions import Distribution
 from simulator.scenario.empirical import Empirical
@@ -289,70 +287,19 @@ def _longest_run(ttls: Sequence[float], acceptable: Sequence[bool]
 
 
 def duration_exceedance(durations: RequestDurations, seconds: float) -> float:
-    """The share of requests that run longer than ``seconds``: ``P(D > seconds)``.
-
-    Analytic for the lab's distribution families; for an empirical sample, the
-    share of its values above (each draw picks a row uniformly)."""
-    t = seconds * MICROSECONDS_PER_SECOND
-    if isinstance(durations, Empirical):
-        values = np.asarray(durations.values)
-        return float((values > t).mean())
-    p = durations.params
-    family = durations.family
-    if family == "constant":
-        return 1.0 if p[0] > t else 0.0
-    if family == "uniform":
-        if p[1] == p[0]:
-            return 1.0 if p[0] > t else 0.0
-        return float(min(1.0, max(0.0, (p[1] - t) / (p[1] - p[0]))))
-    if family == "normal":
-        if p[1] == 0:
-            return 1.0 if p[0] > t else 0.0
-        return 1.0 - NormalDist(p[0], p[1]).cdf(t)
-    if family == "lognormal":
-        if t <= 0:
-            return 1.0
-        if p[1] == 0 or p[0] == 0:
-            return 1.0 if p[0] > t else 0.0
-        return 1.0 - NormalDist().cdf(math.log(t / p[0]) / p[1])
-    if family == "exponential":
-        if t < 0:
-            return 1.0
-        return math.exp(-t / p[0]) if p[0] > 0 else 0.0
-    if family == "pareto":
-        return 1.0 if t < p[0] else (p[0] / t) ** p[1]
-    raise ValueError(f"no exceedance for a {family!r} distribution")
+    """The share of requests that run longer than ``seconds``: ``P(D > seconds)``,
+    the durations' survival function (``Distribution.survival``: analytic for
+    the lab's distribution families; ``Empirical.survival``: for an empirical
+    sample, the share of its values above, each draw picking a row uniformly)."""
+    return durations.survival(seconds * MICROSECONDS_PER_SECOND)
 
 
 def duration_quantile(durations: RequestDurations, probability: float) -> float:
     """The ``probability`` quantile of request durations, in seconds: the
-    smallest ``d`` with ``P(D <= d) >= probability``. Analytic for the lab's
-    families; for an empirical sample, its inverted-CDF quantile."""
-    if not 0 <= probability <= 1:
-        raise ValueError(f"expected a probability 0..1, got {probability}")
-    if isinstance(durations, Empirical):
-        value = float(np.quantile(np.asarray(durations.values), probability,
-                                  method="inverted_cdf"))
-        return value / MICROSECONDS_PER_SECOND
-    p = durations.params
-    family = durations.family
-    if family == "constant":
-        value = p[0]
-    elif family == "uniform":
-        value = p[0] + probability * (p[1] - p[0])
-    elif family in ("normal", "lognormal") and probability in (0.0, 1.0):
-        value = {0.0: -math.inf if family == "normal" else 0.0, 1.0: math.inf}[probability]
-    elif family == "normal":
-        value = p[0] + p[1] * NormalDist().inv_cdf(probability)
-    elif family == "lognormal":
-        value = p[0] * math.exp(p[1] * NormalDist().inv_cdf(probability))
-    elif family == "exponential":
-        value = -p[0] * math.log1p(-probability) if probability < 1 else math.inf
-    elif family == "pareto":
-        value = p[0] * (1 - probability) ** (-1 / p[1]) if probability < 1 else math.inf
-    else:
-        raise ValueError(f"no quantile for a {family!r} distribution")
-    return value / MICROSECONDS_PER_SECOND
+    smallest ``d`` with ``P(D <= d) >= probability`` (``Distribution.quantile``:
+    analytic for the lab's families; ``Empirical.quantile``: for an empirical
+    sample, its inverted-CDF quantile)."""
+    return durations.quantile(probability) / MICROSECONDS_PER_SECOND
 
 
 def duration_quantiles(durations: RequestDurations,
@@ -505,165 +452,7 @@ def describe_trends(shares: pd.DataFrame) -> str:
             f"{last[LEAK_COLUMN]:.3g}%.")
 
 
-# ------------------------------------------------------------------ figures
-
-
-def _mark_range(ax: Axes, recommendation: TtlRecommendation, label: bool = True) -> None:
-    """Shade the recommended range; edges drawn too, so a one-TTL range still shows."""
-    if not recommendation.found:
-        return
-    low, high = recommendation.low_seconds, recommendation.high_seconds
-    ax.axvspan(low, high, color="tab:green", alpha=0.15, linewidth=0,
-               label="recommended TTL range" if label else None)
-    for edge in (low, high):
-        ax.axvline(edge, color="tab:green", linewidth=1)
-
-
-def _mark_quantiles(ax: Axes, quantiles: Mapping[str, float]) -> None:
-    """Dotted vertical lines at request-duration quantiles, named at the top."""
-    left, right = ax.get_xlim()
-    for name, seconds in quantiles.items():
-        if not left <= seconds <= right:
-            continue
-        ax.axvline(seconds, color="grey", linestyle=":", linewidth=1)
-        ax.annotate(f"{name} duration", xy=(seconds, 1), xycoords=("data", "axes fraction"),
-                    xytext=(2, -2), textcoords="offset points", rotation=90, va="top",
-                    fontsize=7, color="grey")
-
-
-def _ttl_axis(ax: Axes, ttls: Sequence[float]) -> None:
-    ax.set_xscale("log")
-    ax.set_xlim(min(ttls) / 1.3, max(ttls) * 1.3)
-    ax.set_xlabel("reservation TTL (s)")
-    ax.grid(True, which="major", alpha=0.3)
-
-
-def _panels(shares: pd.DataFrame, recommendation: TtlRecommendation,
-            quantiles: Mapping[str, float], title: str,
-            panels: Sequence[tuple[str, Sequence[tuple[str, str]], tuple[float, str] | None]]
-            ) -> Figure:
-    """One row of panels against the TTL: each a y label, its (column, label)
-    series with seed bands, and a limit to draw with its unit (or None)."""
-    figure = Figure(figsize=(5 * len(panels), 4.2), layout="constrained")
-    axes = figure.subplots(1, len(panels), squeeze=False)[0]
-    ttls = sorted(shares[TTL_SECONDS].unique())
-    runs = shares.groupby(TTL_SECONDS).size()
-    for ax, (ylabel, series, limit) in zip(axes, panels, strict=True):
-        for column, label in series:
-            plot_band(ax, seed_bands(shares, TTL_SECONDS, column), TTL_SECONDS, label=label)
-        _ttl_axis(ax, ttls)
-        _mark_range(ax, recommendation)
-        if limit is not None:
-            value, unit = limit
-            ax.axhline(value, color="tab:red", linestyle="--", linewidth=1,
-                       label=f"limit ({value:.3g}% of {unit})")
-        _mark_quantiles(ax, quantiles)
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8, loc="best")
-    seeds = (f"{runs.min()}" if runs.min() == runs.max() else f"{runs.min()}–{runs.max()}")
-    figure.suptitle(f"{title}\n(median over {seeds} seed(s) per TTL; band: 10th–90th "
-                    "percentile over seeds)", fontsize=11)
-    return figure
-
-
-def plot_too_short(shares: pd.DataFrame, recommendation: TtlRecommendation,
-                   quantiles: Mapping[str, float]) -> Figure:
-    """The cost of a short TTL: premature expiries and the overshoot they cause."""
-    return _panels(shares, recommendation, quantiles,
-                   "Too short: holds expire under running requests and the cap is overshot", [
-        ("premature expiries (% of admitted requests)",
-         [("premature_expiries_percent_of_admitted", "holds reclaimed while running")], None),
-        ("money whose hold expired early (% of caps)",
-         [("premature_expiry_money_percent_of_cap", "held money reclaimed early")], None),
-        ("cap overshoot (% of caps)",
-         [(OVERSHOOT_COLUMN, "overshoot caused by premature expiry")],
-         (recommendation.overshoot_limit, "caps")),
-    ])
-
-
-def plot_too_long(shares: pd.DataFrame, recommendation: TtlRecommendation,
-                  quantiles: Mapping[str, float]) -> Figure:
-    """The cost of a long TTL: leaked holds, how much they block, the denials they cause."""
-    return _panels(shares, recommendation, quantiles,
-                   "Too long: holds of crashed requests block the budget until their TTL", [
-        ("leaked hold money × time ($·s)",
-         [("leaked_hold_dollar_seconds", "leaked hold-seconds")], None),
-        ("peak leaked money on one subject (% of its cap)",
-         [("leaked_hold_peak_percent_of_cap", "peak leaked share")], None),
-        ("denials (% of arrived requests)",
-         [("false_denials_percent_of_arrived", "false denials (truth had room)"),
-          (LEAK_COLUMN, "denials caused by leaked holds")],
-         (recommendation.leak_limit, "arrived")),
-    ])
-
-
-def plot_trade_off(shares: pd.DataFrame, recommendation: TtlRecommendation,
-                   quantiles: Mapping[str, float]) -> Figure:
-    """Both criteria of the recommendation against the TTL, with their limits."""
-    figure = Figure(figsize=(11, 5), layout="constrained")
-    ax = figure.subplots()
-    ttls = sorted(shares[TTL_SECONDS].unique())
-    overshoot = seed_bands(shares, TTL_SECONDS, OVERSHOOT_COLUMN)
-    leaks = seed_bands(shares, TTL_SECONDS, LEAK_COLUMN)
-    plot_band(ax, overshoot, TTL_SECONDS, "overshoot caused by premature expiry (% of caps)",
-              color="tab:orange")
-    plot_band(ax, leaks, TTL_SECONDS, "denials caused by leaked holds (% of arrived requests)",
-              color="tab:blue")
-    # Interleaved dashes: the two limits are often equal and must both stay visible.
-    ax.axhline(recommendation.overshoot_limit, color="tab:orange", linestyle=(0, (4, 4)),
-               linewidth=1.2, label=f"overshoot limit ({recommendation.overshoot_limit:.3g}%)")
-    ax.axhline(recommendation.leak_limit, color="tab:blue", linestyle=(4, (4, 4)),
-               linewidth=1.2, label=f"leak-denial limit ({recommendation.leak_limit:.3g}%)")
-    _ttl_axis(ax, ttls)
-    _mark_range(ax, recommendation)
-    _mark_quantiles(ax, quantiles)
-    # Linear up to the limits, logarithmic above: the decision happens near the
-    # limits, while a long TTL's leak denials can be tens of times larger.
-    threshold = max(recommendation.overshoot_limit, recommendation.leak_limit, 0.1)
-    ax.set_yscale("symlog", linthresh=threshold, linscale=2)
-    ax.set_ylim(bottom=0)
-    top = ax.get_ylim()[1]
-    ticks = [threshold * m for m in (0, 0.25, 0.5, 0.75, 1, 2, 5, 10, 20, 50, 100, 200, 500)]
-    ax.set_yticks([tick for tick in ticks if tick <= top])
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.set_ylabel(f"cost (%; linear below {threshold:.3g}%, logarithmic above)")
-    verdict = ("shaded: the recommended TTL range" if recommendation.found
-               else "no TTL meets both limits")
-    ax.set_title(f"The trade-off: overshoot falls, leak denials rise as the TTL grows\n"
-                 f"(median and 10th–90th percentile over seeds; {verdict})", fontsize=11)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return figure
-
-
-def plot_duration_tail(durations: RequestDurations, ttl_seconds: Sequence[float],
-                       recommendation: TtlRecommendation,
-                       quantiles: Mapping[str, float]) -> Figure:
-    """The share of requests outliving each TTL: the duration distribution's tail
-    ``P(D > t)`` on log-log axes, with the tested TTLs marked."""
-    figure = Figure(figsize=(8, 4.5), layout="constrained")
-    ax = figure.subplots()
-    ttls = sorted(ttl_seconds)
-    grid = np.geomspace(min(ttls) / 1.3, max(ttls) * 1.3, 200)
-    tail = [duration_exceedance(durations, t) for t in grid]
-    ax.plot(grid, tail, color="black", label=f"P(duration > t) for {durations}")
-    marks = [duration_exceedance(durations, t) for t in ttls]
-    ax.plot(ttls, marks, "o", color="tab:purple", label="tested TTLs")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(grid[0], grid[-1])
-    positive = [value for value in [*tail, *marks] if value > 0]
-    if positive:
-        ax.set_ylim(min(positive) / 2, 1.5)
-    ax.set_xlabel("t = request duration or reservation TTL (s)")
-    ax.set_ylabel("requests running longer than t (fraction of requests)")
-    ax.grid(True, which="major", alpha=0.3)
-    _mark_range(ax, recommendation)
-    _mark_quantiles(ax, quantiles)
-    ax.set_title("How many requests outlive a TTL: the request-duration tail", fontsize=11)
-    ax.legend(fontsize=8, loc="lower left")
-    return figure
+# ------------------------------------------------------------------ over one run
 
 
 def example_ttls(recommendation: TtlRecommendation) -> dict[str, float]:
@@ -712,27 +501,3 @@ def aggregate_series(metrics: pd.DataFrame, shares: pd.DataFrame,
     if not frames:
         raise ValueError(f"no metric series for seed {seed} at the example TTLs")
     return pd.concat(frames, ignore_index=True)
-
-
-def plot_over_time(series: pd.DataFrame) -> Figure:
-    """``aggregate_series`` output over virtual time: the money a short TTL stops
-    counting too early, and the money a long TTL keeps counting too late."""
-    figure = Figure(figsize=(12, 4.2), layout="constrained")
-    left, right = figure.subplots(1, 2, sharex=True)
-    for label, rows in series.groupby("example", sort=False):
-        left.plot(rows["time_s"], rows["expired_while_running_percent_of_cap"], label=label)
-        right.plot(rows["time_s"], rows["leaked_percent_of_cap"], label=label)
-    left.set_title("running requests the store no longer counts\n(hold expired while running)",
-                   fontsize=10)
-    right.set_title("leaked holds the store still counts\n(their request died with its replica)",
-                    fontsize=10)
-    for ax in (left, right):
-        ax.set_xlabel("virtual time (s)")
-        ax.set_ylabel("money (% of caps)")
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        ax.legend(title="TTL", fontsize=8)
-    seed = series["seed"].iloc[0] if "seed" in series.columns and len(series) else "?"
-    figure.suptitle(f"Over one run (seed {seed}): what the store miscounts at three TTLs",
-                    fontsize=11)
-    return figure

@@ -2,7 +2,9 @@
 
 A distribution is a frozen value with ``sample(rng)``; it never owns
 randomness, the caller passes the seeded stream. Durations sample integer
-microseconds; amounts sample integer units (micro-dollars, cost units).
+microseconds; amounts sample integer units (micro-dollars, cost units). Its
+tail is analytic: ``survival(x)`` is ``P(X > x)`` and ``quantile(p)`` the
+smallest ``x`` with ``P(X <= x) >= p``, both in the distribution's unit.
 
 Spellings (location parameters carry a unit for durations, shape parameters
 never do):
@@ -32,6 +34,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, PlainSerializer
@@ -146,11 +149,84 @@ class Distribution:
             "pareto": lambda: p[0] * p[1] / (p[1] - 1) if p[1] > 1 else math.inf,
         }[self.family]()
 
+    def survival(self, x: float) -> float:
+        """The survival function ``P(X > x)``: the share of draws above ``x``,
+        ``x`` in the distribution's unit (microseconds for durations).
+
+        Analytic, for the family's continuous law (before a draw is rounded
+        or held at the unit's bound). A law with no spread (a constant, a
+        uniform of equal ends, a normal of sd 0, a lognormal of sigma or
+        median 0) is a step: 1 below its value, 0 at and above it; a
+        lognormal's is 1 at and below 0 whatever its parameters."""
+        p = self.params
+        family = self.family
+        if family == "constant":
+            return 1.0 if p[0] > x else 0.0
+        if family == "uniform":
+            if p[1] == p[0]:
+                return 1.0 if p[0] > x else 0.0
+            return float(min(1.0, max(0.0, (p[1] - x) / (p[1] - p[0]))))
+        if family == "normal":
+            if p[1] == 0:
+                return 1.0 if p[0] > x else 0.0
+            return 1.0 - NormalDist(p[0], p[1]).cdf(x)
+        if family == "lognormal":
+            if x <= 0:
+                return 1.0
+            if p[1] == 0 or p[0] == 0:
+                return 1.0 if p[0] > x else 0.0
+            return 1.0 - NormalDist().cdf(math.log(x / p[0]) / p[1])
+        if family == "exponential":
+            if x < 0:
+                return 1.0
+            return math.exp(-x / p[0]) if p[0] > 0 else 0.0
+        if family == "pareto":
+            return 1.0 if x < p[0] else (p[0] / x) ** p[1]
+        raise ValueError(f"no exceedance for a {family!r} distribution")
+
+    def quantile(self, probability: float) -> float:
+        """The ``probability`` quantile, in the distribution's unit: the
+        smallest ``x`` with ``P(X <= x) >= probability`` (the inverse of
+        ``survival``: ``survival(quantile(p)) == 1 - p`` on a continuous law).
+
+        Analytic. At 0 and 1 an unbounded end is ``-inf`` or ``inf`` (a
+        lognormal's lower end is 0); a law with no spread has its value for
+        every probability. Raises ``ValueError`` for a probability outside
+        0..1."""
+        checked_probability(probability)
+        p = self.params
+        family = self.family
+        if family == "constant":
+            value = p[0]
+        elif family == "uniform":
+            value = p[0] + probability * (p[1] - p[0])
+        elif family in ("normal", "lognormal") and probability in (0.0, 1.0):
+            value = {0.0: -math.inf if family == "normal" else 0.0, 1.0: math.inf}[probability]
+        elif family == "normal":
+            value = p[0] + p[1] * NormalDist().inv_cdf(probability)
+        elif family == "lognormal":
+            value = p[0] * math.exp(p[1] * NormalDist().inv_cdf(probability))
+        elif family == "exponential":
+            value = -p[0] * math.log1p(-probability) if probability < 1 else math.inf
+        elif family == "pareto":
+            value = p[0] * (1 - probability) ** (-1 / p[1]) if probability < 1 else math.inf
+        else:
+            raise ValueError(f"no quantile for a {family!r} distribution")
+        return value
+
     def __str__(self) -> str:
         return self.text
 
 
 _BOUNDS = {unit: scale.bound for unit, scale in UNITS.items()}
+
+
+def checked_probability(probability: float) -> float:
+    """``probability`` itself when it lies in 0..1 (a quantile's argument);
+    raises ``ValueError`` otherwise."""
+    if not 0 <= probability <= 1:
+        raise ValueError(f"expected a probability 0..1, got {probability}")
+    return probability
 
 
 def _location(text: str, unit: Unit) -> float:

@@ -25,6 +25,7 @@ from simulator.scenario.distributions import (
     UNITS,
     Distribution,
     Unit,
+    checked_probability,
     distribution_domain,
     parse_distribution,
 )
@@ -43,7 +44,8 @@ COLUMNS: dict[str, dict[str, int]] = {
 @dataclass(frozen=True, slots=True)
 class Empirical:
     """Observed values, resampled: each draw picks one row uniformly (a bootstrap).
-    Same interface as ``Distribution``."""
+    Same interface as ``Distribution`` (``sample``, ``mean``, ``survival``,
+    ``quantile``)."""
 
     values: tuple[int, ...]
     unit: Unit
@@ -55,6 +57,23 @@ class Empirical:
     @property
     def mean(self) -> float:
         return sum(self.values) / len(self.values)
+
+    def survival(self, x: float) -> float:
+        """The survival function ``P(X > x)``: the share of the values above
+        ``x`` (each draw picks a row uniformly), ``x`` in the sample's unit."""
+        import numpy as np  # here, not at the top: reading a scenario loads no numpy
+
+        return float((np.asarray(self.values) > x).mean())
+
+    def quantile(self, probability: float) -> float:
+        """The ``probability`` quantile, in the sample's unit: the smallest
+        value with at least ``probability`` of the values at or below it (the
+        inverted-CDF quantile). Raises ``ValueError`` for a probability
+        outside 0..1."""
+        import numpy as np
+
+        checked_probability(probability)
+        return float(np.quantile(np.asarray(self.values), probability, method="inverted_cdf"))
 
     def __str__(self) -> str:
         return self.text

@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from simulator.analysis import lab_path, ttl  # noqa: E402
+from simulator.analysis import lab_path, ttl, ttl_figures  # noqa: E402
 from simulator.scenario.distributions import parse_distribution  # noqa: E402
 from simulator.scenario.empirical import Empirical  # noqa: E402
 from simulator.scenario.model import ScenarioError, read_toml  # noqa: E402
@@ -290,7 +290,8 @@ def assert_readable(figure: Figure) -> None:
         assert ax.get_legend() is not None
 
 
-@pytest.mark.parametrize("plot", [ttl.plot_too_short, ttl.plot_too_long, ttl.plot_trade_off])
+@pytest.mark.parametrize("plot", [ttl_figures.plot_too_short, ttl_figures.plot_too_long,
+                                  ttl_figures.plot_trade_off])
 def test_each_cost_figure_is_labelled_and_shades_the_recommended_range(plot):
     frame = sweep_frame(overshoot=[60_000, 30_000, 8_000, 2_000, 0], leaks=[0, 0, 5, 9, 50],
                         seeds=3)
@@ -306,7 +307,7 @@ def test_each_cost_figure_is_labelled_and_shades_the_recommended_range(plot):
 def test_a_figure_shades_nothing_when_there_is_no_range():
     frame = sweep_frame(overshoot=[60_000, 40_000, 30_000, 5_000, 0], leaks=[0, 5, 30, 40, 50])
     shares = shares_of(frame)
-    figure = ttl.plot_trade_off(shares, ttl.recommend_ttl_range(shares), {})
+    figure = ttl_figures.plot_trade_off(shares, ttl.recommend_ttl_range(shares), {})
     assert shaded_spans(figure) == []
     assert "no TTL meets both limits" in figure.axes[0].get_title()
 
@@ -315,7 +316,7 @@ def test_the_tail_figure_marks_every_tested_ttl_at_its_share_of_longer_requests(
     frame = sweep_frame(overshoot=[60_000, 30_000, 8_000, 2_000, 0], leaks=[0, 0, 5, 9, 50])
     recommendation = ttl.recommend_ttl_range(shares_of(frame))
     durations = parse_distribution("pareto(1s, 1.5)", "duration")
-    figure = ttl.plot_duration_tail(durations, TTLS, recommendation, {"p90": 4.64})
+    figure = ttl_figures.plot_duration_tail(durations, TTLS, recommendation, {"p90": 4.64})
     assert_readable(figure)
     marks = next(line for line in figure.axes[0].lines if line.get_label() == "tested TTLs")
     assert list(marks.get_xdata()) == TTLS
@@ -350,7 +351,7 @@ def test_the_series_over_time_show_miscounted_money_as_a_share_of_the_caps():
     assert longest["leaked_percent_of_cap"].tolist() == pytest.approx([0.0, 16.0])
     assert longest["expired_while_running_percent_of_cap"].tolist() == pytest.approx([0, 0.5])
     assert longest["time_s"].tolist() == [0.0, 0.5]
-    figure = ttl.plot_over_time(series)
+    figure = ttl_figures.plot_over_time(series)
     assert_readable(figure)
     assert len(figure.axes[0].lines) == 3
 
