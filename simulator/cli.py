@@ -83,7 +83,7 @@ def _limit_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from simulator.search.strategies import REPLICA_FAULTS
+    from simulator.scenario.faults import HUNTED_FAULTS
     parser = argparse.ArgumentParser(
         prog="python -m simulator",
         description="Deterministic simulation of distributed spend and concurrency limiters.",
@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--budget", default="10m",
                           help="wall-time budget, search and shrinking (default 10m)")
     hunt_cmd.add_argument("--max-faults", type=int, default=4)
-    hunt_cmd.add_argument("--faults", default=",".join(REPLICA_FAULTS),
+    hunt_cmd.add_argument("--faults", default=",".join(HUNTED_FAULTS),
                           help="fault kinds to draw, comma-separated (default: the four "
                           "message and replica faults); also connection_stall, "
                           "connection_reset, slow_reply, dropped_waiter")
@@ -255,7 +255,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from simulator.present.report import fields_reference
     from stores import registry
     args = build_parser().parse_args(argv)
     try:
@@ -264,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --plugin: {error}", file=sys.stderr)
         return USER_ERROR
     if args.command == "fields":
+        from simulator.present.report import fields_reference
         print(fields_reference())
         return 0
     if args.command == "stores":

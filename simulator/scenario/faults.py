@@ -101,6 +101,10 @@ FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
 )}
 """Every fault kind, by name, in the order the docs list them."""
 
+HUNTED_FAULTS = ("lose_reply", "lose_request", "crash", "pause")
+"""What ``hunt`` draws unless told otherwise: the ``hunted`` kinds, in the order
+hunts have always drawn them (the order a seed's schedules depend on)."""
+
 FaultName = Literal[tuple(FAULT_KINDS)]  # type: ignore[valid-type]
 CONNECTION_FAULT_NAMES = tuple(name for name, kind in FAULT_KINDS.items() if kind.connection)
 Direction = Literal["both", "to-server", "from-server"]

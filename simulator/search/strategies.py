@@ -35,12 +35,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from simulator.scenario.faults import FAULT_KINDS
+from simulator.scenario.faults import FAULT_KINDS, HUNTED_FAULTS
 from stores.quantities import parse_duration_us
 
-REPLICA_FAULTS = ("lose_reply", "lose_request", "crash", "pause")
-"""What a hunt draws unless told otherwise (the hunted kinds of ``FAULT_KINDS``,
-in the order hunts have always drawn them, so a seed keeps its schedules)."""
+REPLICA_FAULTS = HUNTED_FAULTS
+"""What a hunt draws unless told otherwise (``FAULT_KINDS``' hunted kinds)."""
 CONNECTION_FAULTS = tuple(name for name, kind in FAULT_KINDS.items() if kind.connection)
 ALL_FAULTS = REPLICA_FAULTS + CONNECTION_FAULTS
 """Every fault a strategy can draw (``--faults`` on ``hunt``)."""

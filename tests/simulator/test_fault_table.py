@@ -8,7 +8,7 @@ import typing
 
 from simulator.net.links import CONNECTION_FAULTS
 from simulator.run.estimate import planned_faults
-from simulator.scenario.faults import FAULT_KINDS, FaultName, Faults, ScheduledFault
+from simulator.scenario.faults import FAULT_KINDS, HUNTED_FAULTS, FaultName, Faults, ScheduledFault
 from simulator.scenario.model import parse_scenario
 from simulator.search.counterfactual import RATE_FAULTS, RESTARTS
 from simulator.search.strategies import ALL_FAULTS, REPLICA_FAULTS
@@ -26,6 +26,7 @@ def test_the_schedule_the_rates_and_the_hunt_speak_the_table():
     rated = {name for name, kind in FAULT_KINDS.items() if kind.rated}
     assert rated <= set(Faults.model_fields)
     assert set(REPLICA_FAULTS) == {name for name, kind in FAULT_KINDS.items() if kind.hunted}
+    assert REPLICA_FAULTS == HUNTED_FAULTS
     assert set(ALL_FAULTS) - set(REPLICA_FAULTS) == set(CONNECTION_FAULTS)
     assert set(RATE_FAULTS) <= rated and set(RESTARTS) <= set(RATE_FAULTS)
 
