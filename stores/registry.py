@@ -14,7 +14,10 @@ include, migration scripts -- to the text it runs, and its store loads
 scripts through that set only. A kind whose set replaces ``settle_v1`` with a
 file of its own (``ScriptSet.replacing(settle_v1=Path("my_settle.lua"))``)
 runs that file, and the lab labels its calls ``settle_v1`` in traces, in
-fault schedules (``call = "settle_v1"``) and in race reports. For the axond
+fault schedules (``call = "settle_v1"``) and in race reports; one that changes
+a few lines patches the shipped text instead
+(``ScriptSet.patching(settle_v1=Patch(old, new))``, refused unless ``old``
+occurs in it exactly once), as the historical variants do. For the axond
 budget family, ``stores.axond_budget.redis_kind`` builds such a kind in one
 call, with ``build``, ``migrate`` and ``scripts`` agreeing.
 """

@@ -13,6 +13,15 @@ Composition: a script whose first line is ``-- lab:include FRAGMENT.lua`` runs
 with the set's ``FRAGMENT`` prepended, so the reserve scripts of two layouts
 share one ``live_holds`` and a kind replaces that fragment alone.
 
+Seams: a kind that changes a few lines of a shipped script states only those
+lines, as patches (``Patch``, applied by ``ScriptSet.patching``), never as a
+whole copy of the script: the rest stays the shipped text, and a patch whose
+lines the shipped script no longer has fails when the set is built. A patched
+script follows every other edit of the shipped one, comments included, and a
+trace records the SHA each ``SCRIPT LOAD`` answers: such an edit changes the
+trace fingerprint of a patched kind's race reports, as it does the fixed
+store's (``replay --record`` records them again).
+
 Nothing here imports the simulator: stores and the lab both read sets.
 """
 
@@ -20,7 +29,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -28,6 +38,35 @@ INCLUDE = "-- lab:include "
 """The first line of a script that has a fragment prepended when it runs."""
 
 SUFFIX = ".lua"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One seam of a script: the text ``old``, which must occur exactly once
+    in the script patched, becomes ``new``."""
+
+    old: str
+    new: str
+
+    def __post_init__(self) -> None:
+        if not self.old:
+            raise ValueError("a patch needs the text it replaces; old is empty")
+        if self.old == self.new:
+            raise ValueError(f"a patch that changes nothing: old and new are both {self.old!r}")
+
+    def apply(self, name: str, text: str) -> str:
+        """``text`` (script ``name``'s) with ``old`` replaced by ``new``; a
+        ``ValueError`` naming the script and ``old`` unless ``old`` occurs in
+        ``text`` exactly once."""
+        # Exactly once, or refused: a fragment the script no longer has would
+        # leave the variant running the fixed text, and one it has twice would
+        # leave unsaid which place the seam is.
+        count = text.count(self.old)
+        if count != 1:
+            where = "is not in it" if count == 0 else f"occurs {count} times in it, not once"
+            raise ValueError(f"cannot patch script {name!r}: the text to replace {where}: "
+                             f"{self.old!r}")
+        return text.replace(self.old, self.new)
 
 
 class ScriptSet(Mapping[str, str]):
@@ -71,6 +110,21 @@ class ScriptSet(Mapping[str, str]):
         for name, replacement in replacements.items():
             texts[name] = (replacement.read_text(encoding="utf-8")
                            if isinstance(replacement, Path) else replacement)
+        return ScriptSet(texts)
+
+    def patching(self, **patches: Patch | Sequence[Patch]) -> ScriptSet:
+        """This set with some scripts patched, by name: each script's text
+        with its ``Patch`` (or each of its patches, in order) applied. A name
+        the set does not have, or a patch whose text to replace is not in the
+        script exactly once, is a ``ValueError`` here, when the set is built."""
+        unknown = sorted(set(patches) - set(self._texts))
+        if unknown:
+            raise ValueError(f"no script named {', '.join(map(repr, unknown))} to patch; "
+                             f"the scripts are: {', '.join(sorted(self._texts))}")
+        texts = dict(self._texts)
+        for name, script_patches in patches.items():
+            for patch in (script_patches,) if isinstance(script_patches, Patch) else script_patches:
+                texts[name] = patch.apply(name, texts[name])
         return ScriptSet(texts)
 
     def source(self, name: str) -> str:

@@ -124,7 +124,8 @@ class RedisStateStore:
     """Session counters in one Redis, behind the seed's ``StateStore`` contract."""
 
     scripts: ClassVar[ScriptSet] = SCRIPTS
-    """The scripts this class runs unless given others: a variant replaces one
+    """The scripts this class runs unless given others: a variant patches one
+    (``SCRIPTS.patching(refund=Patch(...))``) or replaces it
     (``SCRIPTS.replacing(refund=...)``) without copying the rest."""
 
     def __init__(self, data: RedisPort, runtime: Runtime,

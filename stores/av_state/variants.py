@@ -3,16 +3,19 @@ say the fixed one fixed.
 
 Each variant is ``RedisStateStore`` running the shipped scripts with one
 thing changed: one script, or the two refund scripts where the fix went into
-both, replaced by its historical text (``stores/av_state/historical/``). The
-Python is the fixed store's, so the calls, their keys and their arguments are
-the same; only what the server does with them differs. Each registers through
-``KINDS`` here with ``kinds.redis_kind``; the package's ``KINDS`` includes
-them. The lab runs a variant and the fixed store on the same scenario and
-seed to show what the fix is worth (``data/scenarios/av-state-variant-*.toml``),
-with a race report in ``data/races/`` that ``hunt`` found. The last two need
-sessions that reach them: ``refund_many_tonumber`` whole refunds (the "all"
-amount, clamped to ``I64_MAX``: ``workload.sessions.refunds.whole``), and
-``add_without_ttl`` a tally kept with ``add`` (``workload.sessions.tally``).
+both, patched back at the seam the fix changed (``stores.scripts.Patch``: the
+shipped lines, and what they were before the fix), so a variant states its
+bug and nothing else, and a shipped script edited where a variant patches it
+fails at import instead of leaving the variant fixed. The Python is the fixed
+store's, so the calls, their keys and their arguments are the same; only what
+the server does with them differs. Each registers through ``KINDS`` here with
+``kinds.redis_kind``; the package's ``KINDS`` includes them. The lab runs a
+variant and the fixed store on the same scenario and seed to show what the fix
+is worth (``data/scenarios/av-state-variant-*.toml``), with a race report in
+``data/races/`` that ``hunt`` found. The last two need sessions that reach
+them: ``refund_many_tonumber`` whole refunds (the "all" amount, clamped to
+``I64_MAX``: ``workload.sessions.refunds.whole``), and ``add_without_ttl`` a
+tally kept with ``add`` (``workload.sessions.tally``).
 """
 
 from __future__ import annotations
@@ -20,42 +23,63 @@ from __future__ import annotations
 from stores.av_state.kinds import redis_kind
 from stores.av_state.redis_store import SCRIPTS
 from stores.registry import StoreKind
-from stores.scripts import ScriptSet
+from stores.scripts import Patch
 
-HISTORICAL = ScriptSet.shipped("stores.av_state.historical")
-"""The historical scripts, by file name (``refund_without_marker``...)."""
-
-REFUND_WITHOUT_MARKER = SCRIPTS.replacing(
+REFUND_WITHOUT_MARKER = SCRIPTS.patching(
     # The bug: no one-shot marker on either refund script. A driver that
     # re-sends a refund whose reply was lost credits it twice: budget minted
-    # out of a network flap. The fix: SET NX on a marker first (refund.lua).
-    refund=HISTORICAL["refund_without_marker"],
-    refund_many=HISTORICAL["refund_many_without_marker"],
+    # out of a network flap. The fix: SET NX on a marker first. The marker's
+    # key is still passed, and ignored.
+    refund=Patch(
+        "if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ${REFUND_MARKER_TTL_SECONDS})"
+        " == false then\n    return -1\nend\n", ""),
+    refund_many=Patch(
+        "if redis.call('SET', KEYS[#KEYS], '1', 'NX', 'EX', ${REFUND_MARKER_TTL_SECONDS})"
+        " == false then\n    return -1\nend\n", ""),
 )
 
-REFUND_NOT_EXISTS_GATED = SCRIPTS.replacing(
+REFUND_NOT_EXISTS_GATED = SCRIPTS.patching(
     # The bug: DECRBY on the raw key. A refund landing after the session's
     # remove_prefix re-creates its counter, and the clamp at zero is a SET
     # with no TTL: a permanent key per racing refund, and a recycled session
     # prefix inherits it. The fix: refund only a counter that EXISTS, and
     # clamp with SET ... EX.
-    refund=HISTORICAL["refund_not_exists_gated"],
-    refund_many=HISTORICAL["refund_many_not_exists_gated"],
+    refund=(
+        Patch("if redis.call('EXISTS', KEYS[1]) == 0 then\n    return 0\nend\n", ""),
+        Patch("redis.call('SET', KEYS[1], 0, 'EX', ${COUNTER_TTL_SECONDS})",
+              "redis.call('SET', KEYS[1], 0)"),
+    ),
+    refund_many=(
+        # The gate's `if` and the `end` closing it; the loop body runs for every key.
+        Patch("    if redis.call('EXISTS', key) == 1 then\n", ""),
+        Patch("        end\n    end\nend\n", "        end\nend\n"),
+        Patch("redis.call('SET', key, 0, 'EX', ${COUNTER_TTL_SECONDS})",
+              "redis.call('SET', key, 0)"),
+    ),
 )
 
-REFUND_MANY_TONUMBER = SCRIPTS.replacing(
+REFUND_MANY_TONUMBER = SCRIPTS.patching(
     # The bug: refund_many's amounts through tonumber. An amount near I64_MAX
     # rounds to 2^63, DECRBY rejects it mid-loop, and the batch half-commits
     # (Redis keeps the writes made before the error). The fix: DECRBY takes
     # the caller's exact integer string.
-    refund_many=HISTORICAL["refund_many_tonumber"],
+    refund_many=Patch("redis.call('DECRBY', key, ARGV[i])",
+                      "redis.call('DECRBY', key, tonumber(ARGV[i]))"),
 )
 
-ADD_WITHOUT_TTL = SCRIPTS.replacing(
+ADD_WITHOUT_TTL = SCRIPTS.patching(
     # The bug: add's INCRBY with no EXPIRE. A counter touched only through
     # add never expires, and an abandoned session's leaks until Redis runs
-    # out of memory. The fix: the same 24 h TTL as every spend.
-    add=HISTORICAL["add_without_ttl"],
+    # out of memory. The fix: the same 24 h TTL as every spend, an EXPIRE
+    # after the INCRBY. (The refusal path's EXPIRE, which keeps a refused
+    # counter alive, the historical add had too: it stays.)
+    add=Patch(
+        "local result = redis.call('INCRBY', KEYS[1], ARGV[1])\n"
+        "-- The same TTL as try_spend: a counter touched only through add (bookkeeping,\n"
+        "-- telemetry) would otherwise live forever and leak memory until Redis OOMs.\n"
+        "redis.call('EXPIRE', KEYS[1], ${COUNTER_TTL_SECONDS})\n"
+        "return result\n",
+        "return redis.call('INCRBY', KEYS[1], ARGV[1])\n"),
 )
 
 KINDS: tuple[StoreKind, ...] = (

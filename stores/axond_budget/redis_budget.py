@@ -209,8 +209,9 @@ class RedisBudget:
 
     name = "redis"
     scripts: ClassVar[ScriptSet] = SCRIPTS
-    """The scripts this class runs unless given others: a subclass replaces
-    one piece (``SCRIPTS.replacing(live_holds=...)``) without copying the rest."""
+    """The scripts this class runs unless given others: a subclass patches
+    one piece (``SCRIPTS.patching(live_holds=Patch(...))``) or replaces it
+    (``SCRIPTS.replacing(live_holds=...)``) without copying the rest."""
 
     def __init__(self, data: RedisPort, runtime: Runtime, settings: SharedSettings,
                  scripts: ScriptSet | None = None) -> None:

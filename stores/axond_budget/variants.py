@@ -31,7 +31,7 @@ from stores.axond_budget.redis_budget import (
     v1_scope,
 )
 from stores.ports import RedisPort
-from stores.scripts import ScriptSet
+from stores.scripts import Patch, ScriptSet
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class SplitSettlement(RedisBudget):
 
 class NoReclaim(RedisBudget):
     """The reserve scripts without reclaiming expired holds: they sum every
-    hold in the hash (``all_holds.lua`` in place of ``live_holds.lua``),
-    whatever its deadline, and delete none.
+    hold in the hash (``live_holds.lua`` patched to add each amount, its
+    deadline unread), and delete none.
 
     The bug: a hold whose request never settles (its replica crashed, its
     settlement was lost) keeps counting against the cap past its deadline,
@@ -91,7 +91,17 @@ class NoReclaim(RedisBudget):
     counting at its deadline.
     """
 
-    scripts = RedisBudget.scripts.replacing(live_holds=RedisBudget.scripts["all_holds"])
+    scripts = RedisBudget.scripts.patching(live_holds=Patch(
+        # The seam: the reclaim loop's body. Each hold's amount is added
+        # whatever its deadline, and no HDEL drops an expired one.
+        "    local amount = tonumber(string.sub(hold, 1, colon - 1))\n"
+        "    local deadline_ms = tonumber(string.sub(hold, colon + 1))\n"
+        "    if deadline_ms <= now_ms then\n"
+        "      redis.call('HDEL', holds_key, entries[index])\n"
+        "    else\n"
+        "      live = live + amount\n"
+        "    end\n",
+        "    live = live + tonumber(string.sub(hold, 1, colon - 1))\n"))
 
 
 async def migrate_recomputing_namespace_totals(

@@ -12,6 +12,7 @@ reports are replayed by ``tests/simulator/test_races.py``.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from simulator.scenario.model import load_scenario
 from stores import registry
 from stores.av_state import variants
 from stores.av_state.contract import COUNTER_TTL_SECONDS, I64_MAX, Refund, Spend
+from stores.av_state.redis_store import SCRIPTS, with_ttls
+from stores.scripts import Patch
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "av_state.redis"
@@ -88,9 +91,85 @@ def test_every_variant_is_the_fixed_store_with_a_script_or_two_replaced():
         assert replaced <= {"refund", "refund_many", "add"}
 
 
-def test_the_historical_scripts_are_not_among_the_fixed_stores():
-    """Kept apart, so the fixed store's set holds exactly what it runs."""
-    assert not set(variants.HISTORICAL) & set(registry.get(FIXED).scripts)
+SEAMS = {
+    "refund_without_marker": {
+        "refund": (["if redis.call('SET', KEYS[2], '1', 'NX', 'EX', "
+                    "${REFUND_MARKER_TTL_SECONDS}) == false then", "    return -1", "end"], []),
+        "refund_many": (["if redis.call('SET', KEYS[#KEYS], '1', 'NX', 'EX', "
+                         "${REFUND_MARKER_TTL_SECONDS}) == false then", "    return -1", "end"],
+                        []),
+    },
+    "refund_not_exists_gated": {
+        "refund": (["if redis.call('EXISTS', KEYS[1]) == 0 then", "    return 0", "end",
+                    "    redis.call('SET', KEYS[1], 0, 'EX', ${COUNTER_TTL_SECONDS})"],
+                   ["    redis.call('SET', KEYS[1], 0)"]),
+        "refund_many": (["    if redis.call('EXISTS', key) == 1 then", "    end",
+                         "            redis.call('SET', key, 0, 'EX', ${COUNTER_TTL_SECONDS})"],
+                        ["            redis.call('SET', key, 0)"]),
+    },
+    "refund_many_tonumber": {
+        "refund_many": (["        local new = redis.call('DECRBY', key, ARGV[i])"],
+                        ["        local new = redis.call('DECRBY', key, tonumber(ARGV[i]))"]),
+    },
+    "add_without_ttl": {
+        "add": (["local result = redis.call('INCRBY', KEYS[1], ARGV[1])",
+                 "-- The same TTL as try_spend: a counter touched only through add "
+                 "(bookkeeping,",
+                 "-- telemetry) would otherwise live forever and leak memory until Redis OOMs.",
+                 "redis.call('EXPIRE', KEYS[1], ${COUNTER_TTL_SECONDS})",
+                 "return result"],
+                ["return redis.call('INCRBY', KEYS[1], ARGV[1])"]),
+    },
+}
+"""Each variant's seam, by script: the shipped lines it takes out, and the
+lines it puts in. Every other line, and every other script, is the shipped one."""
+
+
+def changed_lines(shipped: str, patched: str) -> tuple[Counter, Counter]:
+    """The lines only ``shipped`` has and the lines only ``patched`` has."""
+    before, after = Counter(shipped.splitlines()), Counter(patched.splitlines())
+    return before - after, after - before
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_each_variant_is_the_shipped_scripts_with_its_seam_changed_and_nothing_else(name):
+    scripts = getattr(variants, name.upper())  # placeholders unsubstituted, as SCRIPTS
+    assert registry.get(kind_name(name)).scripts == with_ttls(scripts)
+    changed = {script for script in SCRIPTS if scripts[script] != SCRIPTS[script]}
+    assert changed == set(SEAMS[name])
+    for script, (taken_out, put_in) in SEAMS[name].items():
+        assert changed_lines(SCRIPTS[script], scripts[script]) == (Counter(taken_out),
+                                                                    Counter(put_in))
+
+
+def test_a_patch_whose_text_is_not_in_the_script_is_refused():
+    with pytest.raises(ValueError, match=r"cannot patch script 'refund'.* is not in it.*"
+                                         r"DECRBY', KEYS\[1\], tonumber"):
+        SCRIPTS.patching(refund=Patch("redis.call('DECRBY', KEYS[1], tonumber(ARGV[1]))", ""))
+
+
+def test_a_patch_whose_text_occurs_twice_is_refused():
+    # add.lua EXPIREs on its refusal path (indented) and after its INCRBY.
+    with pytest.raises(ValueError, match=r"cannot patch script 'add'.* occurs 2 times"):
+        SCRIPTS.patching(add=Patch("redis.call('EXPIRE', KEYS[1], ${COUNTER_TTL_SECONDS})", ""))
+
+
+def test_each_patch_applies_to_the_text_the_one_before_it_left():
+    # The second patch's text is gone once the first has run.
+    gone = Patch("return -1", "return -2")
+    with pytest.raises(ValueError, match="'refund'.* is not in it"):
+        SCRIPTS.patching(refund=(gone, gone))
+    assert SCRIPTS.patching(refund=(gone, Patch("return -2", "return -3")))["refund"] == \
+        SCRIPTS["refund"].replace("return -1", "return -3")
+
+
+def test_a_patch_to_no_script_or_that_changes_nothing_is_refused():
+    with pytest.raises(ValueError, match="no script named 'refunds' to patch"):
+        SCRIPTS.patching(refunds=Patch("return -1", ""))
+    with pytest.raises(ValueError, match="changes nothing"):
+        Patch("return -1", "return -1")
+    with pytest.raises(ValueError, match="old is empty"):
+        Patch("", "-- anything")
 
 
 @pytest.fixture(scope="module")

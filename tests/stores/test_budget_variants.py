@@ -207,10 +207,27 @@ def code_of(source: str) -> str:
 def test_the_reserve_scripts_run_with_the_fragment_they_include(name):
     fixed, variant = SCRIPTS.source(name), NoReclaim.scripts.source(name)
     assert fixed == SCRIPTS["live_holds"] + SCRIPTS[name]
-    assert variant == SCRIPTS["all_holds"] + SCRIPTS[name]
+    assert variant == NoReclaim.scripts["live_holds"] + SCRIPTS[name]
     assert "deadline_ms <= now_ms" in code_of(fixed) and "HDEL" in code_of(fixed)
     # The variant looks at no deadline and deletes no hold.
     assert "deadline_ms" not in code_of(variant) and "HDEL" not in code_of(variant)
+
+
+def test_no_reclaim_is_the_shipped_fragment_with_the_reclaim_loop_body_changed():
+    shipped = SCRIPTS["live_holds"].splitlines()
+    variant = NoReclaim.scripts["live_holds"].splitlines()
+    assert [line for line in shipped if line not in variant] == [
+        "    local amount = tonumber(string.sub(hold, 1, colon - 1))",
+        "    local deadline_ms = tonumber(string.sub(hold, colon + 1))",
+        "    if deadline_ms <= now_ms then",
+        "      redis.call('HDEL', holds_key, entries[index])",
+        "    else",
+        "      live = live + amount",
+        "    end",
+    ]
+    assert [line for line in variant if line not in shipped] == [
+        "    live = live + tonumber(string.sub(hold, 1, colon - 1))"]
+    assert {name for name in SCRIPTS if NoReclaim.scripts[name] != SCRIPTS[name]} == {"live_holds"}
 
 
 @pytest.mark.parametrize("name", ["settle_v1", "settle_v2"])
