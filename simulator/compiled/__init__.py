@@ -58,6 +58,7 @@ HOT_PATH: tuple[str, ...] = (
     "simulator.engine.trace",
     "simulator.run.metrics",
     "simulator.plugin.attribution",
+    "simulator.plugin.key_mirror",
     "simulator.families.axond_budget.lifecycle",
     "simulator.families.axond_budget.observer",
     "simulator.families.axond_budget.scope_oracle",

@@ -54,7 +54,8 @@ _run_numbers = itertools.count()
 
 def mirror_after(mirror: dict, entry: list) -> None:
     """Apply one ``observed`` entry to the lab's picture of the keys, the way
-    ``simulator.families.axond_budget.observer.LedgerObserver`` does."""
+    ``simulator.plugin.key_mirror.KeyMirror`` does (undecoded, and keeping the
+    types the shim reports by name only)."""
     key, kind = entry[0], entry[1]
     if kind == "same":
         return

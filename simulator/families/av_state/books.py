@@ -18,6 +18,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+# UNCHANGED: a key's post-state when the command only read it, what the
+# books last had (the key mirror's own sentinel, so a report passes it on).
+from simulator.plugin.key_mirror import UNCHANGED as UNCHANGED
+
 SERVER = "server"
 """The source of record of a store kept on the server (the twin's are replicas)."""
 
@@ -36,10 +40,6 @@ them until the answer, the refund or the cleanup lands."""
 
 ACKED = "acknowledged"
 """A charge its caller was told committed."""
-
-UNCHANGED = object()
-"""A key's post-state when the command only read it: what the books last had."""
-
 
 @dataclass(slots=True)
 class Totals:

@@ -3,7 +3,8 @@
 On a server, every command returns the post-state of the keys it declared
 (``simulator.backends.virtual_expiry``): a counter's value, a refund marker,
 ``same`` for a key it only read, ``none`` for one it deleted.
-``CounterObserver`` hands those of keys under the store's prefix to the
+``CounterObserver`` follows the keys under the store's prefix in the shared
+key mirror (``simulator.plugin.key_mirror``) and hands their values to the
 oracle, with whether each written counter is left without an expiry (the
 server's virtual deadlines say: ``run.py`` gives the observer the server).
 Expiry, eviction and restores arrive the same way, with their cause. At the
@@ -31,6 +32,7 @@ from simulator.engine.kernel import SimulationError
 from simulator.families.av_state.books import SERVER, UNCHANGED, KeyChange
 from simulator.families.av_state.oracle import CounterOracle
 from simulator.net.server import Server
+from simulator.plugin.key_mirror import NO_COMMAND, KeyMirror, Role, Seen
 
 
 def decoded(raw: Any) -> Any:
@@ -44,73 +46,46 @@ def decoded(raw: Any) -> Any:
         return raw
 
 
-class CounterObserver:
-    """Reads a server's counter and marker keys' post-states for the oracle."""
+COUNTER = Role("counter", decoded, types=("string",))
+"""Every key of the store's, counter or marker: a string (the oracle tells
+them apart, knowing every session's keys)."""
+
+
+class CounterObserver(KeyMirror):
+    """Reads a server's counter and marker keys' post-states for the oracle:
+    the key mirror follows every key under the store's prefix from its first
+    post-state until it expires (a restore may bring back one not expired; an
+    expired one never comes back, so a day of five-minute refund markers is
+    not re-read at every restore)."""
 
     def __init__(self, oracle: CounterOracle, layouts: list[tuple[Any, Any]],
                  keys: list[Any]) -> None:
+        super().__init__(prefixes=tuple(dict.fromkeys(
+            settings.key_prefix for _, settings in layouts)), on_sight=COUNTER)
         self.oracle = oracle
-        self.prefixes = tuple(dict.fromkeys(settings.key_prefix for _, settings in layouts))
-        self.server: Server | None = None
-        """The server whose virtual deadlines say which key has a TTL (``attach``)."""
-        self.followed: set[str] = set()
-        """Every key of the store's this observer has seen and not seen expire
-        (a restore may bring one back)."""
-
-    def attach(self, server: Server) -> None:
-        self.server = server
 
     def _no_ttl(self, redis_key: str) -> bool:
+        """The server's virtual deadlines say the key has no TTL (``attach``)."""
         return self.server is not None and self.server.deadline_us(redis_key) is None
 
-    def executed(self, observed: tuple, now_us: int, tag: int) -> None:
-        """A command ran; ``observed`` holds ``[key, type(, value)]`` or
-        ``[key, "same"]`` entries."""
+    def report(self, seen: list[Seen], now_us: int, tag: int, how: str) -> None:
+        """Each key's value, or ``UNCHANGED`` (not written) for one a command
+        only read, with whether a key still there is left without an expiry."""
         changes = []
-        for entry in observed:
-            redis_key = entry[0]
-            if not redis_key.startswith(self.prefixes):
-                continue
-            self.followed.add(redis_key)
-            kind = entry[1]
-            if kind == "same":
+        for redis_key, value, _ in seen:
+            if value is UNCHANGED:
                 changes.append(KeyChange(redis_key, UNCHANGED, written=False))
-            elif kind == "none":
+            elif value is None:
                 changes.append(KeyChange(redis_key, None))
-            elif kind == "string":
-                changes.append(KeyChange(redis_key, decoded(entry[2]),
-                                         no_ttl=self._no_ttl(redis_key)))
             else:
-                raise SimulationError(f"the store left {redis_key!r} as a {kind}, not a "
-                                      "counter: the lab cannot follow it")
-        if changes:
-            self.oracle.observe(SERVER, now_us, tag, "command", changes)
+                changes.append(KeyChange(redis_key, value, no_ttl=self._no_ttl(redis_key)))
+        self.oracle.observe(SERVER, now_us, tag, how, changes)
 
-    def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
-        """Keys vanished without a command: expired, evicted."""
-        changes = [KeyChange(key, None) for key in redis_keys if key in self.followed]
-        if changes:
-            self.oracle.observe(SERVER, now_us, -1, how, changes)
-        if how == "key_expired":
-            # An expired key never comes back by a restore (the write replayed
-            # expires again), so it need not be read after one: a day of
-            # five-minute refund markers is not re-read at every restore.
-            self.followed.difference_update(redis_keys)
-
-    def ledger_keys(self) -> list[str]:
-        """Every key this observer follows."""
-        return sorted(self.followed)
-
-    def resync(self, read: dict[str, Any], now_us: int, how: str) -> None:
-        """After a restore: every followed key as read afresh (``read``, by key)."""
-        changes = []
-        for redis_key in sorted(self.followed):
-            value = decoded(read.get(redis_key))
-            if value != self.held(redis_key):
-                changes.append(KeyChange(redis_key, value, no_ttl=value is not None
-                                         and self._no_ttl(redis_key)))
-        if changes:
-            self.oracle.observe(SERVER, now_us, -1, how, changes)
+    def resynced(self, seen: list[Seen], now_us: int, how: str) -> None:
+        """After a restore: only the keys whose value is not what the books say."""
+        changed = [each for each in seen if each[1] != self.held(each[0])]
+        if changed:
+            self.report(changed, now_us, NO_COMMAND, how)
 
     def held(self, redis_key: str) -> Any:
         """What the oracle's books say the server holds under ``redis_key``."""
@@ -122,8 +97,7 @@ class CounterObserver:
     def check(self, server: Server) -> None:
         """The oracle's books must be exactly what the server holds: a lab bug
         otherwise, and the run stops rather than report numbers it cannot vouch for."""
-        keys = sorted(self.followed)
-        for redis_key, raw in server.read_ledger_keys(keys).items():
+        for redis_key, raw in server.read_ledger_keys(self.ledger_keys()).items():
             if decoded(raw) != self.held(redis_key):
                 raise SimulationError(
                     f"the oracle's record of {redis_key!r} is {self.held(redis_key)!r} but the "

@@ -5,10 +5,12 @@ command declared (``simulator.backends.virtual_expiry``): for a lease hash
 the fields its hash verbs named (``fields``: the lease ids the script
 reclaimed, wrote or released), or the whole hash, or ``same`` for a hash it
 only read. This module maps those Redis keys back to lease keys with the
-store kind's own layout (``ledger_keys``/``decode``), keeps a decoded mirror
-of every hash, and hands the oracle what changed, lease by lease. Key
-expiry, restores and eviction arrive the same way, with their cause. At the
-end of a run ``check`` compares the oracle's books with the server.
+store kind's own layout (``ledger_keys``/``decode``), keeps every hash
+decoded in the shared key mirror (``simulator.plugin.key_mirror``), and
+hands the oracle what changed, lease by lease (lease id to its deadline in
+epoch ms, ``None`` for a lease removed). Key expiry, restores and eviction
+arrive the same way, with their cause. At the end of a run ``check``
+compares the oracle's books with the server.
 
 Leases are never kept in a replica's memory, so the replica-side observer
 (``NoReplicaStores``) has nothing to follow.
@@ -16,19 +18,18 @@ Leases are never kept in a replica's memory, so the replica-side observer
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from simulator.engine.kernel import SimulationError
 from simulator.families.axond_leases.books import NO_REQUEST, Key
 from simulator.families.axond_leases.oracle import LeaseOracle
 from simulator.net.server import Server
+from simulator.plugin.key_mirror import KeyMirror, Role, Seen
 from stores.registry import StoreKind
 
 ROLE = "leases"
 """The role of a lease hash in a lease kind's layout."""
-
-Changes = dict[str, int | None]
-"""Lease id to its deadline (epoch ms), ``None`` for a lease removed."""
 
 
 def lease_layout(kind: StoreKind, settings: Any, keys: list[Key]) -> dict[str, Key]:
@@ -42,91 +43,33 @@ def lease_layout(kind: StoreKind, settings: Any, keys: list[Key]) -> dict[str, K
     return layout
 
 
-class LeaseObserver:
-    """Decodes lease hashes' post-states for the lease oracle."""
+class LeaseObserver(KeyMirror):
+    """Decodes lease hashes' post-states for the lease oracle: what changed,
+    lease by lease (the key mirror keeps every hash decoded)."""
 
     def __init__(self, oracle: LeaseOracle, layouts: list[tuple[StoreKind, Any]],
                  keys: list[Key]) -> None:
+        super().__init__()
         self.oracle = oracle
         self.layouts = layouts
         self.key_of: dict[str, Key] = {}
-        self.decode: dict[str, Any] = {}
         for kind, settings in layouts:
+            role = Role(ROLE, partial(kind.decode, ROLE))
             for redis_key, key in lease_layout(kind, settings, keys).items():
                 self.key_of[redis_key] = key
-                self.decode[redis_key] = kind.decode
-        # Every lease hash as the backend holds it, decoded. The mirror is
-        # complete because every change to a followed key reaches this
-        # observer (commands, expiry, eviction, restores) and every run
-        # starts empty; ``check`` compares the books with the backend.
-        self.hashes: dict[str, dict[str, int]] = {}
+                self.follow(redis_key, role)
 
-    def attach(self, server: Any) -> None:
-        """It reads post-states only: nothing of the server to keep."""
+    def report(self, seen: list[Seen], now_us: int, tag: int, how: str) -> None:
+        """Each hash's changes (none for a hash a command only read: the oracle
+        still judges the request on it)."""
+        for redis_key, _, changes in seen:
+            self.oracle.observe(self.key_of[redis_key], now_us, tag, how, changes)
 
-    def executed(self, observed: tuple, now_us: int, tag: int) -> None:
-        """A command ran; ``observed`` holds ``[key, type(, value)]``,
-        ``[key, "fields", [name, value or None, ...]]`` or ``[key, "same"]`` entries."""
-        for entry in observed:
-            redis_key = entry[0]
-            if redis_key not in self.key_of:
-                continue
-            kind = entry[1]
-            if kind == "same":
-                changes: Changes = {}
-            elif kind == "fields":
-                changes = self._fields(redis_key, entry[2])
-            else:
-                changes = self._replaced(redis_key, entry[2] if len(entry) > 2 else None)
-            self.oracle.observe(self.key_of[redis_key], now_us, tag, "command", changes)
-
-    def _fields(self, redis_key: str, named: list) -> Changes:
-        """The changes a hash verb's named fields make to the mirror."""
-        mirror = self.hashes.setdefault(redis_key, {})
-        written = {}
-        changes: Changes = {}
-        for name, value in zip(named[::2], named[1::2], strict=True):
-            if value is None:
-                if name in mirror:
-                    changes[name] = None
-                    del mirror[name]
-            else:
-                written[name] = value
-        for name, deadline in self.decode[redis_key](ROLE, written).items():
-            if mirror.get(name) != deadline:
-                changes[name] = mirror[name] = deadline
-        if not mirror:
-            del self.hashes[redis_key]
-        return changes
-
-    def _replaced(self, redis_key: str, raw: Any) -> Changes:
-        """The changes from the mirror to a whole hash's new content."""
-        old = self.hashes.pop(redis_key, {})
-        new = self.decode[redis_key](ROLE, raw) or {}
-        if new:
-            self.hashes[redis_key] = dict(new)
-        changes: Changes = {name: None for name in old.keys() - new.keys()}
-        changes.update({name: deadline for name, deadline in new.items()
-                        if old.get(name) != deadline})
-        return changes
-
-    def dropped(self, redis_keys: list[str], now_us: int, how: str) -> None:
-        """Keys vanished without a command: expired, evicted."""
-        for redis_key in redis_keys:
-            if redis_key in self.key_of:
-                self.oracle.observe(self.key_of[redis_key], now_us, NO_REQUEST, how,
-                                    self._replaced(redis_key, None))
-
-    def ledger_keys(self) -> list[str]:
-        """Every Redis key this observer follows."""
-        return list(self.key_of)
-
-    def resync(self, read: dict[str, Any], now_us: int, how: str) -> None:
-        """After a restore: every lease hash as read afresh (``read``, by Redis key)."""
-        for redis_key, key in self.key_of.items():
-            changes = self._replaced(redis_key, read.get(redis_key))
-            if changes:
-                self.oracle.observe(key, now_us, NO_REQUEST, how, changes)
+    def resynced(self, seen: list[Seen], now_us: int, how: str) -> None:
+        """After a restore: only the hashes it changed."""
+        changed = [each for each in seen if each[2]]
+        if changed:
+            self.report(changed, now_us, NO_REQUEST, how)
 
     def check(self, server: Server) -> None:
         """The oracle's books must be exactly what the backend holds: a lab bug
