@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -102,10 +102,7 @@ class ScriptSet(Mapping[str, str]):
         """This set with some scripts replaced, by name: a ``Path`` is a file
         read now, a string is the Lua text itself. Only names the set has can
         be replaced, so a typo cannot leave the shipped script running."""
-        unknown = sorted(set(replacements) - set(self._texts))
-        if unknown:
-            raise ValueError(f"no script named {', '.join(map(repr, unknown))} to replace; "
-                             f"the scripts are: {', '.join(sorted(self._texts))}")
+        self._refuse_unknown(replacements, "replace")
         texts = dict(self._texts)
         for name, replacement in replacements.items():
             texts[name] = (replacement.read_text(encoding="utf-8")
@@ -117,15 +114,20 @@ class ScriptSet(Mapping[str, str]):
         with its ``Patch`` (or each of its patches, in order) applied. A name
         the set does not have, or a patch whose text to replace is not in the
         script exactly once, is a ``ValueError`` here, when the set is built."""
-        unknown = sorted(set(patches) - set(self._texts))
-        if unknown:
-            raise ValueError(f"no script named {', '.join(map(repr, unknown))} to patch; "
-                             f"the scripts are: {', '.join(sorted(self._texts))}")
+        self._refuse_unknown(patches, "patch")
         texts = dict(self._texts)
         for name, script_patches in patches.items():
             for patch in (script_patches,) if isinstance(script_patches, Patch) else script_patches:
                 texts[name] = patch.apply(name, texts[name])
         return ScriptSet(texts)
+
+    def _refuse_unknown(self, names: Iterable[str], verb: str) -> None:
+        """Only names the set has can be changed: a typo must not leave the
+        shipped script running."""
+        unknown = sorted(set(names) - set(self._texts))
+        if unknown:
+            raise ValueError(f"no script named {', '.join(map(repr, unknown))} to {verb}; "
+                             f"the scripts are: {', '.join(sorted(self._texts))}")
 
     def source(self, name: str) -> str:
         """The text script ``name`` runs as: its own, after the fragment its
