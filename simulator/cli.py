@@ -247,8 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
                           help="a run's results directory, or its summary.json")
     diff_cmd.add_argument("run_b", type=Path, metavar="RUN_B", help="the other run")
 
-    commands.add_parser("fields", parents=[plugins],
-                        help="print every scenario field with its default")
+    fields_cmd = commands.add_parser(
+        "fields", parents=[plugins],
+        help="print every scenario field with its default, and the summary's keys")
+    fields_cmd.add_argument("--metrics", type=Path, metavar="SCENARIO",
+                            help="print only the summary keys a run of SCENARIO reports, "
+                            "its family's included")
     commands.add_parser("stores", parents=[plugins],
                         help="list the store kinds a scenario can name")
     return parser
@@ -263,9 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --plugin: {error}", file=sys.stderr)
         return USER_ERROR
     if args.command == "fields":
-        from simulator.present.report import fields_reference
-        print(fields_reference())
-        return 0
+        return _exit_code_of(lambda: _fields(args))
     if args.command == "stores":
         kinds = sorted(registry.kinds().items())
         # As wide as the longest name, so a plugin's long name keeps the column.
@@ -586,6 +588,20 @@ def _check(args: argparse.Namespace) -> int:
           f"{family_of(scenario.kind).name}), {expect}"
           + (f", plugins {', '.join(dict.fromkeys(plugins))}" if plugins else ""))
     print(preflight.work_line(scenario, args.backend, examined.estimate))
+    return 0
+
+
+def _fields(args: argparse.Namespace) -> int:
+    """``fields``: the scenario fields and the summary's keys; ``--metrics``:
+    a scenario's summary keys."""
+    from simulator.present.report import fields_reference, metrics_reference
+    if args.metrics is None:
+        print(f"{fields_reference()}\n\n{metrics_reference()}")
+        return 0
+    from simulator.run.preflight import known_metrics
+    from simulator.scenario.model import load_scenario
+    scenario = load_scenario(args.metrics)
+    print(metrics_reference(known_metrics(scenario), scenario.store))
     return 0
 
 

@@ -36,25 +36,39 @@ replica_boot_failed      its store refused to boot (detail: why); retried later
 from __future__ import annotations
 
 import hashlib
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-SCHEMA = pa.schema(
-    [
-        ("time_us", pa.int64()),
-        ("replica", pa.int32()),
-        ("incarnation", pa.int32()),
-        ("request", pa.int64()),
-        ("kind", pa.dictionary(pa.int32(), pa.string())),
-        ("namespace", pa.dictionary(pa.int32(), pa.string())),
-        ("subject", pa.dictionary(pa.int32(), pa.string())),
-        ("amount", pa.int64()),
-        ("outcome", pa.string()),
-        ("detail", pa.dictionary(pa.int32(), pa.string())),
-    ]
-)
+COLUMNS = ("time_us", "replica", "incarnation", "request", "kind", "namespace", "subject",
+           "amount", "outcome", "detail")
+"""A row's columns, in order (``schema()`` gives their Parquet types)."""
+
+
+@cache
+def schema() -> pa.Schema:
+    """The trace's Parquet schema. Built on first use: pyarrow is imported only
+    by what reads or writes a trace (``check`` and ``--help`` start without it)."""
+    import pyarrow as pa
+    return pa.schema(
+        [
+            ("time_us", pa.int64()),
+            ("replica", pa.int32()),
+            ("incarnation", pa.int32()),
+            ("request", pa.int64()),
+            ("kind", pa.dictionary(pa.int32(), pa.string())),
+            ("namespace", pa.dictionary(pa.int32(), pa.string())),
+            ("subject", pa.dictionary(pa.int32(), pa.string())),
+            ("amount", pa.int64()),
+            ("outcome", pa.string()),
+            ("detail", pa.dictionary(pa.int32(), pa.string())),
+        ]
+    )
+
+
 SERVER = -1
 """The ``replica`` of events that happen on the server."""
 
@@ -70,7 +84,7 @@ class Trace:
     """Columns of events plus their fingerprint."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list] = {field.name: [] for field in SCHEMA}
+        self.columns: dict[str, list] = {name: [] for name in COLUMNS}
         self._hash = hashlib.blake2b(digest_size=16)
         self._hashed = 0
         # One list per column, bound once: a row is ten appends, no object of its own.
@@ -120,23 +134,25 @@ class Trace:
         return self._hash.hexdigest()
 
     def to_table(self) -> pa.Table:
+        import pyarrow as pa
         return pa.Table.from_pydict(
             {
                 field.name: pa.array(self.columns[field.name], type=field.type.value_type)
                 .dictionary_encode()
                 if pa.types.is_dictionary(field.type)
                 else pa.array(self.columns[field.name], type=field.type)
-                for field in SCHEMA
+                for field in schema()
             },
         )
 
     def write_parquet(self, path: Path) -> None:
+        import pyarrow.parquet as pq
         pq.write_table(self.to_table(), path, compression="zstd")
 
 
 def fingerprint_of(table: pa.Table) -> str:
     """The fingerprint of a trace read back from Parquet (for replay checks)."""
     digest = hashlib.blake2b(digest_size=16)
-    for row in zip(*(table.column(field.name).to_pylist() for field in SCHEMA), strict=True):
+    for row in zip(*(table.column(name).to_pylist() for name in COLUMNS), strict=True):
         digest.update(repr(row).encode())
     return digest.hexdigest()

@@ -13,9 +13,11 @@ from typing import Any
 from simulator.families import family_of
 from simulator.run.summary import (
     BACKEND_TOTALS,
+    COUNTED_EVENTS,
     DETERMINISM,
     RUN_FIELDS,
     RUN_TOTALS,
+    TEXT_FIELDS,
 )
 from simulator.scenario.reference import fields_reference  # noqa: F401 (the CLI's `fields`)
 from stores import registry
@@ -105,4 +107,30 @@ def summary_table(summary: dict[str, Any], run_info: dict[str, Any] | None = Non
             f"{run_info['virtual_seconds_per_wall_second']} virtual s per wall s, "
             f"peak RSS {run_info['peak_rss_mib']} MiB"
         )
+    return "\n".join(lines)
+
+
+def metrics_reference(known: Any = None, store: str | None = None) -> str:
+    """The summary's keys, in the groups the summary table shows them: those
+    of every run (the core's schema), or, given ``known`` (a scenario's
+    ``simulator.run.preflight.KnownMetrics``) and its ``store``, every metric
+    a run of that scenario reports, its family's included."""
+    if known is None:
+        lines = ["# Summary keys of every run", "",
+                 "A family adds its own (python -m simulator fields --metrics SCENARIO "
+                 "lists a scenario's whole summary).", ""]
+        names = (*RUN_FIELDS, *(f"{event}_count" for event in COUNTED_EVENTS),
+                 *RUN_TOTALS, *(name for names in BACKEND_TOTALS.values() for name in names),
+                 *DETERMINISM)
+        summary = dict.fromkeys(names, 0)
+    else:
+        lines = [f"# Summary keys of a run of store {store}", ""]
+        summary = {**dict.fromkeys(TEXT_FIELDS, 0), "store": store,
+                   **dict.fromkeys(known.names, 0)}
+    for title, keys in grouped(summary, zeros=True):
+        lines.append(f"-- {title}")
+        lines += [f"   {key}" + ("  (text)" if key in TEXT_FIELDS else "") for key in keys]
+    if known is not None and known.open_prefixes:
+        lines += ["", "and, as they happen, any metric named "
+                  + ", ".join(f"{prefix}*" for prefix in known.open_prefixes)]
     return "\n".join(lines)

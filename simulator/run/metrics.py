@@ -14,9 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from simulator.engine.kernel import Kernel
 from simulator.plugin.protocol import Oracle
 
@@ -42,4 +39,7 @@ class Sampler:
             self.kernel.at(following, self._sample)
 
     def write_parquet(self, path: Path) -> None:
+        # Imported here: only a run that writes its samples needs pyarrow.
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         pq.write_table(pa.Table.from_pylist(self.rows), path, compression="zstd")

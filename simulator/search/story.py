@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.engine.trace import SCHEMA
+from simulator.engine.trace import COLUMNS
 from simulator.families import family_of
 from simulator.plugin.family import TimelineLanes
 from stores import registry
@@ -43,8 +43,8 @@ FAULT_PREFIXES = ("fault_", "migration")
 
 
 def trace_rows(trace: Any) -> list[Row]:
-    """The trace's events as dicts, in order (the columns of ``simulator.engine.trace.SCHEMA``)."""
-    names = [column.name for column in SCHEMA]
+    """The trace's events as dicts, in order (``simulator.engine.trace.COLUMNS``)."""
+    names = list(COLUMNS)
     return [dict(zip(names, row, strict=True))
             for row in zip(*(trace.columns[name] for name in names), strict=True)]
 

@@ -137,6 +137,9 @@ def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
             with _executor(workers, scheduler) as (executor, rebuild):
                 _drain(executor, rebuild, pending, finished, notice, allow_remote_redis)
     except KeyboardInterrupt as stop:
+        # The signal may land between a run's file being written and its count:
+        # what is kept is what is on disk.
+        outcome.completed = sum(map(results.is_done, tasks)) - outcome.already_done
         # No results.parquet: it marks a finished sweep (read_results reads the
         # run files until then).
         raise SweepInterrupted(sweep.name, outcome,

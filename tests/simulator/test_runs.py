@@ -13,7 +13,7 @@ import pytest
 from simulator.engine.kernel import Kernel
 from simulator.engine.runtime import ReplicaClock, SimRuntime
 from simulator.engine.streams import Streams
-from simulator.engine.trace import SCHEMA, fingerprint_of
+from simulator.engine.trace import COLUMNS, fingerprint_of, schema
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario, parse_scenario
 
@@ -154,7 +154,7 @@ def test_the_run_command_writes_the_summary_and_the_trace(tmp_path):
     assert summary["seed"] == 4 and summary["backend"] == "fakeredis"
     assert "trace_fingerprint" in result.stdout and str(out) in result.stdout
     table = pq.read_table(out / "trace.parquet")
-    assert table.column_names == SCHEMA.names
+    assert table.column_names == schema().names == list(COLUMNS)
     assert table.num_rows == summary["trace_events"]
     assert fingerprint_of(table) == summary["trace_fingerprint"]
 

@@ -189,6 +189,32 @@ def test_known_metrics_are_the_metrics_a_real_run_of_each_family_reports(path, o
     assert "store" not in known and "trace_fingerprint" not in known
 
 
+@pytest.mark.parametrize("path", ["demo.toml", "in-memory-fleet.toml", "leases.toml",
+                                  "av-state.toml", "tollgate.toml",
+                                  "variant-recomputed-namespace-total.toml"])
+def test_fields_lists_every_summary_key_of_a_scenario_each_in_its_group(path, capsys):
+    from simulator.cli import main
+    scenario = load_scenario(SCENARIOS / path)
+    assert main(["fields", "--metrics", str(SCENARIOS / path)]) == 0
+    listed = capsys.readouterr().out
+    keys = {line.split()[0] for line in listed.splitlines() if line.startswith("   ")}
+    assert set(known_metrics(scenario).names) | {"scenario", "store", "backend",
+                                                 "trace_fingerprint"} == keys
+    # Every key has a group of the summary table's: none is left to "other".
+    assert f"-- {OTHER}" not in listed
+
+
+def test_fields_ends_with_the_keys_every_run_reports(capsys):
+    from simulator.cli import main
+    from simulator.run.summary import COUNTED_EVENTS, RUN_FIELDS, RUN_TOTALS
+    assert main(["fields"]) == 0
+    printed = capsys.readouterr().out
+    core = printed[printed.index("# Summary keys of every run"):]
+    keys = {line.split()[0] for line in core.splitlines() if line.startswith("   ")}
+    assert {*RUN_FIELDS, *RUN_TOTALS, *(f"{event}_count" for event in COUNTED_EVENTS)} <= keys
+    assert f"-- {OTHER}" not in core
+
+
 def test_a_metric_named_only_as_it_happens_is_known_by_its_group_and_no_other_is():
     tollgate = known_metrics(load_scenario(SCENARIOS / "tollgate.toml"))
     assert "spends_refused_by_storage" in tollgate  # one per refusal kind, as they come
