@@ -103,6 +103,19 @@ MESSAGE_FAULTS = frozenset({"request_lost", "reply_lost", "call_timed_out", "cal
                             "connect_failed"})
 """What the network did to a request's messages: the facts a verdict may blame."""
 
+CALLER_MAY_NOT_KNOW = frozenset({"request_lost", "reply_lost", "call_timed_out",
+                                 "call_refused", "reply_to_dead_replica", "misaligned_reply",
+                                 "waiter_dropped", "connection_stalled", "connection_reset",
+                                 "connect_failed"})
+"""The message faults after which the caller may not know what its call did:
+no reply reached it (lost either way, timed out, refused, stalled, reset, its
+waiter dropped, its connection never opened, or it had died), or the reply it
+read was another call's. The rest (``CALLER_KNOWS``) leave it knowing: a
+driver's re-send and the second execution it may cause, a slowed reply (past
+the timeout, the call times out as well), a reply after the caller gave up
+(it had timed out). Every family's oracle reads this one set."""
+CALLER_KNOWS = MESSAGE_FAULTS - CALLER_MAY_NOT_KNOW
+
 
 class FaultClock:
     """When the last fault of the run happened (losses included), for the

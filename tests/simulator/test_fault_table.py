@@ -50,3 +50,16 @@ def test_the_estimate_draws_per_replica_kinds_for_every_replica():
             "faults": {"crash": {"rate": "1/s"}, "failover": {"rate": "1/s"}}}
     counts = {field: count for field, count, _ in planned_faults(parse_scenario(data))}
     assert counts["faults.crash.rate"] == 10 * counts["faults.failover.rate"]
+
+
+def test_one_set_says_after_which_message_faults_a_caller_may_not_know():
+    from simulator.families.av_state.causes import HIDDEN
+    from simulator.families.axond_leases.causes import ATTEMPT_ENDS, CALL_FAILURES
+    from simulator.net.links import CALLER_KNOWS, CALLER_MAY_NOT_KNOW, MESSAGE_FAULTS
+    assert CALLER_MAY_NOT_KNOW | CALLER_KNOWS == MESSAGE_FAULTS
+    assert not CALLER_MAY_NOT_KNOW & CALLER_KNOWS
+    # A re-send, a slowed reply and one after the caller gave up leave it knowing.
+    assert CALLER_KNOWS == {"call_retried", "duplicate_execution", "slow_reply", "late_reply"}
+    # The families read the one set rather than lists of their own.
+    assert HIDDEN is CALLER_MAY_NOT_KNOW is CALL_FAILURES
+    assert ATTEMPT_ENDS <= CALLER_MAY_NOT_KNOW

@@ -13,15 +13,15 @@ nothing the lab did explains is the store's own.
 
 from __future__ import annotations
 
-from simulator.net.links import MESSAGE_FAULTS
+from simulator.net.links import CALLER_MAY_NOT_KNOW
 from simulator.plugin.attribution import STORE_LOGIC
 
 DUPLICATES = frozenset({"call_retried", "duplicate_execution"})
 """Message faults after which one command may have run twice: the driver re-sent it."""
 
-HIDDEN = MESSAGE_FAULTS - {"call_retried", "duplicate_execution", "late_reply"}
-"""Message faults after which a caller may not learn what its call did: lost,
-refused, timed out, stalled, reset, slowed past the timeout, misaligned."""
+HIDDEN = CALLER_MAY_NOT_KNOW
+"""Message faults after which a caller may not learn what its call did
+(``simulator.net.links``)."""
 
 VANISHED = {"key_expired": "counter_expired", "evicted": "evicted",
             "data_loss": "server_data_loss", "source_lost": "crash"}

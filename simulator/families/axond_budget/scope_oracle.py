@@ -47,6 +47,7 @@ from typing import Any
 from simulator.engine.runtime import EPOCH_MS
 from simulator.families.axond_budget.causes import CAUSES, DRIFT_CAUSES, LEAK_CAUSES
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
+from simulator.net.links import CALLER_MAY_NOT_KNOW
 from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
 from simulator.plugin.protocol import MIGRATION
 
@@ -54,13 +55,6 @@ Key = tuple[str, str]
 Holds = dict[str, tuple[int, int]]
 
 
-LOST_MESSAGES = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
-                           "reply_to_dead_replica", "late_reply", "connection_stalled",
-                           "connection_reset", "waiter_dropped", "connect_failed",
-                           "misaligned_reply"})
-"""Message faults after which a gateway may rightly give up on a call: its
-reply never came, came too late, or (on a multiplexed connection) was
-another call's, so the one it sent is as good as lost to it."""
 
 
 LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "eviction"),
@@ -127,7 +121,7 @@ class RequestTruth:
     @property
     def lost_by_lab(self) -> bool:
         """The lab crashed its replica or lost, refused or timed out a message of it."""
-        return self.aborted or not self.message_faults.isdisjoint(LOST_MESSAGES)
+        return self.aborted or not self.message_faults.isdisjoint(CALLER_MAY_NOT_KNOW)
 
     @property
     def misaligned(self) -> bool:

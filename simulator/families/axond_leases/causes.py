@@ -11,7 +11,7 @@ mean what for a lease.
 
 from __future__ import annotations
 
-from simulator.net.links import MESSAGE_FAULTS
+from simulator.net.links import CALLER_MAY_NOT_KNOW, MESSAGE_FAULTS
 from simulator.plugin.attribution import STORE_LOGIC
 
 EXCESS_CAUSES = ("fail_open", "misaligned_reply", "lease_expired_while_held",
@@ -44,15 +44,9 @@ command's denial; a driver retry's second execution counted the request's own
 lease against it; or the store's own decision (including leases it leaked
 itself)."""
 
-NO_FAILURE = frozenset({"call_retried", "duplicate_execution", "late_reply"})
-"""Message faults that fail no call by themselves: a driver retry re-sends,
-a second execution and a reply after the caller stopped waiting change
-nothing the caller sees."""
-
-CALL_FAILURES = MESSAGE_FAULTS - NO_FAILURE
+CALL_FAILURES = CALLER_MAY_NOT_KNOW
 """Message faults after which a call (an acquire, a release) may rightly
-fail: lost, refused, timed out, stalled, reset, slowed past the timeout,
-misaligned, or its connection failed to open."""
+fail: its caller did not hear what it did (``simulator.net.links``)."""
 
 ATTEMPT_ENDS = MESSAGE_FAULTS & frozenset({"call_timed_out", "call_refused",
                                            "connection_reset", "misaligned_reply"})

@@ -27,14 +27,10 @@ from typing import Any
 from simulator.engine.runtime import EPOCH_MS
 from simulator.families.tollgate.books import AccountBook, Counts, LeaseBook, Source, UsageBook
 from simulator.families.tollgate.causes import BILLING_LOSS_CAUSES, STRANDED_CAUSES
+from simulator.net.links import CALLER_MAY_NOT_KNOW
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.world.requests import KeySpace
 from stores.tollgate.domain import Conservation, LeaseGrant, LeaseView
-
-LOST_CALL = frozenset({"request_lost", "reply_lost", "call_timed_out", "call_refused",
-                       "connection_reset", "connection_stalled", "waiter_dropped",
-                       "misaligned_reply", "slow_reply", "connect_failed"})
-"""Message faults after which a caller may not have heard of a commit."""
 
 
 class LedgerOracle:
@@ -180,7 +176,7 @@ class LedgerOracle:
             return None
         if lease.holder_lost or lease.tag in self.aborted_requests:
             return "holder_crashed"
-        if self.faulted.get(lease.tag, set()) & LOST_CALL:
+        if self.faulted.get(lease.tag, set()) & CALLER_MAY_NOT_KNOW:
             return f"ambiguous_{lease.via}"
         return STORE_LOGIC
 
