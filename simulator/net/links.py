@@ -126,15 +126,16 @@ class FaultClock:
 
     def __init__(self) -> None:
         self.last_fault_us: int | None = None
-        self.listener: Callable[[int, str], None] | None = None
+        self.listener: Callable[[int, str, str], None] | None = None
 
     def mark(self, now_us: int) -> None:
         self.last_fault_us = now_us
 
-    def hit(self, tag: int, what: str) -> None:
-        """A fault hit a message of request ``tag`` (or the migration's)."""
+    def hit(self, tag: int, what: str, call: str = "") -> None:
+        """A fault hit a message of request ``tag`` (or the migration's), of
+        the command labelled ``call`` (a script's name, a verb) when known."""
         if self.listener is not None:
-            self.listener(tag, what)
+            self.listener(tag, what, call)
 
 
 class _Call:
@@ -223,7 +224,7 @@ class Link:
         self.trace.record(self.kernel.now, self.replica, self.incarnation, call.process.tag,
                           kind, outcome=outcome, detail=call.command.label)
         if kind in MESSAGE_FAULTS:
-            self.faults.hit(call.process.tag, kind)
+            self.faults.hit(call.process.tag, kind, call.command.label)
 
     def _held_by_pause(self, callback: object, *args: object) -> bool:
         """The replica's driver runs inside the replica: while it is paused,

@@ -82,7 +82,7 @@ class SimRedis:
         except BaseException:
             link = connection.link
             current = link.kernel.current
-            link.faults.hit(current.tag if current is not None else -1, "connect_failed")
+            link.faults.hit(current.tag if current is not None else -1, "connect_failed", "connect")
             raise
         return connection
 

@@ -75,11 +75,13 @@ class Oracle(Protocol):
         """The fleet's clocks by replica index (``ReplicaClock``), told once
         before the run starts: a store's deadlines are judged by them."""
 
-    def message_fault(self, number: int, what: str) -> None:
+    def message_fault(self, number: int, what: str, call: str = "") -> None:
         """The network lost, refused, timed out or duplicated a message of
         request ``number`` (``MIGRATION``: of the operator's migration), or
         the lab killed the migration; ``what`` names the fault
-        (``simulator.net.links.MESSAGE_FAULTS``, ``migration_killed``)."""
+        (``simulator.net.links.MESSAGE_FAULTS``, ``migration_killed``) and
+        ``call`` the command it hit: its label (a script's name, a verb;
+        ``connect`` for a connection that failed to open), empty when none."""
 
     def aborted(self, number: int, now_us: int) -> None:
         """Request ``number`` ended without finishing (its replica crashed)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.families import family_of
+from simulator.plugin.contracts import EXPOSED_BY_SUFFIX
 from simulator.run.summary import (
     BACKEND_TOTALS,
     COUNTED_EVENTS,
@@ -23,6 +24,7 @@ from simulator.scenario.reference import fields_reference  # noqa: F401 (the CLI
 from stores import registry
 
 CLOSING_SECTIONS = (
+    ("the store's own damage, exposed by", (f"*{EXPOSED_BY_SUFFIX}",)),
     ("what happened", ("*_count", *RUN_TOTALS)),
     ("server work", tuple(name for names in BACKEND_TOTALS.values() for name in names)),
     ("determinism", DETERMINISM),
@@ -43,9 +45,9 @@ def sections(summary: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
         return [("run", RUN_FIELDS), *CLOSING_SECTIONS]
     family = family_of(kind)
     run = RUN_FIELDS + tuple(layout.run_facts(kind))
-    happened, *rest = CLOSING_SECTIONS
+    exposed, happened, *rest = CLOSING_SECTIONS
     happened = (happened[0], (*happened[1], *(name for name, _ in family.migration_totals)))
-    return [("run", run), *layout.sections, happened, *rest]
+    return [("run", run), *layout.sections, exposed, happened, *rest]
 
 
 def figure(value: Any) -> str:

@@ -3,10 +3,13 @@
 ``run`` prints these first, before the grouped summary: one line per
 invariant of the run's family and scope (the budget family's subject and
 namespace caps apart), held or broken, the measured figure, and the largest
-part of it the oracle filed under a single cause::
+part of it the oracle filed under a single cause (for the store's own,
+``store_logic``, the fault that exposed it: ``simulator.plugin.contracts``)::
 
     HELD   conservation_violations = 0
     BROKEN cap_overshoot_microdollars_total = 12,305 (largest contributor: store_logic 12,000)
+    BROKEN conservation_drift_microdollars_total = -12,305 (largest contributor:
+           store_logic -12,305, exposed by reply_lost on release_v1)   [one line]
 
 An invariant holds at its sound value, 0, whichever way its family counts
 worse (``simulator.scenario.conditions.Invariant``). After the summary come the
@@ -20,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.plugin.attribution import STORE_LOGIC
+from simulator.plugin.contracts import exposed_by_key
 from simulator.present.report import figure
 from simulator.scenario.conditions import Expectation, ExpectationOutcome, Invariant
 
@@ -36,6 +41,9 @@ class InvariantVerdict:
     contributor: tuple[str, float] | None
     """The cause with the largest part of ``value``, and that part (None when
     the invariant held or the summary files it under no cause)."""
+    exposed_by: str | None = None
+    """When that cause is the store's own: what exposed it (``reply_lost on
+    settle_v1``, ``no fault``), if the summary says."""
 
     @property
     def held(self) -> bool:
@@ -51,7 +59,8 @@ class InvariantVerdict:
         text = f"{self.metric} = {figure(self.value)}"
         if self.contributor is not None:
             cause, part = self.contributor
-            text += f" (largest contributor: {cause} {figure(part)})"
+            exposed = f", exposed by {self.exposed_by}" if self.exposed_by else ""
+            text += f" (largest contributor: {cause} {figure(part)}{exposed})"
         return text
 
     def __str__(self) -> str:
@@ -68,8 +77,10 @@ def invariant_verdicts(summary: Mapping[str, Any],
         value = summary.get(invariant.metric)
         if not isinstance(value, int | float) or isinstance(value, bool):
             continue
-        verdicts.append(InvariantVerdict(invariant, value, _largest_contributor(
-            invariant, summary) if value != SOUND else None))
+        contributor = _largest_contributor(invariant, summary) if value != SOUND else None
+        exposed_by = (summary.get(exposed_by_key(invariant.metric))
+                      if contributor is not None and contributor[0] == STORE_LOGIC else None)
+        verdicts.append(InvariantVerdict(invariant, value, contributor, exposed_by))
     return tuple(verdicts)
 
 

@@ -151,7 +151,7 @@ def _start_attempt(world: Operated, migration: PreparedMigration, number: int) -
                 attempt.failed = True
                 world.trace.record(kernel.now, MIGRATOR, number, MIGRATION,
                                    "fault_migration_killed", amount=limit)
-                world.fault_clock.hit(MIGRATION, "migration_killed")
+                world.fault_clock.hit(MIGRATION, "migration_killed", "migrate")
         link.after_execute = kill_at_limit
     port = SimRedis(link, world.script_names)
 

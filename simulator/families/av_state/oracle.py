@@ -113,7 +113,7 @@ class CounterOracle:
     def replica_clocks(self, clocks: list) -> None:
         """Counters carry no deadlines written by a replica's clock."""
 
-    def message_fault(self, number: int, what: str) -> None:
+    def message_fault(self, number: int, what: str, call: str = "") -> None:
         """The lab did ``what`` to a message of session ``number``: filed
         under every operation of it still open (the latest when none is)."""
         session = self.sessions.get(number)

@@ -66,9 +66,9 @@ class BudgetOracle:
     def replica_clocks(self, clocks: list) -> None:
         self.clocks[:] = clocks
 
-    def message_fault(self, number: int, what: str) -> None:
+    def message_fault(self, number: int, what: str, call: str = "") -> None:
         for scope in self.scopes.values():
-            scope.message_fault(number, what)
+            scope.message_fault(number, what, call)
 
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
                 now_us: int) -> None:

@@ -257,7 +257,7 @@ class ScopeOracle:
             return self.clocks[replica].now_ms(now_us)
         return EPOCH_MS + now_us // 1_000
 
-    def message_fault(self, number: int, what: str) -> None:
+    def message_fault(self, number: int, what: str, call: str = "") -> None:
         """The lab lost, refused, timed out or duplicated a message of request
         ``number`` (or of the operator's migration)."""
         if number == MIGRATION:

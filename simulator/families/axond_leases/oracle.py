@@ -100,7 +100,7 @@ class LeaseOracle:
             return self.clocks[replica].now_ms(now_us)
         return EPOCH_MS + now_us // 1_000
 
-    def message_fault(self, number: int, what: str) -> None:
+    def message_fault(self, number: int, what: str, call: str = "") -> None:
         """The lab did ``what`` to a message of request ``number``: to its
         acquire while it waited or held, to its compensation once denied, to
         its release once completed."""

@@ -53,7 +53,7 @@ class LedgerOracle:
     def replica_clocks(self, clocks: list[Any]) -> None:
         """Holders judge expiry by their own clocks; the verdict uses the ledger's."""
 
-    def message_fault(self, number: int, what: str) -> None:
+    def message_fault(self, number: int, what: str, call: str = "") -> None:
         self.faulted.setdefault(number, set()).add(what)
 
     def aborted(self, number: int, now_us: int) -> None:

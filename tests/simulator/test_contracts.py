@@ -1,0 +1,66 @@
+"""The fault-contract vocabulary every family shares (``simulator.plugin.contracts``):
+store-logic damage kept by the fault that exposed it, where it began, and the
+verdict line that names both."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.plugin.contracts import (
+    BEGAN,
+    BEGAN_AT,
+    NO_FAULT,
+    Clause,
+    Contract,
+    Exposures,
+    exposed_by_key,
+)
+from simulator.present.verdicts import invariant_verdicts
+from simulator.scenario.conditions import Invariant
+
+DRIFT = "conservation_drift_microdollars_total"
+
+
+def test_the_largest_exposure_is_named_and_the_earliest_parting_kept():
+    exposures = Exposures()
+    exposures.add(DRIFT, -5_000, "reply_lost", "release_v1")
+    exposures.add(DRIFT, -7_305, "reply_lost", "release_v1")
+    exposures.add(DRIFT, 9_000, "call_retried", "settle_v1")
+    exposures.add(DRIFT, 0, "request_lost", "settle_v1")  # nothing: not kept
+    exposures.parted(2_000, 7, "release_v1 on replica 1 for request 7")
+    exposures.parted(1_000, 3, "settle_v1 on replica 0 for request 3")
+    assert exposures.of(DRIFT) == {"reply_lost on release_v1": -12_305,
+                                   "call_retried on settle_v1": 9_000}
+    summary = exposures.summary([DRIFT, "leaked_hold_microdollar_seconds"],
+                                {DRIFT: -3_305, "leaked_hold_microdollar_seconds": 0})
+    assert summary == {exposed_by_key(DRIFT): "reply_lost on release_v1",
+                       BEGAN_AT: 1_000, "store_logic_began_request": 3,
+                       BEGAN: "settle_v1 on replica 0 for request 3"}
+    # No store-logic part: nothing to name.
+    assert Exposures().summary([DRIFT], {DRIFT: 0}) == {}
+    lone = Exposures()
+    assert lone.summary([DRIFT], {DRIFT: 4}) == {exposed_by_key(DRIFT): NO_FAULT}
+
+
+def test_the_verdict_names_what_exposed_the_store_s_own_damage_and_only_that():
+    invariant = Invariant(DRIFT, worse="further_from_zero",
+                          by_cause="conservation_drift_by_{cause}_microdollars")
+    summary = {DRIFT: -12_305, "conservation_drift_by_store_logic_microdollars": -12_305,
+               "conservation_drift_by_settlement_lost_microdollars": 0,
+               exposed_by_key(DRIFT): "reply_lost on release_v1"}
+    (verdict,) = invariant_verdicts(summary, [invariant])
+    assert str(verdict) == (f"BROKEN {DRIFT} = -12,305 (largest contributor: store_logic "
+                            "-12,305, exposed by reply_lost on release_v1)")
+    summary["conservation_drift_by_settlement_lost_microdollars"] = -20_000
+    (verdict,) = invariant_verdicts(summary, [invariant])
+    assert str(verdict).endswith("(largest contributor: settlement_lost -20,000)")
+
+
+def test_a_contract_finds_its_clauses_and_refuses_one_it_lacks():
+    clause = Clause("lost a settle reply", "store_logic", "nothing", "drift, a double charge",
+                    ("axond_budget/lua/settle.lua:1-20",))
+    contract = Contract("axond_budget", (clause,))
+    assert contract.clause("lost a settle reply") is clause
+    assert contract.causes == ("store_logic",)
+    with pytest.raises(KeyError, match="no clause for 'lost a reserve reply'"):
+        contract.clause("lost a reserve reply")
