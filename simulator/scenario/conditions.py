@@ -268,6 +268,10 @@ class Invariant:
     """The names of its parts filed by cause, ``{cause}`` standing for the
     cause (``cap_overshoot_by_{cause}_microdollars``); empty for the usual
     ``<metric>_by_{cause}``."""
+    store_only: bool = False
+    """Damage only the store can do, whatever the lab does (the fault
+    contracts excuse none of it): all of it is ``store_logic``, and the
+    summary has no parts by cause for it."""
 
     def badness(self, value: float) -> float:
         return abs(value) if self.worse == "further_from_zero" else value
@@ -279,10 +283,15 @@ class Invariant:
     def in_scope(self, prefix: str) -> Invariant:
         """The same invariant measured in another scope, whose metrics carry
         ``prefix`` (``namespace_``)."""
-        return Invariant(prefix + self.metric, self.worse, prefix + self.cause_pattern)
+        return Invariant(prefix + self.metric, self.worse, prefix + self.cause_pattern,
+                         self.store_only)
 
     def causes(self, summary: Mapping[str, Any]) -> dict[str, Any]:
         """Its parts in ``summary`` by cause (zeros included), in the summary's order."""
+        if self.store_only:
+            value = summary.get(self.metric)
+            # simulator.plugin.attribution.STORE_LOGIC, a layer above this one.
+            return {} if value is None else {"store_logic": value}
         before, _, after = self.cause_pattern.partition("{cause}")
         named = re.compile(f"{re.escape(before)}(?P<cause>[a-z0-9_]+){re.escape(after)}")
         found = {}
