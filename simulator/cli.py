@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
                      action="store_true",
                      help="allow a Redis or PostgreSQL server that is not on loopback")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--verbose", action="store_true",
+                     help="for an inconclusive run, print the traceback behind it")
     run.add_argument("--counterfactual", action="store_true",
                      help="then re-run the same seed once per fault class the scenario "
                      "injects, that class removed, and print the damage each removal takes "
@@ -508,8 +510,10 @@ def _run(args: argparse.Namespace) -> int:
     from simulator.present.html_report import write_report
     from simulator.present.junit import write_junit
     from simulator.present.report import summary_table
-    from simulator.present.verdicts import expectation_line, invariant_verdicts
+    from simulator.present.verdicts import expectation_line, inconclusive_line, invariant_verdicts
     from simulator.run.compose import run_scenario
+    from simulator.run.exercise import INCONCLUSIVE_EXIT
+    from simulator.run.summary import INCONCLUSIVE
     from simulator.scenario.conditions import failures_of, judge_expectations
     from simulator.scenario.model import ScenarioError, load_scenario
     from simulator.search.counterfactual import counterfactual, counterfactual_table
@@ -537,7 +541,16 @@ def _run(args: argparse.Namespace) -> int:
                               allow_remote_redis=args.allow_remote_redis, progress=progress,
                               estimate=examined.estimate)
     result.write(out)
-    # The verdicts first: whether each invariant held, in one line each.
+    # The verdicts first: whether each invariant held, in one line each,
+    # after why none can be trusted when the run could not judge the store.
+    inconclusive = inconclusive_line(result.summary)
+    if inconclusive is not None:
+        print(inconclusive)
+        if args.verbose:
+            for name in ("store_raised_traceback", "first_boot_failure_traceback"):
+                if name in result.run_info:
+                    print(result.run_info[name].rstrip())
+                    break
     verdicts = invariant_verdicts(result.summary, invariants_for(scenario.kind))
     for verdict in verdicts:
         print(verdict)
@@ -555,7 +568,8 @@ def _run(args: argparse.Namespace) -> int:
     for expectation in expectations:
         print(expectation_line(expectation))
     if args.junit is not None:
-        write_junit(args.junit, f"{scenario.name}-seed{seed}", verdicts, expectations)
+        write_junit(args.junit, f"{scenario.name}-seed{seed}", verdicts, expectations,
+                    result.summary.get(INCONCLUSIVE))
     written = ", ".join(str(path) for path in sorted(out.iterdir()))
     print(f"\nresults: {written}")
     if args.junit is not None:
@@ -565,6 +579,9 @@ def _run(args: argparse.Namespace) -> int:
     failures = failures_of(expectations, result.summary)
     for failure in failures:
         print(f"expectation failed: {failure}", file=sys.stderr)
+    if inconclusive is not None:
+        print(f"{inconclusive} (seed {seed})", file=sys.stderr)
+        return INCONCLUSIVE_EXIT
     return EXPECTATION_FAILED if failures else 0
 
 
@@ -580,6 +597,13 @@ def _check(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
     if examined.problems:
         return USER_ERROR
+    from simulator.run.compose import boot_check
+    from simulator.run.exercise import INCONCLUSIVE_EXIT
+    refusal = boot_check(scenario, args.backend)
+    if refusal is not None:
+        print(f"error: {args.scenario}: a run would be INCONCLUSIVE: no replica could boot "
+              f"its store ({scenario.store}): {refusal}", file=sys.stderr)
+        return INCONCLUSIVE_EXIT
     plugins = [*args.plugins, *scenario.plugins]
     entries = len(scenario.expect)
     expect = (f"{entries} [expect] entr{'y' if entries == 1 else 'ies'}, every metric known"

@@ -17,6 +17,7 @@ cdef class Process:
 cdef class Kernel:
     cdef public object seed, now, swallowed_io, current
     cdef public object _heap, _sequence, _discarded, _graveyard, _owners, _guard, _until_guard
+    cdef public object failures
 
     @cython.locals(process=Process, owner=Owner, heap=list)
     cpdef _run_events(self, until_us, most)

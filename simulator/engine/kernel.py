@@ -120,7 +120,7 @@ class Kernel:
     # gets the next sequence number at the moment it is scheduled, so traces
     # stay the same.
     __slots__ = ("seed", "now", "swallowed_io", "_heap", "_sequence", "_discarded", "current",
-                 "_graveyard", "_owners", "_guard", "_until_guard")
+                 "_graveyard", "_owners", "_guard", "_until_guard", "failures")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
@@ -136,6 +136,10 @@ class Kernel:
         self._guard: Callable[[], int] = _unguarded
         self._until_guard = UNGUARDED
         """Events the run loop may step before it calls the guard."""
+        self.failures: Callable[[Process, BaseException], bool] | None = None
+        """Told of a process that failed with nobody joining it; True when it
+        took the failure as a finding (a store's call that raised), so the run
+        goes on. Unset, or False, and the run stops (``SimulationError``)."""
 
     def set_guard(self, guard: Callable[[], int], every: int) -> None:
         """Call ``guard()`` once ``every`` more events have run, just before the
@@ -315,6 +319,8 @@ class Kernel:
         for joiner, token in process.joiners:
             self.at(self.now, _WAKE_UP, joiner, token, result, error)
         if error is not None and not process.joiners and not isinstance(error, CancelledError):
+            if self.failures is not None and self.failures(process, error):
+                return
             hint = ""
             if isinstance(error, RuntimeError) and "event loop" in str(error):
                 hint = (" (an asyncio call ran inside the simulation, where no event loop "

@@ -16,8 +16,10 @@ from simulator.run.summary import (
     BACKEND_TOTALS,
     COUNTED_EVENTS,
     DETERMINISM,
+    INCONCLUSIVE,
     RUN_FIELDS,
     RUN_TOTALS,
+    STORE_RAISED,
     TEXT_FIELDS,
 )
 from simulator.scenario.reference import fields_reference  # noqa: F401 (the CLI's `fields`)
@@ -25,7 +27,7 @@ from stores import registry
 
 CLOSING_SECTIONS = (
     ("the store's own damage, exposed by", (f"*{EXPOSED_BY_SUFFIX}",)),
-    ("what happened", ("*_count", *RUN_TOTALS)),
+    ("what happened", (INCONCLUSIVE, STORE_RAISED, "*_count", *RUN_TOTALS)),
     ("server work", tuple(name for names in BACKEND_TOTALS.values() for name in names)),
     ("determinism", DETERMINISM),
 )

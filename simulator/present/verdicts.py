@@ -11,6 +11,13 @@ part of it the oracle filed under a single cause (for the store's own,
     BROKEN conservation_drift_microdollars_total = -12,305 (largest contributor:
            store_logic -12,305, exposed by reply_lost on release_v1)   [one line]
 
+A run that could not exercise the store (no replica booted, nothing
+answered, the store raised: ``simulator.run.exercise``) judges nothing: its
+first line says why, and an invariant at 0 reads INCONCLUSIVE, not HELD::
+
+    INCONCLUSIVE no replica booted its store: ValueError: no such table
+    INCONCLUSIVE conservation_violations = 0
+
 An invariant holds at its sound value, 0, whichever way its family counts
 worse (``simulator.scenario.conditions.Invariant``). After the summary come the
 scenario's ``[expect]`` entries, each with its threshold and what was
@@ -26,6 +33,7 @@ from typing import Any
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import exposed_by_key
 from simulator.present.report import figure
+from simulator.run.summary import INCONCLUSIVE
 from simulator.scenario.conditions import Expectation, ExpectationOutcome, Invariant
 
 SOUND = 0
@@ -44,10 +52,19 @@ class InvariantVerdict:
     exposed_by: str | None = None
     """When that cause is the store's own: what exposed it (``reply_lost on
     settle_v1``, ``no fault``), if the summary says."""
+    inconclusive: str | None = None
+    """Why the run could not judge the store, when it could not."""
 
     @property
     def held(self) -> bool:
+        """At its sound value (in an inconclusive run, that proves nothing)."""
         return self.value == SOUND
+
+    @property
+    def label(self) -> str:
+        if not self.held:
+            return "BROKEN"
+        return "INCONCLUSIVE" if self.inconclusive else "HELD"
 
     @property
     def metric(self) -> str:
@@ -64,7 +81,7 @@ class InvariantVerdict:
         return text
 
     def __str__(self) -> str:
-        return f"{'HELD' if self.held else 'BROKEN':<6} {self.measured}"
+        return f"{self.label:<6} {self.measured}"
 
 
 def invariant_verdicts(summary: Mapping[str, Any],
@@ -80,8 +97,15 @@ def invariant_verdicts(summary: Mapping[str, Any],
         contributor = _largest_contributor(invariant, summary) if value != SOUND else None
         exposed_by = (summary.get(exposed_by_key(invariant.metric))
                       if contributor is not None and contributor[0] == STORE_LOGIC else None)
-        verdicts.append(InvariantVerdict(invariant, value, contributor, exposed_by))
+        verdicts.append(InvariantVerdict(invariant, value, contributor, exposed_by,
+                                         summary.get(INCONCLUSIVE)))
     return tuple(verdicts)
+
+
+def inconclusive_line(summary: Mapping[str, Any]) -> str | None:
+    """``INCONCLUSIVE <why>`` for a run that could not judge the store, else None."""
+    reason = summary.get(INCONCLUSIVE)
+    return f"INCONCLUSIVE {reason}" if reason else None
 
 
 def _largest_contributor(invariant: Invariant,

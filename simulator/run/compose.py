@@ -31,9 +31,16 @@ from simulator.net.service import ServiceNode
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import CORE_FACTS, Oracle, ReplicaObserver
 from simulator.run.estimate import WorkEstimate, estimate_work
+from simulator.run.exercise import first_boot_error, inconclusive_reason, store_answers
 from simulator.run.limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
 from simulator.run.metrics import Sampler
-from simulator.run.summary import COUNTED_EVENTS, MIGRATION_TOTALS
+from simulator.run.summary import (
+    COUNTED_EVENTS,
+    INCONCLUSIVE,
+    MIGRATION_TOTALS,
+    STORE_ANSWERS,
+    STORE_RAISED,
+)
 from simulator.scenario.faults import plan
 from simulator.scenario.model import Scenario, ScenarioError
 from simulator.world.operations import PreparedMigration
@@ -160,11 +167,51 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
             summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
             summary.update(side.work_done())
             backend_work = side.backend_work()
+            findings = _findings(world)
         finally:
             kernel.close()
             side.close()
-    run_info = _run_info(started, end_us, kernel, spec, backend_work)
+    run_info = _run_info(started, end_us, kernel, spec, backend_work) | findings
     return RunResult(summary, run_info, trace, sampler)
+
+
+EMBEDDED = ("memory", "fakeredis")
+"""The backends that live in the lab's process: no server to reach."""
+BOOT_CHECK_US = 60_000_000
+"""How long, in virtual time, ``boot_check`` waits for its one replica to boot."""
+
+
+def boot_check(scenario: Scenario, backend: str | None = None) -> str | None:
+    """Boot one replica's store of ``scenario``'s kind as a run would, with
+    no traffic and no faults: None when it booted, else its first refusal
+    (``check`` catches a plugin whose store cannot be built). Only on the
+    embedded backends (fakeredis, the in-process ledger): check touches no server."""
+    spec = resolve_backend(scenario, backend)
+    if spec.kind not in EMBEDDED:
+        spec = BackendSpec.parse(scenario.kind.default_backend)
+    lone = scenario.model_copy(update={
+        "duration_us": 0, "drain_us": 0,
+        "fleet": scenario.fleet.model_copy(update={"replicas": 1})})
+    family = _family_of(lone)
+    kernel, streams, trace = Kernel(lone.seed), Streams(lone.seed), Trace()
+    oracle = family.oracle(lone, lone.kind, lone.settings)
+    keys = lone.workload.keys
+    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    side = _open_server_side(lone, spec, family, oracle, kernel, trace, streams, key_space,
+                             False, True, None, None)
+    with quiet_store_logs():
+        try:
+            world = _build_world(lone, kernel, streams, trace, oracle, family,
+                                 family.replica_observer(oracle), side.server, side.settings,
+                                 key_space)
+            world.start([])
+            kernel.run(BOOT_CHECK_US)
+            if "replica_started" in trace.columns["kind"]:
+                return None
+            return first_boot_error(trace.columns) or "it did not boot within a minute"
+        finally:
+            kernel.close()
+            side.close()
 
 
 def _family_of(scenario: Scenario) -> Family:
@@ -307,6 +354,17 @@ def _check_books(side: ServerSide, store_observer: ReplicaObserver, world: World
         store_observer.check(world.live_replicas())
 
 
+def _findings(world: World) -> dict[str, str]:
+    """The tracebacks behind an inconclusive run, for ``run --verbose`` (in
+    ``run_info.json``: paths and line numbers are this checkout's, not the run's)."""
+    found = {}
+    if world.first_raise is not None:
+        found["store_raised_traceback"] = world.first_raise.traceback
+    if world.first_boot_traceback is not None:
+        found["first_boot_failure_traceback"] = world.first_boot_traceback
+    return found
+
+
 def _run_info(started: float, end_us: int, kernel: Kernel, spec: BackendSpec,
               backend_work: dict[str, float]) -> dict[str, Any]:
     """What the run cost on this machine (``run_info.json``)."""
@@ -367,6 +425,13 @@ def _summarize(scenario: Scenario, seed: int, spec: BackendSpec, kernel: Kernel,
     summary["noscript_replies_count"] = sum(
         1 for outcome in trace.columns["outcome"] if outcome == "error:NOSCRIPT")
     summary["swallowed_io_by_dead_replicas"] = kernel.swallowed_io
+    summary[STORE_ANSWERS] = store_answers(counts, family.timeline.served,
+                                           family.timeline.refused)
+    if world.first_raise is not None:
+        summary[STORE_RAISED] = world.first_raise.line
+    reason = inconclusive_reason(summary, first_boot_error(trace.columns))
+    if reason is not None:
+        summary[INCONCLUSIVE] = reason
     summary["trace_events"] = len(trace)
     summary["trace_fingerprint"] = trace.fingerprint
     return summary

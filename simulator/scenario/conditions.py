@@ -255,6 +255,11 @@ def failures_of(outcomes: list[ExpectationOutcome], summary: dict[str, Any]) -> 
 # ---------------------------------------------------------------- against a reference
 
 
+STORE_RAISED = "store_raised"
+"""The summary's entry naming the first store call that raised, and where
+(absent when none did): any run with it is broken (``Verdict.raised``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Invariant:
     """A summary metric a family promises to keep down, and which way is worse:
@@ -344,10 +349,13 @@ class Verdict:
     worse: tuple[Worse, ...]
     compared: int
     """How many invariants were compared with the reference."""
+    raised: str | None = None
+    """The first store call that raised in the run, if one did: a finding
+    whatever the condition says (``simulator.world.findings``)."""
 
     @property
     def broken(self) -> bool:
-        return self.condition_broken or bool(self.worse)
+        return self.condition_broken or bool(self.worse) or self.raised is not None
 
     @property
     def value(self) -> Any:
@@ -361,7 +369,7 @@ class Verdict:
     @property
     def observed(self) -> str:
         """What the run showed: ``metric = -5``, or where it did worse than the reference."""
-        seen = []
+        seen = [f"the store raised {self.raised}"] if self.raised is not None else []
         if self.condition is not None and (self.condition_broken or not self.worse):
             seen.append(", ".join(f"{metric} = {value!r}" for metric, value in self.values.items()))
         if self.worse:
@@ -400,7 +408,7 @@ def judge(summary: Mapping[str, Any], condition: Condition | None = None,
                    if invariant.metric in summary and reference_summary is not None
                    and invariant.metric in reference_summary)
     return Verdict(condition, values, condition is not None and condition.holds_in(summary),
-                   reference, worse, compared)
+                   reference, worse, compared, summary.get(STORE_RAISED))
 
 
 def _observed(condition: Condition, summary: Mapping[str, Any]) -> str:

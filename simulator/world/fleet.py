@@ -52,6 +52,8 @@ class Replica:
     """Requests this incarnation is serving: a crash ends them."""
     stopping: bool = False
     """Told to stop (an operator's graceful stop): takes no new requests."""
+    boot_refused: Any = None
+    """Told of each boot refusal (``World.boot_refused``), to keep the first's traceback."""
 
     @property
     def call_timeout_us(self) -> int:
@@ -90,6 +92,8 @@ class Replica:
                 self.store = await self.kind.build(self.port, self.runtime, settings)
                 break
             except Exception as refusal:  # noqa: BLE001 - any boot failure is a crash loop
+                if self.boot_refused is not None:
+                    self.boot_refused(refusal)
                 self.trace.record(self.kernel.now, self.index, self.incarnation, -1,
                                   "replica_boot_failed", outcome=type(refusal).__name__,
                                   detail=str(refusal)[:200])

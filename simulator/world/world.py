@@ -10,14 +10,17 @@ Rules kept here:
   the replica, loses that state.
 * Every fault is traced as ``fault_<name>`` when it is applied and moves the
   ``FaultClock``; what it does to the store is the store's business.
+* A store call that raises is a finding, not the end of the run
+  (``simulator.world.findings``).
 """
 
 from __future__ import annotations
 
+import traceback
 from collections import Counter
 from typing import Any
 
-from simulator.engine.kernel import Kernel
+from simulator.engine.kernel import Kernel, Owner, Process
 from simulator.engine.runtime import ReplicaClock
 from simulator.engine.streams import Streams
 from simulator.engine.trace import SERVER, Trace
@@ -26,10 +29,14 @@ from simulator.net.server import Server
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import Oracle, ReplicaObserver
 from simulator.scenario.faults import FAULT_KINDS, PlannedFault, ServerSettings, kept_until
+from simulator.world.findings import StoreRaised, store_raised
 from simulator.world.fleet import Replica, start_replica
 from simulator.world.operations import PreparedMigration, run_migration
 from simulator.world.requests import RequestSource
 from stores.registry import StoreKind
+
+OPERATOR = "operator"
+"""The name of the operator's migration process: its code is the store's."""
 
 
 class World:
@@ -68,6 +75,13 @@ class World:
         """Replicas an operator stopped: fault restarts leave them down."""
         self.counts: Counter = Counter()
         self.lab = kernel.new_owner("lab")
+        self.replica_of: dict[Owner, int] = {}
+        """Each replica incarnation's owner, to the replica's index."""
+        self.first_raise: StoreRaised | None = None
+        """The first store call that raised (``simulator.world.findings``)."""
+        self.first_boot_traceback: str | None = None
+        """The first boot refusal's traceback, for ``run --verbose``."""
+        kernel.failures = self._store_raised
 
     # -- the fleet -------------------------------------------------------------
 
@@ -81,7 +95,7 @@ class World:
             self.kernel.at(migration.step.at, self._begin_migration, migration)
 
     def _begin_migration(self, migration: PreparedMigration) -> None:
-        self.kernel.spawn(run_migration(self, migration), self.lab, "operator")
+        self.kernel.spawn(run_migration(self, migration), self.lab, OPERATOR)
 
     def hold_down(self, indices: list[int]) -> None:
         """Replicas an operator stopped: fault restarts leave them down."""
@@ -130,10 +144,31 @@ class World:
             link_settings=self.links, clock=self.clocks[index], script_names=self.script_names,
             network=self.networks[index], faults=self.fault_clock,
             store_observer=self.store_observer)
+        replica.boot_refused = self._boot_refused
         self.current[index] = replica
+        self.replica_of[replica.owner] = index
         self.kernel.spawn(replica.main(self.settings, self.sources[index], self.until_us,
                                        self.boot_retry_us),
                           replica.owner, "replica main")
+
+    def _boot_refused(self, refusal: BaseException) -> None:
+        if self.first_boot_traceback is None:
+            self.first_boot_traceback = "".join(traceback.format_exception(refusal))
+
+    def _store_raised(self, process: Process, error: BaseException) -> bool:
+        """A replica's process (a request served, a store's own task) or the
+        operator's migration raised: recorded as a finding, and the run goes
+        on. Any other process of the lab's failing is the lab's bug: False."""
+        index = self.replica_of.get(process.owner)
+        if index is None and process.name != OPERATOR:
+            return False
+        replica = SERVER if index is None else index
+        incarnation = 0 if index is None else self.incarnations[index]
+        self.trace.record(self.kernel.now, replica, incarnation, process.tag, "store_raised",
+                          outcome=type(error).__name__, detail=str(error)[:200])
+        if self.first_raise is None:
+            self.first_raise = store_raised(process, error, replica, self.kernel.now)
+        return True
 
     def live_replicas(self) -> list[Replica]:
         """Every replica incarnation running now."""

@@ -194,12 +194,12 @@ def test_known_metrics_are_the_metrics_a_real_run_of_each_family_reports(path, o
                                   "variant-recomputed-namespace-total.toml"])
 def test_fields_lists_every_summary_key_of_a_scenario_each_in_its_group(path, capsys):
     from simulator.cli import main
+    from simulator.run.summary import TEXT_FIELDS
     scenario = load_scenario(SCENARIOS / path)
     assert main(["fields", "--metrics", str(SCENARIOS / path)]) == 0
     listed = capsys.readouterr().out
     keys = {line.split()[0] for line in listed.splitlines() if line.startswith("   ")}
-    assert set(known_metrics(scenario).names) | {"scenario", "store", "backend",
-                                                 "trace_fingerprint"} == keys
+    assert set(known_metrics(scenario).names) | set(TEXT_FIELDS) == keys
     # Every key has a group of the summary table's: none is left to "other".
     assert f"-- {OTHER}" not in listed
 
