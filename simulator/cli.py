@@ -126,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--verbose", action="store_true",
                      help="for an inconclusive run, print the traceback behind it")
+    run.add_argument("--reference", metavar="KIND",
+                     help="also run the reference store KIND under the same scenario, seed "
+                     "and faults, and print, per invariant, how much worse this store did "
+                     "beside what the oracle filed under store_logic (also reference.json)")
     run.add_argument("--counterfactual", action="store_true",
                      help="then re-run the same seed once per fault class the scenario "
                      "injects, that class removed, and print the damage each removal takes "
@@ -529,6 +533,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.junit is not None and args.junit.is_dir():
         raise ValueError(f"--junit: {args.junit} is a directory; give a file, e.g. "
                          f"{args.junit / 'junit.xml'}")
+    reference_scenario = _reference_scenario(args, scenario)
     seed = scenario.seed if args.seed is None else args.seed
     out = args.out or Path("data/results") / f"{scenario.name}-seed{seed}"
     with tqdm(total=100, unit="%", desc=f"{scenario.name} (virtual time)",
@@ -555,6 +560,8 @@ def _run(args: argparse.Namespace) -> int:
     for verdict in verdicts:
         print(verdict)
     print(("\n" if verdicts else "") + summary_table(result.summary, result.run_info))
+    if reference_scenario is not None:
+        _against_reference(args, reference_scenario, seed, result.summary, out)
     if args.counterfactual:
         found = counterfactual(scenario, seed=seed, backend=args.backend,
                                allow_remote_redis=args.allow_remote_redis,
@@ -583,6 +590,39 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{inconclusive} (seed {seed})", file=sys.stderr)
         return INCONCLUSIVE_EXIT
     return EXPECTATION_FAILED if failures else 0
+
+
+def _reference_scenario(args: argparse.Namespace, scenario: Scenario) -> Scenario | None:
+    """``run --reference KIND``: the scenario on the reference store, checked
+    before anything runs (its family, its settings, its backend)."""
+    if args.reference is None:
+        return None
+    from simulator.families import refuse_other_family
+    from simulator.run.compose import resolve_backend
+    from simulator.scenario.model import load_scenario
+    from stores import registry
+    try:
+        refuse_other_family(scenario.kind, registry.get(args.reference))
+    except ValueError as error:
+        raise ValueError(f"--reference: {error}") from None
+    reference = load_scenario(args.scenario, dict(args.overrides) | _limit_overrides(args)
+                              | {"store": args.reference})
+    resolve_backend(reference, args.backend)
+    return reference
+
+
+def _against_reference(args: argparse.Namespace, reference_scenario: Scenario, seed: int,
+                       summary: dict, out: Path) -> None:
+    """``run --reference KIND``: the reference store's run beside this one."""
+    from simulator.families import invariants_for
+    from simulator.present.against_reference import compare, comparison_lines
+    from simulator.run.compose import run_scenario
+    reference = run_scenario(reference_scenario, seed=seed, backend=args.backend,
+                             allow_remote_redis=args.allow_remote_redis).summary
+    scenario = reference_scenario
+    comparisons = compare(summary, reference, invariants_for(scenario.kind))
+    print("\n" + "\n".join(comparison_lines(args.reference, comparisons)))
+    (out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n")
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -85,3 +85,12 @@ def family_of(kind: StoreKind) -> Family:
 def invariants_for(kind: StoreKind) -> tuple[Any, ...]:
     """The invariants of a store kind's family."""
     return family_of(kind).invariants
+
+
+def refuse_other_family(candidate: StoreKind, reference: StoreKind) -> None:
+    """A reference store is compared with a candidate of its own family only."""
+    if family_of(reference).name != family_of(candidate).name:
+        raise ValueError(
+            f"reference {reference.name!r}: of family {family_of(reference).name!r}, but the "
+            f"scenario's store {candidate.name!r} is of {family_of(candidate).name!r}; "
+            f"compare stores of one family")

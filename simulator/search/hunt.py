@@ -54,7 +54,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from simulator.engine.trace import Trace
-from simulator.families import SHIPPED, family_of, invariants_for
+from simulator.families import SHIPPED, family_of, invariants_for, refuse_other_family
 from simulator.run.compose import RunResult, resolve_backend, run_scenario
 from simulator.run.limits import refuse_workers_beyond, run_limits
 from simulator.run.preflight import known_metrics, refuse_unknown, work
@@ -250,13 +250,8 @@ class Hunt:
 
     def _check_reference(self, reference: str) -> None:
         """The reference must be of the candidate's family and take its scenario."""
-        candidate = self.scenario.kind
         kind = registry.get(reference)
-        if family_of(kind).name != family_of(candidate).name:
-            raise ValueError(
-                f"reference {reference!r}: of family {family_of(kind).name!r}, but the "
-                f"scenario's store {candidate.name!r} is of {family_of(candidate).name!r}; "
-                f"compare stores of one family")
+        refuse_other_family(self.scenario.kind, kind)
         if not self.invariants:
             raise ValueError(f"reference {reference!r}: the family {family_of(kind).name!r} "
                              f"declares no invariants to compare")
