@@ -3,7 +3,8 @@
 The same picture as ``simulator.present.timeline``'s PNG, drawn from the same values
 (``simulator.present.marks.Timeline``): the faults lane and one lane per
 involved replica (at most ``MAX_LANES``, "+N more" named beneath), the
-store's record against the truth, and the gap between them on its own axis.
+store's record against the truth, and the gap between them on its own axis;
+a red dashed line where the store's own damage began, when the oracle says.
 Panels share the time axis, so zooming one zooms all; hovering a bar, a lost
 call or a fault says what it is. SVG traces only (no WebGL), so it renders
 in any browser, headless ones included.
@@ -19,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from simulator.present.marks import Timeline, time_scale
 
-SERVED, REFUSED, FAULT = "#2ca02c", "#b0b0b0", "#800080"
+SERVED, REFUSED, FAULT, BEGAN = "#2ca02c", "#b0b0b0", "#800080", "#d62728"
 LOSS_STYLE = {"reply_lost": ("circle", "red"), "request_lost": ("x", "red"),
               "call_timed_out": ("line-ns-open", "black"),
               "call_retried": ("triangle-up", "orange")}
@@ -45,6 +46,13 @@ def timeline_figure(timeline: Timeline) -> go.Figure:
                              row="all", col=1)
         figure.add_vline(x=start, line_dash="dot", line_color=FAULT, opacity=0.5,
                          row="all", col=1)
+    anchor = timeline.focus.anchor
+    if anchor is not None and anchor.store_damage:
+        figure.add_vline(x=anchor.time_us / divisor, line_dash="dash", line_color=BEGAN,
+                         line_width=2, row="all", col=1)
+        figure.add_annotation(x=anchor.time_us / divisor, y=1, yref="paper", showarrow=False,
+                              text="the store's damage began", font={"color": BEGAN},
+                              xanchor="left", yanchor="bottom")
     figure.update_xaxes(title_text=f"virtual time ({unit})", row=3, col=1)
     figure.update_layout(height=260 + 32 * lanes + 330, margin={"l": 140, "r": 30, "t": 50,
                                                                  "b": 50},

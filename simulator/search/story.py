@@ -10,10 +10,12 @@ is involved and where things start to go wrong:
   that lost calls; failing that, those that served the keys whose record
   strayed furthest from the truth (the family says which,
   ``TimelineLanes.strayed_keys``);
-* the story starts at the earliest of the first injected fault (or operator
-  migration), the first lost call of an involved replica, and the first
-  sample showing damage (``TimelineLanes.violation_columns``), a few events
-  earlier for context.
+* the story starts where the store's own damage began, when the oracle says
+  (``simulator.plugin.contracts.BEGAN_AT``: the first call after which the
+  store's record and the truth parted; its replica is involved); otherwise
+  at the earliest of the first injected fault (or operator migration), the
+  first lost call of an involved replica, and the first sample showing damage
+  (``TimelineLanes.violation_columns``); a few events earlier for context.
 
 Nothing here runs anything or draws anything: it reads a trace and samples.
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 from simulator.engine.trace import COLUMNS
 from simulator.families import family_of
+from simulator.plugin.contracts import BEGAN, BEGAN_AT, BEGAN_REQUEST
 from simulator.plugin.family import TimelineLanes
 from stores import registry
 
@@ -100,6 +103,8 @@ class Anchor:
 
     time_us: int
     why: str
+    store_damage: bool = False
+    """It is where the store's own damage began (the oracle's ``BEGAN_AT``)."""
 
 
 def first_damage(samples: list[Row], columns: tuple[str, ...]) -> Anchor | None:
@@ -110,6 +115,15 @@ def first_damage(samples: list[Row], columns: tuple[str, ...]) -> Anchor | None:
             if hit is not None:
                 return Anchor(row["time_us"], f"the first damage sampled ({hit})")
     return None
+
+
+def store_damage_began(summary: dict[str, Any]) -> Anchor | None:
+    """Where the oracle says the store's own damage began, if it says."""
+    at_us = summary.get(BEGAN_AT)
+    if at_us is None:
+        return None
+    return Anchor(at_us, f"where the store's own damage began ({summary.get(BEGAN, '')})",
+                  store_damage=True)
 
 
 def story_anchor(rows: list[Row], replicas: list[int], samples: list[Row],
@@ -188,10 +202,19 @@ class Focus:
 
 def focus(result: Any, schedule: list[dict[str, Any]] = ()) -> Focus:
     """Where to look in ``result`` (a ``RunResult``) run under ``schedule``."""
-    lanes = family_of(registry.get(result.summary["store"])).timeline
+    summary = result.summary
+    lanes = family_of(registry.get(summary["store"])).timeline
     rows = trace_rows(result.trace)
     samples = result.sampler.rows if result.sampler else []
     replicas = involved_replicas(rows, list(schedule), samples, lanes)
+    began = store_damage_began(summary)
+    if began is not None:
+        # The replica that made the call where the damage began is involved.
+        request = summary.get(BEGAN_REQUEST)
+        replica = next((row["replica"] for row in rows
+                        if row["request"] == request and row["replica"] >= 0), None)
+        if replica is not None:
+            replicas = sorted({*replicas, replica})
     keys = involved_keys(rows, replicas) or set(lanes.strayed_keys(samples))
     return Focus(rows, samples, lanes, tuple(replicas), frozenset(keys),
-                 story_anchor(rows, replicas, samples, lanes))
+                 began or story_anchor(rows, replicas, samples, lanes))

@@ -4,6 +4,8 @@ verdict line that names both."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from simulator.plugin.contracts import (
@@ -64,3 +66,28 @@ def test_a_contract_finds_its_clauses_and_refuses_one_it_lacks():
     assert contract.causes == ("store_logic",)
     with pytest.raises(KeyError, match="no clause for 'lost a reserve reply'"):
         contract.clause("lost a reserve reply")
+
+
+def test_the_story_and_the_timeline_start_where_the_store_s_damage_began():
+    from simulator.present.marks import timeline_of
+    from simulator.present.plotly_timeline import BEGAN as BEGAN_COLOUR
+    from simulator.present.plotly_timeline import timeline_figure
+    from simulator.run.compose import run_scenario
+    from simulator.scenario.model import load_scenario
+    from simulator.search.story import focus, tell, trace_rows
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "demo.toml"
+    result = run_scenario(load_scenario(demo, {
+        "duration": "1s", "drain": "1s", "fleet.replicas": 6}))
+    rows = trace_rows(result.trace)
+    settled = [row for row in rows if row["kind"] == "request_settled"]
+    row = settled[len(settled) // 2]
+    result.summary.update({BEGAN_AT: row["time_us"], "store_logic_began_request": row["request"],
+                           BEGAN: f"settle_v1 on replica {row['replica']}"})
+    found = focus(result)
+    assert found.anchor.store_damage and found.anchor.time_us == row["time_us"]
+    assert row["replica"] in found.replicas
+    story = tell(found.rows, list(found.replicas), found.anchor, before=0)
+    assert story.events[0]["time_us"] >= row["time_us"] > 0 and story.earlier > 0
+    figure = timeline_figure(timeline_of(result))
+    assert any(shape.line.color == BEGAN_COLOUR for shape in figure.layout.shapes)
