@@ -27,7 +27,7 @@ from plotly.offline import get_plotlyjs
 from simulator.families import invariants_for
 from simulator.present.marks import timeline_of
 from simulator.present.plotly_timeline import timeline_figure
-from simulator.present.verdicts import expectation_line, invariant_verdicts
+from simulator.present.verdicts import expectation_line, inconclusive_line, invariant_verdicts
 from simulator.run.compose import RunResult
 from simulator.scenario.conditions import judge_expectations
 from simulator.scenario.model import Scenario, parse_scenario
@@ -46,7 +46,8 @@ pre.story { max-height: 26em; overflow-y: auto; } h3 { font-size: 1em; }
          gap: 1em; }
 ul.verdicts { list-style: none; padding: 0; font-family: ui-monospace, monospace; }
 ul.verdicts li { padding: .15em .4em; } .broken { color: #a00; font-weight: 600; }
-.held { color: #060; } table { border-collapse: collapse; font-size: .9em; }
+.held { color: #060; } .inconclusive { color: #a60; font-weight: 600; }
+table { border-collapse: collapse; font-size: .9em; }
 td, th { border: 1px solid #ddd; padding: .2em .6em; text-align: left; }
 """
 
@@ -161,7 +162,9 @@ def verdict_lines(summary: Mapping[str, Any], expect: Mapping[str, str] = ()) ->
     held (``simulator.present.verdicts``), then each ``[expect]`` entry with its
     measured value."""
     invariants = invariants_for(registry.get(summary["store"]))
-    return ([str(verdict) for verdict in invariant_verdicts(summary, invariants)]
+    inconclusive = inconclusive_line(summary)
+    return ([inconclusive] * (inconclusive is not None)
+            + [str(verdict) for verdict in invariant_verdicts(summary, invariants)]
             + [expectation_line(outcome)
                for outcome in judge_expectations(dict(expect), summary)])
 
@@ -169,7 +172,9 @@ def verdict_lines(summary: Mapping[str, Any], expect: Mapping[str, str] = ()) ->
 def _verdict_item(line: str) -> str:
     # Red for what broke: a reproduced race, a broken invariant, a failed expectation.
     broken = line.startswith(("BROKEN", "REPRODUCED")) or line.endswith("FAILED")
-    return f"<li class='{'broken' if broken else 'held'}'>{_text(line)}</li>"
+    kind = ("broken" if broken else "inconclusive" if line.startswith("INCONCLUSIVE")
+            else "held")
+    return f"<li class='{kind}'>{_text(line)}</li>"
 
 
 def _meta(summary: Mapping[str, Any]) -> str:

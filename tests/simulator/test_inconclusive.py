@@ -145,3 +145,11 @@ def test_hunt_counts_a_schedule_whose_store_raised_as_breaking(plugin, tmp_path)
     assert found is not None, "a run whose store raised is broken whatever the condition says"
     assert found.verdict.broken and not found.verdict.condition_broken
     assert found.verdict.observed.startswith("the store raised KeyError")
+
+
+def test_the_html_report_says_inconclusive_first(plugin, tmp_path):
+    from simulator.present.html_report import verdict_lines
+    path = scenario_file(tmp_path, "plugtest.cannot_build")
+    lines = verdict_lines(run_scenario(load_scenario(path)).summary)
+    assert lines[0].startswith("INCONCLUSIVE no replica booted its store")
+    assert not any(line.startswith("HELD") for line in lines)
