@@ -26,7 +26,12 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from simulator.backends.functions_library import FunctionsLibrary
-from simulator.backends.redis_backend import BackendError, Outcome, RedisBackend
+from simulator.backends.redis_backend import (
+    EMBEDDED_NAMESPACE,
+    BackendError,
+    Outcome,
+    RedisBackend,
+)
 from simulator.backends.virtual_expiry import PRELOADED_SHIM, shim_expression
 
 __all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
@@ -119,7 +124,7 @@ def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBa
         server = fakeredis.FakeServer()
         client = fakeredis.FakeRedis(server=server, decode_responses=True)
         library = FunctionsLibrary.offered(client, f"lab_{token}")
-        return RedisBackend(client, "fakeredis", namespace="lab:", owns_server=True,
+        return RedisBackend(client, "fakeredis", namespace=EMBEDDED_NAMESPACE, owns_server=True,
                             shim_preloaded=library is None and preload_shim(client, server),
                             library=library)
     assert spec.url is not None

@@ -158,6 +158,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         try:
             world = _build_world(scenario, kernel, streams, trace, world_oracle, family,
                                  store_observer, side.server, side.settings, key_space)
+            if side.redis_backend is not None:
+                world.as_embedded = side.redis_backend.as_embedded
             _simulate(scenario, kernel, streams, oracle, world_oracle, world, sampler,
                       side.migrations, end_us, progress)
             _check_books(side, store_observer, world, end_us)

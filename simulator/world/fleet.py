@@ -54,6 +54,8 @@ class Replica:
     """Told to stop (an operator's graceful stop): takes no new requests."""
     boot_refused: Any = None
     """Told of each boot refusal (``World.boot_refused``), to keep the first's traceback."""
+    as_embedded: Any = str
+    """A store's message as the embedded backend would give it (``World.as_embedded``)."""
 
     @property
     def call_timeout_us(self) -> int:
@@ -96,7 +98,7 @@ class Replica:
                     self.boot_refused(refusal)
                 self.trace.record(self.kernel.now, self.index, self.incarnation, -1,
                                   "replica_boot_failed", outcome=type(refusal).__name__,
-                                  detail=str(refusal)[:200])
+                                  detail=self.as_embedded(str(refusal))[:200])
                 await Sleep(boot_retry_us)
         self.trace.record(self.kernel.now, self.index, self.incarnation, -1, "replica_started")
         serve = self.family.serve

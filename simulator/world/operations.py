@@ -162,7 +162,8 @@ def _start_attempt(world: Operated, migration: PreparedMigration, number: int) -
         except Exception as failure:  # noqa: BLE001 - the operator reads it and re-runs
             attempt.failed = True
             world.trace.record(kernel.now, MIGRATOR, number, MIGRATION, "migration_failed",
-                               outcome=type(failure).__name__, detail=str(failure)[:200])
+                               outcome=type(failure).__name__,
+                               detail=world.as_embedded(str(failure))[:200])
             return
         attempt.totals = {name: getattr(report, attribute)
                           for name, attribute in world.family.migration_totals}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from simulator.engine.kernel import Kernel, Owner, Process
@@ -82,6 +83,9 @@ class World:
         self.first_boot_traceback: str | None = None
         """The first boot refusal's traceback, for ``run --verbose``."""
         kernel.failures = self._store_raised
+        self.as_embedded: Callable[[str], str] = str
+        """A store's message, naming its keys, as on the embedded backend: no
+        run-specific token enters the trace (``RedisBackend.as_embedded``)."""
 
     # -- the fleet -------------------------------------------------------------
 
@@ -145,6 +149,7 @@ class World:
             network=self.networks[index], faults=self.fault_clock,
             store_observer=self.store_observer)
         replica.boot_refused = self._boot_refused
+        replica.as_embedded = self.as_embedded
         self.current[index] = replica
         self.replica_of[replica.owner] = index
         self.kernel.spawn(replica.main(self.settings, self.sources[index], self.until_us,
@@ -165,7 +170,8 @@ class World:
         replica = SERVER if index is None else index
         incarnation = 0 if index is None else self.incarnations[index]
         self.trace.record(self.kernel.now, replica, incarnation, process.tag, "store_raised",
-                          outcome=type(error).__name__, detail=str(error)[:200])
+                          outcome=type(error).__name__,
+                          detail=self.as_embedded(str(error))[:200])
         if self.first_raise is None:
             self.first_raise = store_raised(process, error, replica, self.kernel.now)
         return True
