@@ -13,7 +13,6 @@ A command's modules are imported only when it runs (in its function), so
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -311,7 +310,8 @@ def _exit_code_of(action: Callable[[], int]) -> int:
         return SIMULATION_FAILED
     except OSError as error:
         # A path the user gave that cannot be read or written as asked.
-        print(f"error: {error.strerror or error}: {error.filename}", file=sys.stderr)
+        where = f": {error.filename}" if error.filename else ""
+        print(f"error: {error.strerror or error}{where}", file=sys.stderr)
         return USER_ERROR
     except MemoryError:
         # The process's own ceiling (ulimit -v, a container) came before the
@@ -517,6 +517,7 @@ def _run(args: argparse.Namespace) -> int:
     from simulator.present.verdicts import expectation_line, inconclusive_line, invariant_verdicts
     from simulator.run.compose import run_scenario
     from simulator.run.exercise import INCONCLUSIVE_EXIT
+    from simulator.run.results import json_writer, probe, write_results
     from simulator.run.summary import INCONCLUSIVE
     from simulator.scenario.conditions import failures_of, judge_expectations
     from simulator.scenario.model import ScenarioError, load_scenario
@@ -536,6 +537,8 @@ def _run(args: argparse.Namespace) -> int:
     reference_scenario = _reference_scenario(args, scenario)
     seed = scenario.seed if args.seed is None else args.seed
     out = args.out or Path("data/results") / f"{scenario.name}-seed{seed}"
+    # An unwritable or full results directory is refused now, not after the run.
+    probe(out, round(examined.estimate.kernel_events) if examined.estimate else 0)
     with tqdm(total=100, unit="%", desc=f"{scenario.name} (virtual time)",
               disable=True if args.quiet else None, leave=False, file=sys.stderr) as bar:
         def progress(done_us: int, total_us: int) -> None:
@@ -545,7 +548,7 @@ def _run(args: argparse.Namespace) -> int:
         result = run_scenario(scenario, seed=seed, backend=args.backend,
                               allow_remote_redis=args.allow_remote_redis, progress=progress,
                               estimate=examined.estimate)
-    result.write(out)
+    writers = result.writers()
     # The verdicts first: whether each invariant held, in one line each,
     # after why none can be trusted when the run could not judge the store.
     inconclusive = inconclusive_line(result.summary)
@@ -561,13 +564,14 @@ def _run(args: argparse.Namespace) -> int:
         print(verdict)
     print(("\n" if verdicts else "") + summary_table(result.summary, result.run_info))
     if reference_scenario is not None:
-        _against_reference(args, reference_scenario, seed, result.summary, out)
+        writers["reference.json"] = json_writer(
+            _against_reference(args, reference_scenario, seed, result.summary))
     if args.counterfactual:
         found = counterfactual(scenario, seed=seed, backend=args.backend,
                                allow_remote_redis=args.allow_remote_redis,
                                baseline=result.summary,
                                progress=lambda line: print(line, file=sys.stderr, flush=True))
-        (out / "counterfactual.json").write_text(json.dumps(found.as_dict(), indent=2) + "\n")
+        writers["counterfactual.json"] = json_writer(found.as_dict())
         print(f"\n{counterfactual_table(found)}")
     expectations = judge_expectations(scenario.expect, result.summary)
     if expectations:
@@ -577,7 +581,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.junit is not None:
         write_junit(args.junit, f"{scenario.name}-seed{seed}", verdicts, expectations,
                     result.summary.get(INCONCLUSIVE))
-    written = ", ".join(str(path) for path in sorted(out.iterdir()))
+    written = ", ".join(str(path) for path in sorted(write_results(out, writers)))
     print(f"\nresults: {written}")
     if args.junit is not None:
         print(f"junit: {args.junit}")
@@ -612,8 +616,9 @@ def _reference_scenario(args: argparse.Namespace, scenario: Scenario) -> Scenari
 
 
 def _against_reference(args: argparse.Namespace, reference_scenario: Scenario, seed: int,
-                       summary: dict, out: Path) -> None:
-    """``run --reference KIND``: the reference store's run beside this one."""
+                       summary: dict) -> dict:
+    """``run --reference KIND``: the reference store's run beside this one;
+    returns the reference's summary (``reference.json``)."""
     from simulator.families import invariants_for
     from simulator.present.against_reference import compare, comparison_lines
     from simulator.run.compose import run_scenario
@@ -622,7 +627,7 @@ def _against_reference(args: argparse.Namespace, reference_scenario: Scenario, s
     scenario = reference_scenario
     comparisons = compare(summary, reference, invariants_for(scenario.kind))
     print("\n" + "\n".join(comparison_lines(args.reference, comparisons)))
-    (out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n")
+    return reference
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -8,10 +8,10 @@ and versions go to ``run_info`` instead, since they depend on the machine.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from simulator.run.estimate import WorkEstimate, estimate_work
 from simulator.run.exercise import first_boot_error, inconclusive_reason, store_answers
 from simulator.run.limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
 from simulator.run.metrics import Sampler
+from simulator.run.results import json_writer, write_results
 from simulator.run.summary import (
     COUNTED_EVENTS,
     INCONCLUSIVE,
@@ -56,13 +57,18 @@ class RunResult:
     trace: Trace = field(repr=False)
     sampler: Sampler | None = field(default=None, repr=False)
 
-    def write(self, out_dir: Path) -> None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
-        (out_dir / "run_info.json").write_text(json.dumps(self.run_info, indent=2) + "\n")
-        self.trace.write_parquet(out_dir / "trace.parquet")
+    def writers(self) -> dict[str, Callable[[Path], None]]:
+        """What writes each of the run's result files (``simulator.run.results``)."""
+        writers = {"summary.json": json_writer(self.summary),
+                   "run_info.json": json_writer(self.run_info),
+                   "trace.parquet": self.trace.write_parquet}
         if self.sampler is not None and self.sampler.rows:
-            self.sampler.write_parquet(out_dir / "metrics.parquet")
+            writers["metrics.parquet"] = self.sampler.write_parquet
+        return writers
+
+    def write(self, out_dir: Path) -> list[Path]:
+        """Write the run's results into ``out_dir``, whole (``write_results``)."""
+        return write_results(out_dir, self.writers())
 
 
 @contextlib.contextmanager
@@ -180,6 +186,16 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
 EMBEDDED = ("memory", "fakeredis")
 """The backends that live in the lab's process: no server to reach."""
 BOOT_CHECK_US = 60_000_000
+
+
+class _NoTraffic:
+    """A request source that never has a request (``boot_check``)."""
+
+    def next_arrival(self, now_us: int) -> None:
+        return None
+
+
+NO_TRAFFIC = _NoTraffic()
 """How long, in virtual time, ``boot_check`` waits for its one replica to boot."""
 
 
@@ -192,7 +208,6 @@ def boot_check(scenario: Scenario, backend: str | None = None) -> str | None:
     if spec.kind not in EMBEDDED:
         spec = BackendSpec.parse(scenario.kind.default_backend)
     lone = scenario.model_copy(update={
-        "duration_us": 0, "drain_us": 0,
         "fleet": scenario.fleet.model_copy(update={"replicas": 1})})
     family = _family_of(lone)
     kernel, streams, trace = Kernel(lone.seed), Streams(lone.seed), Trace()
@@ -205,7 +220,7 @@ def boot_check(scenario: Scenario, backend: str | None = None) -> str | None:
         try:
             world = _build_world(lone, kernel, streams, trace, oracle, family,
                                  family.replica_observer(oracle), side.server, side.settings,
-                                 key_space)
+                                 key_space, traffic=False)
             world.start([])
             kernel.run(BOOT_CHECK_US)
             if "replica_started" in trace.columns["kind"]:
@@ -385,7 +400,9 @@ def _run_info(started: float, end_us: int, kernel: Kernel, spec: BackendSpec,
 
 def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Trace,
                  oracle: Oracle, family: Family, store_observer: ReplicaObserver,
-                 server: Server | None, settings: Any, key_space: KeySpace) -> World:
+                 server: Server | None, settings: Any, key_space: KeySpace,
+                 traffic: bool = True) -> World:
+    """The run's world; without ``traffic``, its replicas boot and take no request."""
     fleet = scenario.fleet
     clocks, sources = [], []
     for index in range(fleet.replicas):
@@ -394,7 +411,7 @@ def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Tr
                                    drift_ppm=fleet.clock_drift_ppm.sample(clock_rng)))
         sources.append(RequestSource(scenario.workload, key_space, fleet.replicas, index,
                                      streams.get("replica", index, "workload"),
-                                     until_us=scenario.duration_us))
+                                     until_us=scenario.duration_us) if traffic else NO_TRAFFIC)
     return World(kernel=kernel, streams=streams, trace=trace, oracle=oracle, family=family,
                  store_observer=store_observer, kind=scenario.kind, settings=settings,
                  server=server, server_settings=scenario.server, links=link_settings(scenario),
