@@ -239,7 +239,10 @@ class RedisBackend:
     def _delete_namespace(self) -> None:
         self._idle()
         batch: list[str] = []
-        for key in self._guarded(self.client.scan_iter, match=f"{self.namespace}*", count=1000):
+        # The scan whole, inside the guard: a server gone mid-scan is a BackendError.
+        found = self._guarded(lambda: list(self.client.scan_iter(match=f"{self.namespace}*",
+                                                                  count=1000)))
+        for key in found:
             batch.append(key)
             if len(batch) >= 1000:
                 self._guarded(self.client.delete, *batch)
@@ -287,6 +290,14 @@ class RedisBackend:
                    for verb in ("eval", "evalsha", "fcall")) / 1e6
 
     # -- lifecycle ---------------------------------------------------------
+
+    @property
+    def leftovers(self) -> str:
+        """What a run that could not clean up leaves on the server, in words."""
+        if self.owns_server:
+            return ""
+        library = f" and its library {self.library.name}" if self.library is not None else ""
+        return f"its keys under {self.namespace}{library} stay on {self.name}"
 
     def close(self) -> None:
         """Remove what the run wrote (only under its own prefix), then disconnect."""

@@ -13,6 +13,7 @@ script, a test or a notebook (whose own loop is already running).
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import threading
 from collections.abc import Coroutine, Sequence
@@ -32,11 +33,22 @@ def step_to_end(coroutine: Coroutine[Any, Any, Any]) -> Any:
     raise RuntimeError("an in-process service awaited in the middle of a transaction")
 
 
+DRIVER_LOGGER = "asyncpg"
+"""The PostgreSQL driver's logger."""
+
+
 class LoopThread:
     """An event loop in a daemon thread, for a service that awaits a driver."""
 
     def __init__(self) -> None:
+        # The database driver's pool logs a warning with a traceback for each
+        # reconnection it tries once a server is gone, from this thread and
+        # at any moment; the lab says that loss itself, in one line.
+        logging.getLogger(DRIVER_LOGGER).setLevel(logging.CRITICAL)
         self.loop = asyncio.new_event_loop()
+        # Likewise the loop's own report of a transport the server cut: the
+        # call that used it fails, and that failure is what the lab reports.
+        self.loop.set_exception_handler(lambda loop, context: None)
         self.thread = threading.Thread(target=self.loop.run_forever, name="service-loop",
                                        daemon=True)
         self.thread.start()
@@ -45,9 +57,29 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     def close(self) -> None:
+        """Stop the loop, its tasks cancelled first: a driver's background task
+        (a pool keeping its connections up) must not outlive its loop and be
+        reported, later, as an exception nobody could catch."""
+        try:
+            asyncio.run_coroutine_threadsafe(_cancel_others(), self.loop).result(
+                timeout=CANCEL_WITHIN_S)
+        except Exception:  # noqa: BLE001, S110 - closing regardless: best effort
+            pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
         self.loop.close()
+
+
+CANCEL_WITHIN_S = 5
+"""How long a closing loop waits for its cancelled tasks to end."""
+
+
+async def _cancel_others() -> None:
+    """Cancel every task of the running loop but this one, and wait for them."""
+    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
 
 
 class ServiceRunner:
@@ -55,8 +87,13 @@ class ServiceRunner:
 
     namespace = ""
 
-    def __init__(self, service: Any, loop: LoopThread | None, owned: Any = None) -> None:
+    def __init__(self, service: Any, loop: LoopThread | None, owned: Any = None,
+                 where: str = "memory", schema: str = "") -> None:
         self.service = service
+        self.where = where
+        """The database the service runs on (its URL), or ``memory``."""
+        self.schema = schema
+        """The run's own schema there, named for concurrent runs to keep apart."""
         self.loop = loop
         self.owned = owned
         """A database server the lab started for this run alone, stopped on close."""
@@ -70,11 +107,31 @@ class ServiceRunner:
         read the family's observer makes)."""
         return step_to_end(coroutine) if self.loop is None else self.loop.run(coroutine)
 
+    def read(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        """``run`` for a read of the lab's own (the observer reading the books),
+        or a transaction: one that fails rather than answers (a refusal is an
+        answer) means the lab has lost its backend, which ends the run in one
+        line."""
+        try:
+            return self.run(coroutine)
+        except Exception as error:
+            if self.loop is None:
+                raise  # the in-process service: a lab bug, with its traceback
+            raise BackendError(f"the lab lost its {self.where} backend: "
+                               f"{type(error).__name__}: {error}") from error
+
+    @property
+    def leftovers(self) -> str:
+        """What a run that could not clean up leaves on the database, in words."""
+        if self.loop is None or self.owned is not None:
+            return ""  # in memory, or on a throwaway server stopped and removed anyway
+        return f"its schema {self.schema} stays on {self.where}"
+
     def execute(self, verb: str, args: tuple[Any, ...], now_us: int) -> Outcome:
         now_ms = EPOCH_MS + now_us // 1_000
         if self.recording is not None:
             self.recording.append((verb, args, now_ms))
-        reply = self.run(self.service.transact(verb, args, now_ms))
+        reply = self.read(self.service.transact(verb, args, now_ms))
         return Outcome.ok(reply, observed=(verb, args, reply))
 
     def close(self) -> None:
@@ -123,4 +180,5 @@ def open_service_backend(kind: Any, url: str | None, settings: Any,
             raise
         raise BackendError(f"cannot open the service on {url}: "
                            f"{type(error).__name__}: {error}") from None
-    return ServiceRunner(service, loop, owned)
+    return ServiceRunner(service, loop, owned, where="memory" if url is None else url,
+                         schema=name)

@@ -46,6 +46,10 @@ class ServiceBackend(Protocol):
         commit or refusal: a refusal is ``Outcome.ok`` of the refusal itself."""
         ...
 
+    def read(self, coroutine: Any) -> Any:
+        """Run a read of the lab's own (the observer's) to its end."""
+        ...
+
     def close(self) -> None:
         """Release what the backend holds (a connection, its schema)."""
         ...
@@ -80,7 +84,7 @@ class ServiceNode:
 
     def read(self, coroutine: Any) -> Any:
         """Run one of the service's reads to its end, outside virtual time."""
-        return self.backend.run(coroutine)
+        return self.backend.read(coroutine)
 
     def flush(self) -> None:
         """Nothing is ever queued: a transaction's reply is its commit."""

@@ -16,10 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.backends import BackendSpec, RedisBackend, open_redis_backend, require_loopback
+from simulator.backends import (
+    BackendError,
+    BackendSpec,
+    RedisBackend,
+    open_redis_backend,
+    require_loopback,
+)
 from simulator.backends.service_backend import ServiceRunner, open_service_backend
 from simulator.engine.collector import long_lived_frozen
-from simulator.engine.kernel import Kernel
+from simulator.engine.kernel import Kernel, describe_time
 from simulator.engine.runtime import ReplicaClock
 from simulator.engine.streams import Streams
 from simulator.engine.trace import Trace
@@ -75,13 +81,19 @@ class RunResult:
 def quiet_store_logs() -> Any:
     """Stores log every lost call, as they should in production; inside a run
     those are thousands of lines the trace already holds, so they are muted."""
-    logger = logging.getLogger("stores")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+QUIET_LOGGERS = ("stores",)
+"""The loggers a run mutes (``quiet_store_logs``)."""
 
 
 def script_names(scenario: Scenario) -> dict[str, str]:
@@ -149,9 +161,10 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     oracle = family.oracle(scenario, scenario.kind, scenario.settings)
     keys = scenario.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
-    side = _open_server_side(scenario, spec, family, oracle, kernel, trace, streams, key_space,
-                             allow_remote_redis, pipelined, record_scripts,
-                             record_transactions)
+    with quiet_store_logs():
+        side = _open_server_side(scenario, spec, family, oracle, kernel, trace, streams,
+                                 key_space, allow_remote_redis, pipelined, record_scripts,
+                                 record_transactions)
     store_observer = family.replica_observer(oracle)
     # While the server holds queued commands, the world reports its facts to
     # the oracle behind them, in order (simulator.net.pipeline).
@@ -176,9 +189,21 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
             summary.update(side.work_done())
             backend_work = side.backend_work()
             findings = _findings(world)
-        finally:
+        except BackendError as stopped:
             kernel.close()
-            side.close()
+            cleanup = side.close_after(stopped)
+            said = str(stopped).rstrip(".")
+            raise BackendError(f"{said}; the run stopped at {describe_time(kernel.now)} "
+                               f"(seed {seed}) and is incomplete: nothing was written"
+                               f"{cleanup}") from None
+        except BaseException as stopped:
+            kernel.close()
+            cleanup = side.close_after(stopped)
+            if cleanup:
+                stopped.add_note(cleanup.removeprefix("; "))
+            raise
+        kernel.close()
+        side.close()
     run_info = _run_info(started, end_us, kernel, spec, backend_work) | findings
     return RunResult(summary, run_info, trace, sampler)
 
@@ -294,6 +319,19 @@ class ServerSide:
         if self.service_backend is not None:
             self.service_backend.close()
 
+    def close_after(self, stopped: BaseException) -> str:
+        """Close after the run stopped on ``stopped``: whatever the cleanup
+        meets (the server that stopped the run is likely gone too) is said in
+        words, never raised over the error that stopped it."""
+        try:
+            self.close()
+        except Exception as error:  # noqa: BLE001 - the first error is the one to tell
+            backend = self.redis_backend or self.service_backend
+            left = backend.leftovers if backend is not None else ""
+            return (f"; the cleanup failed too ({type(error).__name__}: {error})"
+                    + (f": {left}" if left else ""))
+        return ""
+
 
 def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, oracle: Oracle,
                       kernel: Kernel, trace: Trace, streams: Streams, key_space: KeySpace,
@@ -388,7 +426,9 @@ def _run_info(started: float, end_us: int, kernel: Kernel, spec: BackendSpec,
     wall_seconds = time.perf_counter() - started
     return {
         "wall_seconds": round(wall_seconds, 3),
-        "virtual_seconds_per_wall_second": round(end_us / 1e6 / wall_seconds, 1),
+        # Three significant digits: a long run at 10,000 replicas is slower
+        # than real time (0.0123), a quiet small one far faster (1,230).
+        "virtual_seconds_per_wall_second": float(f"{end_us / 1e6 / wall_seconds:.3g}"),
         "kernel_events": kernel.events_run,
         "kernel_events_per_wall_second": round(kernel.events_run / wall_seconds),
         "peak_rss_mib": round(_peak_rss_mib(), 1),

@@ -1,0 +1,106 @@
+"""A server that dies mid-run ends the run in one line (issue 25): Redis
+killed, PostgreSQL stopped fast or immediately. Exit 2, no traceback, the
+line naming the server, when the run stopped and that nothing was written,
+and what the failed cleanup left behind. Each test starts its own server (it
+is killed) and waits until the run is under way on it (its keys or its schema
+exist), never for a wall-clock time: the run is ten virtual minutes long."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from postgres_server import serve_postgres
+from redis_server import ThrowawayRedis, redis_binary, redis_required
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO / "data" / "scenarios"
+UNDER_WAY_WITHIN_S = 120
+
+
+def start_run(scenario: str, backend: str, out: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "simulator", "run", str(SCENARIOS / scenario), "--backend",
+         backend, "--out", str(out), "--quiet", "--set", "duration=600s"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_until(under_way, run: subprocess.Popen) -> None:
+    deadline = time.monotonic() + UNDER_WAY_WITHIN_S
+    while not under_way():
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got under way"
+        time.sleep(0.1)
+
+
+def assert_one_line_end(run: subprocess.Popen, out: Path, server: str,
+                        or_opening: bool = False) -> str:
+    """The run's one line. ``or_opening``: the server may also have gone while
+    the run was still opening its service there, which says so instead."""
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 2, stderr
+    assert "Traceback" not in stderr, stderr
+    (line,) = stderr.strip().splitlines()
+    if or_opening and not line.endswith(" and is incomplete: nothing was written"):
+        assert line.startswith("error: ") and server in line  # gone before the run began
+        return line
+    assert line.startswith(f"error: the lab lost its {server} backend: ")
+    assert " and is incomplete: nothing was written" in line and "(seed 1)" in line
+    assert not (out / "summary.json").exists()
+    return line
+
+
+@pytest.fixture
+def own_redis():
+    binary = redis_binary()
+    if binary is None:
+        message = "no redis-server on PATH: real-Redis tests skipped (install redis-server)"
+        if redis_required():
+            pytest.fail(f"REQUIRE_REDIS=1 but {message}")
+        pytest.skip(message)
+    server = ThrowawayRedis(binary)
+    yield server
+    server.stop()
+
+
+def test_redis_killed_mid_run_ends_it_in_one_line(own_redis, tmp_path):
+    out = tmp_path / "out"
+    run = start_run("demo.toml", own_redis.url, out)
+    client = redis.Redis.from_url(own_redis.url)
+    wait_until(lambda: client.dbsize() > 100, run)
+    own_redis.process.kill()
+    line = assert_one_line_end(run, out, own_redis.url)
+    assert "the cleanup failed too" in line and "stay on" in line
+
+
+@pytest.fixture
+def own_postgres():
+    yield from serve_postgres()
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_postgresql_stopped_mid_run_ends_it_in_one_line(own_postgres, tmp_path, mode):
+    import asyncio
+
+    import asyncpg
+
+    async def schemas() -> int:
+        connection = await asyncpg.connect(own_postgres.dsn)
+        try:
+            return await connection.fetchval(
+                "SELECT count(*) FROM information_schema.schemata "
+                "WHERE schema_name LIKE 'lab_run_%'")
+        finally:
+            await connection.close()
+
+    out = tmp_path / "out"
+    run = start_run("tollgate.toml", own_postgres.dsn, out)
+    wait_until(lambda: asyncio.run(schemas()) > 0, run)
+    subprocess.run(own_postgres._command(own_postgres.binaries.pg_ctl, "stop", "-D",
+                                         str(own_postgres.data), "-m", mode),
+                   capture_output=True, check=False)
+    assert_one_line_end(run, out, own_postgres.dsn, or_opening=True)
