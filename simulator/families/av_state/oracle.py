@@ -75,8 +75,10 @@ from simulator.families.av_state.causes import (
     SHARED_PREFIX,
     VANISHED,
 )
+from simulator.families.av_state.exposing import NOWHERE, Context, FaultLog
 from simulator.families.av_state.judgments import commit_excess, deficits, refusal_cause, view
 from simulator.plugin.attribution import STORE_LOGIC
+from simulator.plugin.contracts import Exposures
 from simulator.scenario.model import ScenarioError
 from simulator.scenario.sessions import WHOLE
 
@@ -107,6 +109,16 @@ class CounterOracle:
         self.counts: Counter = Counter()
         self.kept_past_ttl_us = 0
         self.totals = Totals()
+        self.faults = FaultLog()
+        self.exposures = Exposures()
+        """The store-logic damage by the fault that exposed it (``exposing``)."""
+        self.context: Context = NOWHERE
+        """What the oracle is judging now: where store-logic damage is filed from."""
+        self.overshoot_exposures: dict[int, tuple[str | None, str]] = {}
+        """Per budget (``id`` of its epoch), what exposed the store's first
+        commit past its limit: the verdict shares its overshoot out at the end."""
+        self.markers_without_ttl: set[str] = set()
+        """Refund markers the store wrote with no expiry."""
 
     # -- what the core tells every oracle ------------------------------------
 
@@ -116,6 +128,7 @@ class CounterOracle:
     def message_fault(self, number: int, what: str, call: str = "") -> None:
         """The lab did ``what`` to a message of session ``number``: filed
         under every operation of it still open (the latest when none is)."""
+        self.faults.hit(number, what, call)
         session = self.sessions.get(number)
         if session is None:
             return
@@ -133,6 +146,7 @@ class CounterOracle:
             return
         self.counts["sessions_aborted_by_crash"] += 1
         session.over = True
+        self.context = Context(number, frozenset(), "", via="crash", at_us=now_us)
         intent = session.current
         if intent is not None:
             attempt = intent.attempts[-1]
@@ -212,6 +226,8 @@ class CounterOracle:
         ``refused`` naming ``refused_index``, ``failed``, ``rejected``)."""
         intent = self.sessions[number].calls[index]
         self.counts[f"spend_attempts_{answer}"] += 1
+        self.context = self._call_context(intent, intent.attempts[-1].faults, "try_spend",
+                                          now_us, f"told {answer}")
         self._answered(intent, answer, refused_index)
 
     def tally_sent(self, number: int, index: int, now_us: int) -> None:
@@ -231,6 +247,8 @@ class CounterOracle:
         tally = self.sessions[number].tally
         assert tally is not None and tally.index == index
         self.counts[f"tallies_{answer}"] += 1
+        self.context = self._call_context(tally, tally.attempts[-1].faults, "add", now_us,
+                                          f"told {answer}", via="tally")
         self._answered(tally, "committed" if answer == "added" else answer,
                        0 if answer == "refused" else None)
 
@@ -283,6 +301,7 @@ class CounterOracle:
         if refund is None or not refund.open:
             return
         refund.open = False
+        self.context = self._call_context(intent, refund.faults, "refund", now_us, "returned")
         if refund.faults & HIDDEN:
             cause = "refund_lost"
         else:
@@ -307,6 +326,8 @@ class CounterOracle:
         session = self.sessions[number]
         session.cleanup = "done"
         self.counts["cleanups_ended"] += 1
+        self.context = Context(number, frozenset(session.cleanup_faults), "remove_prefix",
+                               at_us=now_us, words=f"remove_prefix for session {number}")
         cause = "cleanup_lost" if session.cleanup_faults & HIDDEN else STORE_LOGIC
         for key in session.counters:
             self._leftover(self._ledger(session.source, key), cause)
@@ -344,7 +365,9 @@ class CounterOracle:
                         others.pop(change.key, None)
                     else:
                         others[change.key] = change.after
+        self._markers_written(changes, markers)
         if how != "command":
+            self.context = Context(None, frozenset(), "", via=VANISHED[how], at_us=now_us)
             for key, change in counters.items():
                 after = self._value(self.ledgers[source, key], change)
                 self._vanished(self.ledgers[source, key], after, VANISHED[how], now_us,
@@ -355,6 +378,14 @@ class CounterOracle:
             self._stray(source, counters, now_us)
             return
         op = op or self._operation(session, counters, changes)
+        self.context = self._command_context(session, op, counters, now_us)
+        for key, change in counters.items():
+            # A spend or a tally uses every counter it names, refused or not
+            # (both scripts refresh the TTL before refusing); a refund or a
+            # cleanup only the ones it wrote (a replay the marker blocked
+            # touches none).
+            if op in ("spend", "tally") or change.written:
+                self.ledgers[source, key].used_us = now_us
         if op == "cleanup":
             self._cleared(session, counters, now_us)
         elif op == "refund":
@@ -481,7 +512,7 @@ class CounterOracle:
             before_all[key] = before or 0
             amount = intent.parts.get(key, (None, 0))[0]
             if amount is None:
-                ledger.settle_gap(STORE_LOGIC, delta)  # a key its call does not spend on
+                self._store_gap(ledger, delta)  # a key its call does not spend on
                 continue
             old = intent.epochs[key] is not ledger.epoch
             if before is None and after is not None and ledger.cleared:
@@ -489,11 +520,11 @@ class CounterOracle:
                 if old:
                     self._resurrected(change, self._closed_cause(intent, intent.epochs[key]))
             if amount == 0:
-                ledger.settle_gap(STORE_LOGIC, delta)
+                self._store_gap(ledger, delta)
                 continue
             if not (change.written and after is not None and delta == amount):
                 (uncharged if delta == 0 else charged).append(key)
-                ledger.settle_gap(STORE_LOGIC, delta)  # charged a wrong amount, if anything
+                self._store_gap(ledger, delta)  # charged a wrong amount, if anything
                 continue
             charged.append(key)
             cause = self._charge(intent, attempt, ledger, old)
@@ -589,7 +620,11 @@ class CounterOracle:
         # because a cleanup cleared it.
         lag = (deficits(ledger) if epoch is ledger.epoch
                else {self._closed_cause(intent, epoch): 1})
-        epoch.wrongful.update(commit_excess(epoch.truth, limit, amount, seen, lag))
+        excess = commit_excess(epoch.truth, limit, amount, seen, lag)
+        epoch.wrongful.update(excess)
+        if excess.get(STORE_LOGIC) and id(epoch) not in self.overshoot_exposures:
+            self.overshoot_exposures[id(epoch)] = self.faults.exposing(self.context)
+            self._parted()
 
     def _judge_refusal(self, intent: Intent, attempt: Attempt, index: int | None) -> None:
         """A refusal an exactly-once limiter would not have made (``judgments``)."""
@@ -629,7 +664,7 @@ class CounterOracle:
                     # A refund never may create a counter (the EXISTS gate).
                     ledger.cleared = False
                     self._resurrected(change, STORE_LOGIC)
-                    ledger.settle_gap(STORE_LOGIC, after)
+                    self._store_gap(ledger, after)
                 continue
             if asked:
                 if change.written:
@@ -640,7 +675,7 @@ class CounterOracle:
             # The store's clamp: the refund asked for at least what was there.
             emptied = change.written and after == 0 and asked >= before
             if credit < 0:
-                ledger.settle_gap(STORE_LOGIC, -credit)  # a refund that charged
+                self._store_gap(ledger, -credit)  # a refund that charged
             elif credit or emptied:
                 self._credit(intent, refund, ledger, credit, emptied)
         if written and skipped:
@@ -671,7 +706,9 @@ class CounterOracle:
         if not minted:
             return
         if in_record and refund.executions > 1:
-            cause = "duplicate_execution" if refund.faults & DUPLICATES else STORE_LOGIC
+            # The contract: a re-sent refund is one-shot (its replay marker),
+            # whatever the driver did. Crediting it again is the store's.
+            cause = STORE_LOGIC
         elif emptied and in_record and epoch is not ledger.epoch:
             # Its budget was closed while it was on its way (a cleanup that
             # raced it, another session's of the prefix): giving back
@@ -789,6 +826,10 @@ class CounterOracle:
         before = ledger.value
         if after == before:
             return
+        if cause == VANISHED["key_expired"] and self._in_use(ledger, now_us):
+            # The contract: a counter its session still calls (refused calls
+            # included) never expires; the TTL reclaims abandoned ones only.
+            cause = STORE_LOGIC
         if before is not None and (after is None or after < before) and ledger.sessions:
             self._count("counter_resets", cause)
         if before is None and ledger.cleared:
@@ -801,6 +842,11 @@ class CounterOracle:
             if no_ttl and not self.per_replica:
                 self._without_ttl(ledger, STORE_LOGIC)
         ledger.reset_gap(cause)
+
+    def _in_use(self, ledger: Ledger, now_us: int) -> bool:
+        """A command of a live session named the counter less than the TTL
+        ago: every such command (a refused spend too) must leave it the TTL."""
+        return bool(ledger.sessions) and now_us - ledger.used_us < self.counter_ttl_us
 
     def _end_incarnation(self, ledger: Ledger, how: str) -> None:
         """The key's current content is gone: charges and refunds on it end with it."""
@@ -837,7 +883,7 @@ class CounterOracle:
                 self._vanished(ledger, None, STORE_LOGIC, now_us)
             else:
                 before, after = self._write(ledger, change, now_us)
-                ledger.settle_gap(STORE_LOGIC, (after or 0) - (before or 0))
+                self._store_gap(ledger, (after or 0) - (before or 0))
 
     # -- helpers -----------------------------------------------------------------
 
@@ -896,6 +942,95 @@ class CounterOracle:
     def _count(self, metric: str, cause: str, amount: int = 1) -> None:
         self.counts[metric] += amount
         self.counts[f"{metric}_by_{cause}"] += amount
+        if cause == STORE_LOGIC:
+            self._expose(metric, amount)
+
+    def _expose(self, metric: str, amount: float) -> None:
+        """``amount`` of ``metric`` is the store's: filed with the fault that
+        exposed it, and where the store's record and the truth parted."""
+        fault, call = self.faults.exposing(self.context)
+        self.exposures.add(metric, amount, fault, call)
+        self._parted()
+
+    def _parted(self) -> None:
+        context = self.context
+        if context.words:
+            self.exposures.parted(context.at_us, -1 if context.session is None
+                                  else context.session, context.words)
+
+    def _store_gap(self, ledger: Ledger, amount: int) -> None:
+        """The store moved its record ``amount`` away from the truth on its own."""
+        ledger.settle_gap(STORE_LOGIC, amount)
+        if amount:
+            self._parted()
+
+    # -- what is being judged (``exposing``) ---------------------------------------
+
+    def _call_context(self, intent: Intent, faults: set[str], path: str, now_us: int,
+                      did: str, via: str = "") -> Context:
+        """Judging what ``intent``'s caller was told (or its refund returning)."""
+        session = self.sessions[intent.session]
+        asked = {self._short(session, key): amount for key, (amount, _) in intent.parts.items()}
+        held = {self._short(session, key): self._ledger(session.source, key).value
+                for key in intent.parts}
+        words = (f"{path} of session {intent.session} call {intent.index} on "
+                 f"{session.where[1] or session.prefix}: asked {asked}, {did}; "
+                 f"the store holds {held}")
+        return Context(intent.session, frozenset(faults), path, via, now_us, words)
+
+    def _command_context(self, session: SessionBook, op: str,
+                         counters: dict[str, KeyChange], now_us: int) -> Context:
+        """Judging a command of ``session`` that ran ``op`` on the server."""
+        intent = session.tally if op == "tally" else session.current
+        path = {"cleanup": "remove_prefix", "refund": "refund", "tally": "add"}.get(
+            op, "try_spend")
+        via = ""
+        faults: frozenset[str] = frozenset().union(*self._open_faults(session))
+        asked: dict[str, Any] = {}
+        if op == "tally":
+            via = "tally"
+            if intent is not None:
+                asked = {self._short(session, key): amount
+                         for key, (amount, _) in intent.parts.items()}
+        elif op == "refund" and intent is not None and intent.refund is not None:
+            asked = {self._short(session, key): "all" if amount >= WHOLE else amount
+                     for key, amount in intent.refund.parts.items()}
+            faults |= intent.refund.faults
+            via = ("refund_after_cleanup" if session.cleanup
+                   else "whole_refund" if any(amount >= WHOLE for amount in
+                                               intent.refund.parts.values()) else "")
+        elif op == "cleanup":
+            faults |= session.cleanup_faults
+        elif intent is not None:
+            asked = {self._short(session, key): amount
+                     for key, (amount, _) in intent.parts.items()}
+            if intent.attempts:
+                faults |= intent.attempts[-1].faults
+        recorded = {self._short(session, key): (self.ledgers[session.source, key].value,
+                                                self._value(self.ledgers[session.source, key],
+                                                            change))
+                    for key, change in counters.items()}
+        call = "" if intent is None else f" call {intent.index}"
+        words = (f"{path} of session {session.number}{call} on "
+                 f"{session.where[1] or session.prefix}: asked {asked}, the store went "
+                 + ", ".join(f"{key} {before} -> {after}"
+                             for key, (before, after) in recorded.items()))
+        return Context(session.number, faults, path, via, now_us, words)
+
+    @staticmethod
+    def _short(session: SessionBook, key: str) -> str:
+        return key.removeprefix(session.prefix)
+
+    def _markers_written(self, changes: list[KeyChange], markers: dict[str, Any]) -> None:
+        """A refund marker written with no expiry outlives every retry window
+        for good (the seed gives it 5 minutes): the store's, whatever the lab did."""
+        for change in changes:
+            if (change.key in markers and MARKER_INFIX in change.key and change.written
+                    and change.after not in (None, UNCHANGED) and change.no_ttl
+                    and change.key not in self.markers_without_ttl):
+                self.markers_without_ttl.add(change.key)
+                self.counts["refund_markers_without_ttl"] += 1
+                self._expose("refund_markers_without_ttl", 1)
 
     # -- results -------------------------------------------------------------------
 
