@@ -16,7 +16,6 @@ and the verdict it makes (issue 24, DESIGN section 12).
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +25,13 @@ from scenario_data import merge
 
 from simulator.families import invariants_for
 from simulator.families.av_state import causes
-from simulator.families.av_state.books import SERVER, KeyChange
 from simulator.families.av_state.contract import CONTRACT, SEED
-from simulator.families.av_state.oracle import CounterOracle
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import BEGAN, exposed_by_key
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario, parse_scenario
-from simulator.scenario.sessions import Part, PlannedCall, SessionPlan
 from stores import registry
+from tests.simulator.test_av_state_oracle import TTL_US, Story, call, marker_without_ttl
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -183,3 +180,48 @@ def test_every_invariant_s_parts_by_cause_add_up_to_its_total(path):
             continue
         assert parts, f"{invariant.metric} has no parts by cause"
         assert sum(parts.values()) == summary[invariant.metric], (invariant.metric, parts)
+
+
+# -- the contract's rules, fact by fact -------------------------------------------
+
+
+def test_a_re_sent_refund_crediting_twice_is_the_store_s_exposed_by_the_re_send():
+    story = Story().open(1, call(100, 1_000, refund=50)).charge(1, 0, {"tokens": 100})
+    story.refund_sent(1).run(1, {"tokens": 50})
+    story.oracle.message_fault(1, "call_retried", "refund")
+    story.run(1, {"tokens": 0}).refund_returned(1)
+    summary = story.summary()
+    assert summary["budget_minted_units_by_store_logic"] == 50 == summary["budget_minted_units"]
+    assert summary[exposed_by_key("budget_minted_units")] == "call_retried on refund"
+    assert "refund of session 1 call 0" in summary[BEGAN]
+
+
+def test_a_counter_expiring_while_its_session_still_calls_it_is_the_store_s():
+    # Charged, then refused (a refusal that did not refresh the TTL), then
+    # expired a TTL after the charge but less than a TTL after the refusal.
+    story = Story().open(1, call(80, 100), call(80, 100)).charge(1, 0, {"tokens": 80})
+    story.tick(TTL_US // 2)
+    story.send(1, 1).run(1, {}, read=("tokens",)).answer(1, 1, "refused", 0)
+    story.tick(TTL_US // 2)
+    story.drop(1, "key_expired", {"tokens": None})
+    summary = story.summary()
+    assert summary["counter_resets_by_store_logic"] == 1 == summary["counter_resets"]
+    assert summary[exposed_by_key("counter_resets")] == "counter_expired"
+
+
+def test_a_counter_unused_for_its_whole_ttl_may_expire():
+    story = Story().open(1, call(80, 100), call(80, 100)).charge(1, 0, {"tokens": 80})
+    story.tick(TTL_US)
+    story.drop(1, "key_expired", {"tokens": None})
+    summary = story.summary()
+    assert summary["counter_resets_by_counter_expired"] == 1
+    assert blamed_on_the_store(summary) == {}
+
+
+def test_a_refund_marker_written_without_ttl_is_the_store_s():
+    summary = marker_without_ttl().summary()
+    assert summary["refund_markers_without_ttl"] == 1
+    assert summary[exposed_by_key("refund_markers_without_ttl")] == "no fault"
+    invariant = next(i for i in invariants_for(registry.get("av_state.redis"))
+                     if i.metric == "refund_markers_without_ttl")
+    assert invariant.store_only
