@@ -42,6 +42,10 @@ class Context:
 
 NOWHERE = Context(None, frozenset(), "")
 
+CONSEQUENCES = frozenset({"call_timed_out", "late_reply", "slow_reply"})
+"""Faults that follow from another (a lost message times out its call; a
+slowed reply arrives late): the one they follow from is what exposed a bug."""
+
 
 class FaultLog:
     """Every message fault of the lab's, per session, in the order it happened."""
@@ -52,17 +56,25 @@ class FaultLog:
     def hit(self, number: int, what: str, call: str) -> None:
         self._hits.setdefault(number, []).append((what, call))
 
-    def latest(self, number: int | None, among: Iterable[str] = ()) -> tuple[str, str] | None:
-        """The latest fault of session ``number`` (of ``among`` when given)."""
-        wanted = frozenset(among)
+    def latest(self, number: int | None, among: Iterable[str] = (),
+               exclude: Iterable[str] = ()) -> tuple[str, str] | None:
+        """The latest fault of session ``number`` (of ``among`` when given,
+        none of ``exclude``)."""
+        wanted, unwanted = frozenset(among), frozenset(exclude)
         for what, call in reversed(self._hits.get(number, []) if number is not None else []):
-            if not wanted or what in wanted:
+            if (not wanted or what in wanted) and what not in unwanted:
                 return what, call
         return None
 
     def exposing(self, context: Context) -> tuple[str | None, str]:
         """The fault (and call) that exposed damage filed in ``context``."""
-        found = self.latest(context.session, context.faults) if context.faults else None
+        found = None
+        primary = context.faults - CONSEQUENCES
+        if primary:
+            found = self.latest(context.session, primary)
+        if found is None and context.faults:
+            found = self.latest(context.session, context.faults)
+        found = found or self.latest(context.session, exclude=CONSEQUENCES)
         found = found or self.latest(context.session)
         if found is not None:
             return found

@@ -117,6 +117,9 @@ class CounterOracle:
         self.overshoot_exposures: dict[int, tuple[str | None, str]] = {}
         """Per budget (``id`` of its epoch), what exposed the store's first
         commit past its limit: the verdict shares its overshoot out at the end."""
+        self.gap_exposures: dict[tuple[Any, str], tuple[str | None, str]] = {}
+        """Per counter, what exposed the store's latest own move of its record
+        away from the truth: the exposure of the overshoot it lets through."""
         self.markers_without_ttl: set[str] = set()
         """Refund markers the store wrote with no expiry."""
 
@@ -597,7 +600,10 @@ class CounterOracle:
                     charge.status = ACKED
                     ledger.settle_gap(IN_FLIGHT, -amount)
                 else:
-                    ledger.settle_gap(self._uncharged_cause(intent, attempt, ledger), -amount)
+                    cause = self._uncharged_cause(intent, attempt, ledger)
+                    ledger.settle_gap(cause, -amount)
+                    if cause == STORE_LOGIC:
+                        self._store_moved(ledger)  # told committed, never charged
             self._judge_commit(intent, attempt, ledger, epoch, amount, limit)
 
     def _uncharged_cause(self, intent: Intent, attempt: Attempt, ledger: Ledger) -> str:
@@ -623,7 +629,12 @@ class CounterOracle:
         excess = commit_excess(epoch.truth, limit, amount, seen, lag)
         epoch.wrongful.update(excess)
         if excess.get(STORE_LOGIC) and id(epoch) not in self.overshoot_exposures:
-            self.overshoot_exposures[id(epoch)] = self.faults.exposing(self.context)
+            # The store's share: its record lagged by its own doing (what
+            # exposed that), or it charged past its own record (this call).
+            lagged = lag.get(STORE_LOGIC) and (ledger.source, ledger.key) in self.gap_exposures
+            self.overshoot_exposures[id(epoch)] = (
+                self.gap_exposures[ledger.source, ledger.key] if lagged
+                else self.faults.exposing(self.context))
             self._parted()
 
     def _judge_refusal(self, intent: Intent, attempt: Attempt, index: int | None) -> None:
@@ -811,12 +822,15 @@ class CounterOracle:
                 continue
             live = ledger.sessions - {session.number}
             if live:
-                # Another session of the prefix still spends on it.
-                self._count("counter_resets", SHARED_PREFIX)
+                # Another session still spends on it: of the prefix (a
+                # recycled one), or the cleanup deleted past its own prefix.
+                own = key.startswith(session.prefix)
+                self._count("counter_resets", SHARED_PREFIX if own else STORE_LOGIC)
             self._end_incarnation(ledger, "cleanup")
             self._hold(ledger, None, False)
             ledger.cleared = True
-            ledger.reset_gap(SHARED_PREFIX)
+            self._reset_gap(ledger, SHARED_PREFIX if key.startswith(session.prefix)
+                            else STORE_LOGIC)
 
     def _vanished(self, ledger: Ledger, after: int | None, cause: str, now_us: int,
                   no_ttl: bool = False) -> None:
@@ -841,7 +855,7 @@ class CounterOracle:
             ledger.cleared = False
             if no_ttl and not self.per_replica:
                 self._without_ttl(ledger, STORE_LOGIC)
-        ledger.reset_gap(cause)
+        self._reset_gap(ledger, cause)
 
     def _in_use(self, ledger: Ledger, now_us: int) -> bool:
         """A command of a live session named the counter less than the TTL
@@ -962,7 +976,17 @@ class CounterOracle:
         """The store moved its record ``amount`` away from the truth on its own."""
         ledger.settle_gap(STORE_LOGIC, amount)
         if amount:
-            self._parted()
+            self._store_moved(ledger)
+
+    def _store_moved(self, ledger: Ledger) -> None:
+        """The store's record of ``ledger`` left the truth by the store's doing."""
+        self.gap_exposures[ledger.source, ledger.key] = self.faults.exposing(self.context)
+        self._parted()
+
+    def _reset_gap(self, ledger: Ledger, cause: str) -> None:
+        ledger.reset_gap(cause)
+        if cause == STORE_LOGIC:
+            self._store_moved(ledger)
 
     # -- what is being judged (``exposing``) ---------------------------------------
 
@@ -1006,15 +1030,21 @@ class CounterOracle:
                      for key, (amount, _) in intent.parts.items()}
             if intent.attempts:
                 faults |= intent.attempts[-1].faults
+            if any(self._value(self.ledgers[session.source, key], change)
+                   == self.ledgers[session.source, key].value
+                   for key, change in counters.items()):
+                via = "refusal"  # a counter it left as it was: the check refused
         recorded = {self._short(session, key): (self.ledgers[session.source, key].value,
                                                 self._value(self.ledgers[session.source, key],
                                                             change))
                     for key, change in counters.items()}
         call = "" if intent is None else f" call {intent.index}"
+        went = [f"{key} {before} -> {after}" for key, (before, after) in recorded.items()]
+        if len(went) > 4:
+            went = [*went[:4], f"and {len(went) - 4} more"]
         words = (f"{path} of session {session.number}{call} on "
                  f"{session.where[1] or session.prefix}: asked {asked}, the store went "
-                 + ", ".join(f"{key} {before} -> {after}"
-                             for key, (before, after) in recorded.items()))
+                 + ", ".join(went))
         return Context(session.number, faults, path, via, now_us, words)
 
     @staticmethod
