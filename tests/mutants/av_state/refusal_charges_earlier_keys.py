@@ -11,8 +11,8 @@ the damage is the store's, exposed by the refusal path.
 from __future__ import annotations
 
 from mutants.av_state import Mutant, register_mutant
-from stores.av_state.redis_store import SCRIPTS
 from mutants.av_state.paths import beside
+from stores.av_state.redis_store import SCRIPTS
 
 MUTANT = Mutant(
     name="refusal_charges_earlier_keys",

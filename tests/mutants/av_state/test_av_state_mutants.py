@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 from blame import blamed_on_the_store, store_logic_excess
-from mutants.av_state import BASE, CATALOGUE, FIXED, Mutant, catalogue
 from scenario_data import merge
 
+from mutants.av_state import BASE, CATALOGUE, FIXED, Mutant, catalogue
 from simulator.families import invariants_for
 from simulator.plugin.contracts import exposed_by_key
 from simulator.run.compose import run_scenario
