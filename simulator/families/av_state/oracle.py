@@ -304,7 +304,8 @@ class CounterOracle:
         if refund is None or not refund.open:
             return
         refund.open = False
-        self.context = self._call_context(intent, refund.faults, "refund", now_us, "returned")
+        self.context = self._call_context(intent, refund.faults, "refund_many", now_us,
+                                          "returned")
         if refund.faults & HIDDEN:
             cause = "refund_lost"
         else:
@@ -1006,7 +1007,7 @@ class CounterOracle:
                          counters: dict[str, KeyChange], now_us: int) -> Context:
         """Judging a command of ``session`` that ran ``op`` on the server."""
         intent = session.tally if op == "tally" else session.current
-        path = {"cleanup": "remove_prefix", "refund": "refund", "tally": "add"}.get(
+        path = {"cleanup": "remove_prefix", "refund": "refund_many", "tally": "add"}.get(
             op, "try_spend")
         via = ""
         faults: frozenset[str] = frozenset().union(*self._open_faults(session))

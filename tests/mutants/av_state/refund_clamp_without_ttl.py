@@ -21,7 +21,7 @@ MUTANT = Mutant(
     violates="004_3d0b2b7832cd8f83.txt:135-140",
     scenario={"workload": {"sessions": {"refunds": {"chance": 0.8, "whole": 0.5}}}},
     damage=("counters_without_ttl",),
-    exposed_by="whole_refund on refund",
+    exposed_by="whole_refund on refund_many",
 )
 
 KIND = register_mutant(MUTANT, scripts=SCRIPTS.patching(

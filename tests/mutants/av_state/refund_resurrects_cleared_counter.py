@@ -23,7 +23,7 @@ MUTANT = Mutant(
                                         "call_duration": "lognormal(60s, 0.5)",
                                         "cleanup_after": "0s"}}},
     damage=("counters_resurrected",),
-    exposed_by="refund_after_cleanup on refund",
+    exposed_by="refund_after_cleanup on refund_many",
 )
 
 KIND = register_mutant(MUTANT, scripts=SCRIPTS.patching(
