@@ -193,7 +193,7 @@ def test_a_re_sent_refund_crediting_twice_is_the_store_s_exposed_by_the_re_send(
     summary = story.summary()
     assert summary["budget_minted_units_by_store_logic"] == 50 == summary["budget_minted_units"]
     assert summary[exposed_by_key("budget_minted_units")] == "call_retried on refund"
-    assert "refund_many of session 1 call 0" in summary[BEGAN]
+    assert "refund_many on replica 0 for session 1 call 0" in summary[BEGAN]
 
 
 def test_a_counter_expiring_while_its_session_still_calls_it_is_the_store_s():

@@ -81,6 +81,7 @@ from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import Exposures
 from simulator.scenario.model import ScenarioError
 from simulator.scenario.sessions import WHOLE
+from simulator.world.requests import REQUESTS_PER_REPLICA
 
 MARKER_INFIX = ":r:"
 """What separates a counter's key from a refund id in a replay marker's key."""
@@ -998,9 +999,9 @@ class CounterOracle:
         asked = {self._short(session, key): amount for key, (amount, _) in intent.parts.items()}
         held = {self._short(session, key): self._ledger(session.source, key).value
                 for key in intent.parts}
-        words = (f"{path} of session {intent.session} call {intent.index} on "
-                 f"{session.where[1] or session.prefix}: asked {asked}, {did}; "
-                 f"the store holds {held}")
+        words = (f"{path} on replica {self._replica(intent.session)} for session "
+                 f"{intent.session} call {intent.index} ({session.where[1] or session.prefix}): "
+                 f"asked {asked}, {did}; the store holds {held}")
         return Context(intent.session, frozenset(faults), path, via, now_us, words)
 
     def _command_context(self, session: SessionBook, op: str,
@@ -1043,10 +1044,16 @@ class CounterOracle:
         went = [f"{key} {before} -> {after}" for key, (before, after) in recorded.items()]
         if len(went) > 4:
             went = [*went[:4], f"and {len(went) - 4} more"]
-        words = (f"{path} of session {session.number}{call} on "
-                 f"{session.where[1] or session.prefix}: asked {asked}, the store went "
-                 + ", ".join(went))
+        words = (f"{path} on replica {self._replica(session.number)} for session "
+                 f"{session.number}{call} ({session.where[1] or session.prefix}): "
+                 f"asked {asked}, the store went " + ", ".join(went))
         return Context(session.number, faults, path, via, now_us, words)
+
+    @staticmethod
+    def _replica(number: int) -> int:
+        """The replica that opened session ``number`` (request numbers are
+        ``replica * REQUESTS_PER_REPLICA + n``)."""
+        return number // REQUESTS_PER_REPLICA
 
     @staticmethod
     def _short(session: SessionBook, key: str) -> str:
