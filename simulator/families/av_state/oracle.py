@@ -39,6 +39,13 @@ Rules kept here:
   cleanup deletes). A command that runs after its caller gave up belongs to
   the attempt that sent it, or to the session's latest call (a reply later
   than the session's next call is beyond any network the lab models).
+* The fault contract (``contract``) decides what a fault excuses: a re-sent
+  refund crediting again, a counter expiring less than its TTL after a
+  session's command last named it (``Ledger.used_us``; a refused spend
+  names it too), a cleanup deleting outside its own prefix, a refund marker
+  written with no TTL are ``store_logic`` whatever the lab did. Every part
+  filed under ``store_logic`` is kept with what exposed it and where the
+  store's record and the truth first parted (``exposing``, ``Exposures``).
 """
 
 from __future__ import annotations
