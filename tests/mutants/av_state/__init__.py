@@ -16,7 +16,7 @@ scenario and seed.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from stores.av_state import redis_kind
@@ -72,7 +72,10 @@ class Mutant:
     exposed_by: str
     """What the verdict must name as having exposed it (a part of ``<metric>_exposed_by``)."""
     seed: int = 1
-    notes: dict[str, Any] = field(default_factory=dict)
+    counterfactual_differs: str = ""
+    """Why the counterfactual view (the fixed store under the same schedule)
+    sees less damage added than the mechanistic one files under
+    ``store_logic``, when it does; empty when the two agree."""
 
     @property
     def kind(self) -> str:

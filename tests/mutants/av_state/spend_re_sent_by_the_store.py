@@ -26,6 +26,9 @@ MUTANT = Mutant(
          "count": 3} for replica in (0, 1)]}},
     damage=("double_debits",),
     exposed_by="on try_spend",
+    counterfactual_differs=(
+        "the store's own re-send doubles the charges the caller's retry would have "
+        "doubled under the lost reply (allowed): the fixed store double-debits them too"),
 )
 
 
