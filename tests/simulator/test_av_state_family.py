@@ -104,7 +104,8 @@ VARIANTS = {
     "av_state.variants.refund_without_marker": (
         merge(FAULTS["driver_retries"][0], {"workload": {"sessions": {"refunds": {
             "chance": 1.0}}}}),
-        {"budget_minted_units_by_duplicate_execution"}),
+        # A re-sent refund credited twice: the store's (its marker makes it one-shot).
+        {"budget_minted_units_by_store_logic"}),
     "av_state.variants.refund_not_exists_gated": (
         {"workload": {"sessions": {"refunds": {"chance": 1.0},
                                    "call_duration": "lognormal(60s, 0.5)"}}},

@@ -314,7 +314,9 @@ def false_refusals_by_store_logic() -> Story:
 
 
 def budget_overshoot_units_by_counter_expired() -> Story:
+    # A session idle for the whole TTL: its counter expires, as the seed allows.
     story = Story().open(1, call(80, 100), call(80, 100)).charge(1, 0, {"tokens": 80})
+    story.tick(TTL_US)
     story.drop(1, "key_expired", {"tokens": None})
     return story.charge(1, 1, {"tokens": 80})
 
@@ -348,15 +350,6 @@ def budget_overshoot_units_by_shared_prefix() -> Story:
     return story.charge(2, 1, {"tokens": 50}).charge(2, 2, {"tokens": 100})
 
 
-def budget_overshoot_units_by_duplicate_execution() -> Story:
-    # A refund without a replay marker, re-sent by the driver, credits twice.
-    story = Story().open(1, call(100, 100, refund=50), call(100, 100))
-    story.charge(1, 0, {"tokens": 100}).refund_sent(1)
-    story.run(1, {"tokens": 50}).fault(1, "reply_lost", "call_retried")
-    story.run(1, {"tokens": 0}).fault(1, "duplicate_execution").refund_returned(1)
-    return story.charge(1, 1, {"tokens": 100})
-
-
 def budget_overshoot_units_by_misaligned_reply() -> Story:
     story = Story().open(1, call(80, 100), call(80, 100)).charge(1, 0, {"tokens": 80})
     return story.send(1, 1).fault(1, "misaligned_reply").answer(1, 1)
@@ -366,12 +359,6 @@ def budget_overshoot_units_by_store_logic() -> Story:
     # The store charged past its own record's limit.
     story = Story().open(1, call(80, 100), call(80, 100)).charge(1, 0, {"tokens": 80})
     return story.charge(1, 1, {"tokens": 160})
-
-
-def budget_minted_units_by_duplicate_execution() -> Story:
-    story = Story().open(1, call(100, 1_000, refund=50)).charge(1, 0, {"tokens": 100})
-    story.refund_sent(1).run(1, {"tokens": 50}).fault(1, "call_retried")
-    return story.run(1, {"tokens": 0}).fault(1, "duplicate_execution").refund_returned(1)
 
 
 def budget_minted_units_by_store_logic() -> Story:
@@ -388,6 +375,8 @@ def _minted_after(how: str, closer: int = 1, refunder: int = 1) -> Story:
     if how == "cleanup":
         story.cleanup_began(closer).run(closer, {"tokens": None}).cleanup_ended(closer)
     else:
+        if how == "key_expired":
+            story.tick(TTL_US)  # idle for the whole TTL: it may expire
         story.drop(1, how, {"tokens": None})
     story.open(3, call(30, 1_000)).charge(3, 0, {"tokens": 30})
     return story.run(refunder, {"tokens": 0}, marker="fresh").refund_returned(refunder)
@@ -606,6 +595,15 @@ def test_a_refund_without_a_marker_is_told_apart_from_a_spend_by_the_open_operat
     assert story.oracle.ledgers[SERVER, PREFIX + "tokens"].gap == {}
 
 
+def marker_without_ttl() -> Story:
+    """A refund whose replay marker the store wrote with no expiry."""
+    story = Story().open(1, call(100, refund=40)).charge(1, 0, {"tokens": 100}).refund_sent(1)
+    marker = KeyChange(story.key(1, "tokens") + ":r:1", 1, no_ttl=True)
+    story.oracle.observe(SERVER, story.tick(), 1, "command",
+                         [KeyChange(story.key(1, "tokens"), 60), marker])
+    return story.refund_returned(1)
+
+
 def test_every_metric_moves_in_some_story():
     failed = Story().open(1, call(100)).send(1).fault(1, "call_timed_out").answer(1, 0, "failed")
     rejected = Story().open(1, call(100)).send(1).answer(1, 0, "rejected")
@@ -613,6 +611,7 @@ def test_every_metric_moves_in_some_story():
     closed.oracle.closed(1, closed.tick())
     stories = [failed, rejected, closed, replay_blocked(), kept_past_ttl(), partial_refund(),
                tally_added(), tally_failed(), tally_refused(), whole_refund(),
+               marker_without_ttl(),
                *(story() for story in STORIES.values())]
     moved = {name for story in stories for name, value in story.summary().items() if value}
     assert set(failed.summary()) - moved == set()
@@ -718,6 +717,7 @@ def test_a_whole_refund_closes_a_double_debit_instead_of_minting_it():
 def test_a_whole_refund_on_a_record_short_of_the_truth_leaves_nothing_to_the_store():
     # Call 0's counter expired under the live session; call 1 re-created it.
     story = Story().open(1, whole(100), whole(50)).charge(1, 0, {"tokens": 100})
+    story.tick(TTL_US)  # idle for the whole TTL
     story.drop(1, "key_expired", {"tokens": None}).charge(1, 1, {"tokens": 50})
     story.refund(1, 1, {"tokens": 0})
     summary = story.summary()

@@ -50,7 +50,7 @@ class Damage:
 
 DAMAGE = {
     "refund_without_marker": Damage(
-        ("budget_minted_units",), ("budget_minted_units_by_duplicate_execution",)),
+        ("budget_minted_units",), ("budget_minted_units_by_store_logic",)),
     "refund_not_exists_gated": Damage(
         ("counters_resurrected", "counters_without_ttl", "counters_without_ttl_at_end"),
         ("counters_resurrected_by_store_logic", "counters_without_ttl_by_store_logic")),

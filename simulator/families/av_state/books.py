@@ -113,6 +113,9 @@ class Ledger:
     ever_no_ttl: bool = False
     touched_us: int = 0
     """When a command last wrote (or, in a twin, touched) it."""
+    used_us: int = 0
+    """When a command of a session last named it, read or written (the truth
+    of when it was last in use: a refused spend uses it as much as a charge)."""
     where: tuple[str, str] = ("", "")
     """The namespace and subject of the last session that used it (for samples)."""
 

@@ -45,21 +45,25 @@ IN_MEMORY_TWIN = "in_memory_twin"
 """The in-memory twin's counters never expire: its stated divergence."""
 
 OVERSHOOT_CAUSES = ("counter_expired", "evicted", "server_data_loss", CLEANUP_RACE,
-                    SHARED_PREFIX, "duplicate_execution", "misaligned_reply", STORE_LOGIC)
+                    SHARED_PREFIX, "misaligned_reply", STORE_LOGIC)
 """Why the record held less than the callers' true spend, so that the store
 committed past the limit: the counter vanished (expired while its session
 lived, evicted, lost in a restore, cleared by a cleanup racing a call or by
-another session of the prefix); a refund was credited again by a driver's
-re-send; the caller took another command's reply for a commit. What the
-store committed past its own record is ``store_logic``."""
+another session of the prefix); the caller took another command's reply for
+a commit. What the store committed past its own record is ``store_logic``,
+and so is a lag the store made itself: a refund credited again on a
+re-send (the contract: a refund is one-shot), a counter expired while its
+session still called it (the contract: every call refreshes the TTL)."""
 
-MINTED_CAUSES = ("duplicate_execution", CLEANUP_RACE, SHARED_PREFIX, "counter_expired",
+MINTED_CAUSES = (CLEANUP_RACE, SHARED_PREFIX, "counter_expired",
                  "evicted", "server_data_loss", "misaligned_reply", STORE_LOGIC)
 """Why a refund credited what its call had not debited on that counter: the
-driver re-sent it and it ran twice; the debit it gives back had been cleared
+debit it gives back had been cleared
 (by the session's own cleanup racing it, another session's, its TTL, an
 eviction, a restore) and the counter re-created since; its call was never
-charged (a misaligned reply). Anything else is the store's own credit."""
+charged (a misaligned reply). Anything else is the store's own credit, a
+refund the driver re-sent crediting twice included: the seed's replay
+marker makes every refund one-shot (``contract``)."""
 
 DOUBLE_DEBIT_CAUSES = ("duplicate_execution", "reply_lost", STORE_LOGIC)
 """Why one call's spend was charged more than once: the driver re-sent a

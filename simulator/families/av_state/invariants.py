@@ -18,4 +18,7 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("counters_without_ttl"),
     Invariant("partial_batches"),
     Invariant("counter_resets"),
+    Invariant("refund_markers_without_ttl", store_only=True),
 )
+"""A refund marker needs no parts by cause: nothing the lab does writes one
+without its 5-minute expiry (``contract``)."""

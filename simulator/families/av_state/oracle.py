@@ -39,6 +39,13 @@ Rules kept here:
   cleanup deletes). A command that runs after its caller gave up belongs to
   the attempt that sent it, or to the session's latest call (a reply later
   than the session's next call is beyond any network the lab models).
+* The fault contract (``contract``) decides what a fault excuses: a re-sent
+  refund crediting again, a counter expiring less than its TTL after a
+  session's command last named it (``Ledger.used_us``; a refused spend
+  names it too), a cleanup deleting outside its own prefix, a refund marker
+  written with no TTL are ``store_logic`` whatever the lab did. Every part
+  filed under ``store_logic`` is kept with what exposed it and where the
+  store's record and the truth first parted (``exposing``, ``Exposures``).
 """
 
 from __future__ import annotations
@@ -75,10 +82,13 @@ from simulator.families.av_state.causes import (
     SHARED_PREFIX,
     VANISHED,
 )
+from simulator.families.av_state.exposing import NOWHERE, Context, FaultLog
 from simulator.families.av_state.judgments import commit_excess, deficits, refusal_cause, view
 from simulator.plugin.attribution import STORE_LOGIC
+from simulator.plugin.contracts import Exposures
 from simulator.scenario.model import ScenarioError
 from simulator.scenario.sessions import WHOLE
+from simulator.world.requests import REQUESTS_PER_REPLICA
 
 MARKER_INFIX = ":r:"
 """What separates a counter's key from a refund id in a replay marker's key."""
@@ -107,6 +117,19 @@ class CounterOracle:
         self.counts: Counter = Counter()
         self.kept_past_ttl_us = 0
         self.totals = Totals()
+        self.faults = FaultLog()
+        self.exposures = Exposures()
+        """The store-logic damage by the fault that exposed it (``exposing``)."""
+        self.context: Context = NOWHERE
+        """What the oracle is judging now: where store-logic damage is filed from."""
+        self.overshoot_exposures: dict[int, tuple[str | None, str]] = {}
+        """Per budget (``id`` of its epoch), what exposed the store's first
+        commit past its limit: the verdict shares its overshoot out at the end."""
+        self.gap_exposures: dict[tuple[Any, str], tuple[str | None, str]] = {}
+        """Per counter, what exposed the store's latest own move of its record
+        away from the truth: the exposure of the overshoot it lets through."""
+        self.markers_without_ttl: set[str] = set()
+        """Refund markers the store wrote with no expiry."""
 
     # -- what the core tells every oracle ------------------------------------
 
@@ -116,6 +139,7 @@ class CounterOracle:
     def message_fault(self, number: int, what: str, call: str = "") -> None:
         """The lab did ``what`` to a message of session ``number``: filed
         under every operation of it still open (the latest when none is)."""
+        self.faults.hit(number, what, call)
         session = self.sessions.get(number)
         if session is None:
             return
@@ -133,6 +157,7 @@ class CounterOracle:
             return
         self.counts["sessions_aborted_by_crash"] += 1
         session.over = True
+        self.context = Context(number, frozenset(), "", via="crash", at_us=now_us)
         intent = session.current
         if intent is not None:
             attempt = intent.attempts[-1]
@@ -212,6 +237,8 @@ class CounterOracle:
         ``refused`` naming ``refused_index``, ``failed``, ``rejected``)."""
         intent = self.sessions[number].calls[index]
         self.counts[f"spend_attempts_{answer}"] += 1
+        self.context = self._call_context(intent, intent.attempts[-1].faults, "try_spend",
+                                          now_us, f"told {answer}")
         self._answered(intent, answer, refused_index)
 
     def tally_sent(self, number: int, index: int, now_us: int) -> None:
@@ -231,6 +258,8 @@ class CounterOracle:
         tally = self.sessions[number].tally
         assert tally is not None and tally.index == index
         self.counts[f"tallies_{answer}"] += 1
+        self.context = self._call_context(tally, tally.attempts[-1].faults, "add", now_us,
+                                          f"told {answer}", via="tally")
         self._answered(tally, "committed" if answer == "added" else answer,
                        0 if answer == "refused" else None)
 
@@ -283,6 +312,8 @@ class CounterOracle:
         if refund is None or not refund.open:
             return
         refund.open = False
+        self.context = self._call_context(intent, refund.faults, "refund_many", now_us,
+                                          "returned")
         if refund.faults & HIDDEN:
             cause = "refund_lost"
         else:
@@ -307,6 +338,8 @@ class CounterOracle:
         session = self.sessions[number]
         session.cleanup = "done"
         self.counts["cleanups_ended"] += 1
+        self.context = Context(number, frozenset(session.cleanup_faults), "remove_prefix",
+                               at_us=now_us, words=f"remove_prefix for session {number}")
         cause = "cleanup_lost" if session.cleanup_faults & HIDDEN else STORE_LOGIC
         for key in session.counters:
             self._leftover(self._ledger(session.source, key), cause)
@@ -344,7 +377,9 @@ class CounterOracle:
                         others.pop(change.key, None)
                     else:
                         others[change.key] = change.after
+        self._markers_written(changes, markers)
         if how != "command":
+            self.context = Context(None, frozenset(), "", via=VANISHED[how], at_us=now_us)
             for key, change in counters.items():
                 after = self._value(self.ledgers[source, key], change)
                 self._vanished(self.ledgers[source, key], after, VANISHED[how], now_us,
@@ -355,6 +390,14 @@ class CounterOracle:
             self._stray(source, counters, now_us)
             return
         op = op or self._operation(session, counters, changes)
+        self.context = self._command_context(session, op, counters, now_us)
+        for key, change in counters.items():
+            # A spend or a tally uses every counter it names, refused or not
+            # (both scripts refresh the TTL before refusing); a refund or a
+            # cleanup only the ones it wrote (a replay the marker blocked
+            # touches none).
+            if op in ("spend", "tally") or change.written:
+                self.ledgers[source, key].used_us = now_us
         if op == "cleanup":
             self._cleared(session, counters, now_us)
         elif op == "refund":
@@ -481,7 +524,7 @@ class CounterOracle:
             before_all[key] = before or 0
             amount = intent.parts.get(key, (None, 0))[0]
             if amount is None:
-                ledger.settle_gap(STORE_LOGIC, delta)  # a key its call does not spend on
+                self._store_gap(ledger, delta)  # a key its call does not spend on
                 continue
             old = intent.epochs[key] is not ledger.epoch
             if before is None and after is not None and ledger.cleared:
@@ -489,11 +532,11 @@ class CounterOracle:
                 if old:
                     self._resurrected(change, self._closed_cause(intent, intent.epochs[key]))
             if amount == 0:
-                ledger.settle_gap(STORE_LOGIC, delta)
+                self._store_gap(ledger, delta)
                 continue
             if not (change.written and after is not None and delta == amount):
                 (uncharged if delta == 0 else charged).append(key)
-                ledger.settle_gap(STORE_LOGIC, delta)  # charged a wrong amount, if anything
+                self._store_gap(ledger, delta)  # charged a wrong amount, if anything
                 continue
             charged.append(key)
             cause = self._charge(intent, attempt, ledger, old)
@@ -566,7 +609,10 @@ class CounterOracle:
                     charge.status = ACKED
                     ledger.settle_gap(IN_FLIGHT, -amount)
                 else:
-                    ledger.settle_gap(self._uncharged_cause(intent, attempt, ledger), -amount)
+                    cause = self._uncharged_cause(intent, attempt, ledger)
+                    ledger.settle_gap(cause, -amount)
+                    if cause == STORE_LOGIC:
+                        self._store_moved(ledger)  # told committed, never charged
             self._judge_commit(intent, attempt, ledger, epoch, amount, limit)
 
     def _uncharged_cause(self, intent: Intent, attempt: Attempt, ledger: Ledger) -> str:
@@ -589,7 +635,16 @@ class CounterOracle:
         # because a cleanup cleared it.
         lag = (deficits(ledger) if epoch is ledger.epoch
                else {self._closed_cause(intent, epoch): 1})
-        epoch.wrongful.update(commit_excess(epoch.truth, limit, amount, seen, lag))
+        excess = commit_excess(epoch.truth, limit, amount, seen, lag)
+        epoch.wrongful.update(excess)
+        if excess.get(STORE_LOGIC) and id(epoch) not in self.overshoot_exposures:
+            # The store's share: its record lagged by its own doing (what
+            # exposed that), or it charged past its own record (this call).
+            lagged = lag.get(STORE_LOGIC) and (ledger.source, ledger.key) in self.gap_exposures
+            self.overshoot_exposures[id(epoch)] = (
+                self.gap_exposures[ledger.source, ledger.key] if lagged
+                else self.faults.exposing(self.context))
+            self._parted()
 
     def _judge_refusal(self, intent: Intent, attempt: Attempt, index: int | None) -> None:
         """A refusal an exactly-once limiter would not have made (``judgments``)."""
@@ -629,7 +684,7 @@ class CounterOracle:
                     # A refund never may create a counter (the EXISTS gate).
                     ledger.cleared = False
                     self._resurrected(change, STORE_LOGIC)
-                    ledger.settle_gap(STORE_LOGIC, after)
+                    self._store_gap(ledger, after)
                 continue
             if asked:
                 if change.written:
@@ -640,7 +695,7 @@ class CounterOracle:
             # The store's clamp: the refund asked for at least what was there.
             emptied = change.written and after == 0 and asked >= before
             if credit < 0:
-                ledger.settle_gap(STORE_LOGIC, -credit)  # a refund that charged
+                self._store_gap(ledger, -credit)  # a refund that charged
             elif credit or emptied:
                 self._credit(intent, refund, ledger, credit, emptied)
         if written and skipped:
@@ -671,7 +726,9 @@ class CounterOracle:
         if not minted:
             return
         if in_record and refund.executions > 1:
-            cause = "duplicate_execution" if refund.faults & DUPLICATES else STORE_LOGIC
+            # The contract: a re-sent refund is one-shot (its replay marker),
+            # whatever the driver did. Crediting it again is the store's.
+            cause = STORE_LOGIC
         elif emptied and in_record and epoch is not ledger.epoch:
             # Its budget was closed while it was on its way (a cleanup that
             # raced it, another session's of the prefix): giving back
@@ -774,12 +831,15 @@ class CounterOracle:
                 continue
             live = ledger.sessions - {session.number}
             if live:
-                # Another session of the prefix still spends on it.
-                self._count("counter_resets", SHARED_PREFIX)
+                # Another session still spends on it: of the prefix (a
+                # recycled one), or the cleanup deleted past its own prefix.
+                own = key.startswith(session.prefix)
+                self._count("counter_resets", SHARED_PREFIX if own else STORE_LOGIC)
             self._end_incarnation(ledger, "cleanup")
             self._hold(ledger, None, False)
             ledger.cleared = True
-            ledger.reset_gap(SHARED_PREFIX)
+            self._reset_gap(ledger, SHARED_PREFIX if key.startswith(session.prefix)
+                            else STORE_LOGIC)
 
     def _vanished(self, ledger: Ledger, after: int | None, cause: str, now_us: int,
                   no_ttl: bool = False) -> None:
@@ -789,6 +849,10 @@ class CounterOracle:
         before = ledger.value
         if after == before:
             return
+        if cause == VANISHED["key_expired"] and self._in_use(ledger, now_us):
+            # The contract: a counter its session still calls (refused calls
+            # included) never expires; the TTL reclaims abandoned ones only.
+            cause = STORE_LOGIC
         if before is not None and (after is None or after < before) and ledger.sessions:
             self._count("counter_resets", cause)
         if before is None and ledger.cleared:
@@ -800,7 +864,12 @@ class CounterOracle:
             ledger.cleared = False
             if no_ttl and not self.per_replica:
                 self._without_ttl(ledger, STORE_LOGIC)
-        ledger.reset_gap(cause)
+        self._reset_gap(ledger, cause)
+
+    def _in_use(self, ledger: Ledger, now_us: int) -> bool:
+        """A command of a live session named the counter less than the TTL
+        ago: every such command (a refused spend too) must leave it the TTL."""
+        return bool(ledger.sessions) and now_us - ledger.used_us < self.counter_ttl_us
 
     def _end_incarnation(self, ledger: Ledger, how: str) -> None:
         """The key's current content is gone: charges and refunds on it end with it."""
@@ -837,7 +906,7 @@ class CounterOracle:
                 self._vanished(ledger, None, STORE_LOGIC, now_us)
             else:
                 before, after = self._write(ledger, change, now_us)
-                ledger.settle_gap(STORE_LOGIC, (after or 0) - (before or 0))
+                self._store_gap(ledger, (after or 0) - (before or 0))
 
     # -- helpers -----------------------------------------------------------------
 
@@ -896,6 +965,117 @@ class CounterOracle:
     def _count(self, metric: str, cause: str, amount: int = 1) -> None:
         self.counts[metric] += amount
         self.counts[f"{metric}_by_{cause}"] += amount
+        if cause == STORE_LOGIC:
+            self._expose(metric, amount)
+
+    def _expose(self, metric: str, amount: float) -> None:
+        """``amount`` of ``metric`` is the store's: filed with the fault that
+        exposed it, and where the store's record and the truth parted."""
+        fault, call = self.faults.exposing(self.context)
+        self.exposures.add(metric, amount, fault, call)
+        self._parted()
+
+    def _parted(self) -> None:
+        context = self.context
+        if context.words:
+            self.exposures.parted(context.at_us, -1 if context.session is None
+                                  else context.session, context.words)
+
+    def _store_gap(self, ledger: Ledger, amount: int) -> None:
+        """The store moved its record ``amount`` away from the truth on its own."""
+        ledger.settle_gap(STORE_LOGIC, amount)
+        if amount:
+            self._store_moved(ledger)
+
+    def _store_moved(self, ledger: Ledger) -> None:
+        """The store's record of ``ledger`` left the truth by the store's doing."""
+        self.gap_exposures[ledger.source, ledger.key] = self.faults.exposing(self.context)
+        self._parted()
+
+    def _reset_gap(self, ledger: Ledger, cause: str) -> None:
+        ledger.reset_gap(cause)
+        if cause == STORE_LOGIC:
+            self._store_moved(ledger)
+
+    # -- what is being judged (``exposing``) ---------------------------------------
+
+    def _call_context(self, intent: Intent, faults: set[str], path: str, now_us: int,
+                      did: str, via: str = "") -> Context:
+        """Judging what ``intent``'s caller was told (or its refund returning)."""
+        session = self.sessions[intent.session]
+        asked = {self._short(session, key): amount for key, (amount, _) in intent.parts.items()}
+        held = {self._short(session, key): self._ledger(session.source, key).value
+                for key in intent.parts}
+        words = (f"{path} on replica {self._replica(intent.session)} for session "
+                 f"{intent.session} call {intent.index} ({session.where[1] or session.prefix}): "
+                 f"asked {asked}, {did}; the store holds {held}")
+        return Context(intent.session, frozenset(faults), path, via, now_us, words)
+
+    def _command_context(self, session: SessionBook, op: str,
+                         counters: dict[str, KeyChange], now_us: int) -> Context:
+        """Judging a command of ``session`` that ran ``op`` on the server."""
+        intent = session.tally if op == "tally" else session.current
+        path = {"cleanup": "remove_prefix", "refund": "refund_many", "tally": "add"}.get(
+            op, "try_spend")
+        via = ""
+        faults: frozenset[str] = frozenset().union(*self._open_faults(session))
+        asked: dict[str, Any] = {}
+        if op == "tally":
+            via = "tally"
+            if intent is not None:
+                asked = {self._short(session, key): amount
+                         for key, (amount, _) in intent.parts.items()}
+        elif op == "refund" and intent is not None and intent.refund is not None:
+            asked = {self._short(session, key): "all" if amount >= WHOLE else amount
+                     for key, amount in intent.refund.parts.items()}
+            faults |= intent.refund.faults
+            via = ("refund_after_cleanup" if session.cleanup
+                   else "whole_refund" if any(amount >= WHOLE for amount in
+                                               intent.refund.parts.values()) else "")
+        elif op == "cleanup":
+            faults |= session.cleanup_faults
+        elif intent is not None:
+            asked = {self._short(session, key): amount
+                     for key, (amount, _) in intent.parts.items()}
+            if intent.attempts:
+                faults |= intent.attempts[-1].faults
+            if any(self._value(self.ledgers[session.source, key], change)
+                   == self.ledgers[session.source, key].value
+                   for key, change in counters.items()):
+                via = "refusal"  # a counter it left as it was: the check refused
+        recorded = {self._short(session, key): (self.ledgers[session.source, key].value,
+                                                self._value(self.ledgers[session.source, key],
+                                                            change))
+                    for key, change in counters.items()}
+        call = "" if intent is None else f" call {intent.index}"
+        went = [f"{key} {before} -> {after}" for key, (before, after) in recorded.items()]
+        if len(went) > 4:
+            went = [*went[:4], f"and {len(went) - 4} more"]
+        words = (f"{path} on replica {self._replica(session.number)} for session "
+                 f"{session.number}{call} ({session.where[1] or session.prefix}): "
+                 f"asked {asked}, the store went " + ", ".join(went))
+        return Context(session.number, faults, path, via, now_us, words)
+
+    @staticmethod
+    def _replica(number: int) -> int:
+        """The replica that opened session ``number`` (request numbers are
+        ``replica * REQUESTS_PER_REPLICA + n``)."""
+        return number // REQUESTS_PER_REPLICA
+
+    @staticmethod
+    def _short(session: SessionBook, key: str) -> str:
+        return key.removeprefix(session.prefix)
+
+    def _markers_written(self, changes: list[KeyChange], markers: dict[str, Any]) -> None:
+        """A refund marker written with no expiry outlives every retry window
+        for good (the seed gives it 5 minutes): the store's, whatever the lab did."""
+        for change in changes:
+            if (change.key in markers and MARKER_INFIX in change.key and change.written
+                    and change.after not in (None, UNCHANGED) and change.no_ttl
+                    and change.key not in self.markers_without_ttl):
+                self.markers_without_ttl.add(change.key)
+                self.counts["refund_markers_without_ttl"] += 1
+                self._expose("refund_markers_without_ttl", 1)
 
     # -- results -------------------------------------------------------------------
 

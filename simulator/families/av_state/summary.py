@@ -38,6 +38,7 @@ SUMMARY = SummaryLayout(
                       "*counters_without_ttl_by_", "counters_without_ttl_at_end",
                       "partial_batches", "*partial_batches_by_", "partial_spends",
                       "partial_refunds", "counters_present_at_end",
-                      "counters_kept_past_ttl", "counter_hours_kept_past_ttl")),
+                      "counters_kept_past_ttl", "counter_hours_kept_past_ttl",
+                      "refund_markers_without_ttl")),
     ),
 )

@@ -21,7 +21,8 @@ from simulator.families.av_state.causes import (
     RESURRECTION_CAUSES,
     TTL_CAUSES,
 )
-from simulator.plugin.attribution import apportion
+from simulator.families.av_state.invariants import INVARIANTS
+from simulator.plugin.attribution import STORE_LOGIC, apportion
 
 COUNTS = ("sessions_opened", "sessions_closed", "sessions_aborted_by_crash", "calls_planned",
           "calls_started", "spend_attempts", "spend_attempts_retried",
@@ -44,7 +45,7 @@ BY_CAUSE = (
 
 EXTRA = ("double_debit_units", "false_refusals_from_double_debits", "refunds_minting",
          "counters_resurrected_without_ttl", "partial_spends", "partial_refunds",
-         "counters_kept_past_ttl")
+         "counters_kept_past_ttl", "refund_markers_without_ttl")
 
 
 def summary(oracle: Any, end_us: int) -> dict[str, Any]:
@@ -74,7 +75,16 @@ def summary(oracle: Any, end_us: int) -> dict[str, Any]:
     metrics["counters_kept_past_ttl"] += len(past)
     metrics["counter_hours_kept_past_ttl"] = round(
         (oracle.kept_past_ttl_us + sum(past)) / 3.6e9, 6)
+    metrics.update(_exposed(oracle, metrics))
     return metrics
+
+
+def _exposed(oracle: Any, metrics: dict[str, Any]) -> dict[str, Any]:
+    """What exposed each invariant's store-logic part, and where the store's
+    damage began (``simulator.plugin.contracts.Exposures.summary``)."""
+    store_logic = {invariant.metric: invariant.causes(metrics).get(STORE_LOGIC, 0)
+                   for invariant in INVARIANTS}
+    return oracle.exposures.summary(store_logic, store_logic)
 
 
 def _overshoot(oracle: Any, metrics: dict[str, Any]) -> None:
@@ -91,13 +101,23 @@ def _overshoot(oracle: Any, metrics: dict[str, Any]) -> None:
         total += over
         over_limit += 1
         worst = max(worst, over / epoch.limit if epoch.limit else float(over))
-        by_cause.update(apportion(over, epoch.wrongful))
+        shares = apportion(over, epoch.wrongful)
+        by_cause.update(shares)
+        _expose_overshoot(oracle, epoch, shares.get(STORE_LOGIC, 0))
     metrics["budget_overshoot_units"] = total
     metrics["budget_overshoot_max_ratio"] = round(worst, 9)
     metrics["budgets_over_limit"] = over_limit
     metrics["budgets_total"] = sum(1 for epoch in oracle.epochs if epoch.limit is not None)
     for cause in OVERSHOOT_CAUSES:
         metrics[f"budget_overshoot_units_by_{cause}"] = by_cause[cause]
+
+
+def _expose_overshoot(oracle: Any, epoch: Any, amount: float) -> None:
+    """File a budget's store-logic overshoot with what exposed it, once (the
+    summary may be read more than once)."""
+    exposed = oracle.overshoot_exposures.pop(id(epoch), None)
+    if amount and exposed is not None:
+        oracle.exposures.add("budget_overshoot_units", amount, *exposed)
 
 
 def sample(oracle: Any, now_us: int, per_key: bool) -> list[dict[str, Any]]:
