@@ -134,7 +134,9 @@ for sweep in (retries_sweep, twin_sweep, cleanup_sweep):
 # (`duplicate_execution`). The fixed store's refunds carry a one-shot
 # marker, so a re-sent refund is a no-op (`refund_replays_blocked`) and no
 # budget is minted at any loss or retry count; the historical refund without
-# a marker mints on every refund the driver sends twice.
+# a marker mints on every refund the driver sends twice, and the lab files
+# that under `store_logic`, exposed by the re-send: a sound refund is
+# one-shot, so the fault excuses none of it.
 
 # %%
 display(kept_figure(session_figures.plot_retry_damage(retries_table), figures,
