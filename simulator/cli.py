@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --plugin: {error}", file=sys.stderr)
         return USER_ERROR
     if args.command == "fields":
-        return _exit_code_of(lambda: _fields(args))
+        return _exit_code_of(lambda: _fields(args), "fields")
     if args.command == "stores":
         kinds = sorted(registry.kinds().items())
         # As wide as the longest name, so a plugin's long name keeps the column.
@@ -281,27 +281,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:{width}}  {kind.summary} [backends: {', '.join(kind.backends)}]")
         return 0
     if args.command == "replay":
-        return _exit_code_of(lambda: _replay(args))
+        return _exit_code_of(lambda: _replay(args), "replay")
     if args.command == "hunt":
-        return _exit_code_of(lambda: _hunt(args))
+        return _exit_code_of(lambda: _hunt(args), "hunt")
     if args.command == "check":
-        return _exit_code_of(lambda: _check(args))
+        return _exit_code_of(lambda: _check(args), "check")
     if args.command == "diff":
-        return _exit_code_of(lambda: _diff(args))
+        return _exit_code_of(lambda: _diff(args), "diff")
     if args.command == "sweep":
-        return _exit_code_of(lambda: _sweep(args))
+        return _exit_code_of(lambda: _sweep(args), "sweep")
     if args.command == "bench":
-        return _exit_code_of(lambda: _bench(args))
-    return _exit_code_of(lambda: _run(args))
+        return _exit_code_of(lambda: _bench(args), "bench")
+    return _exit_code_of(lambda: _run(args), "run")
 
 
-def _exit_code_of(action: Callable[[], int]) -> int:
-    """Run a command, turning the lab's errors into messages and exit codes."""
+def _exit_code_of(action: Callable[[], int], command: str = "") -> int:
+    """Run a command, turning the lab's errors into messages and exit codes,
+    and Ctrl-C or SIGTERM into one line (after the same cleanup as any end)."""
     from simulator.backends import BackendError
     from simulator.engine.kernel import SimulationError
+    from simulator.run.stopping import signal_name, stopped_exit, terminate_as_interrupt
     from simulator.scenario.model import ScenarioError
     try:
-        return action()
+        with terminate_as_interrupt():
+            return action()
+    except KeyboardInterrupt as stop:
+        notes = "".join(f"; {note}" for note in getattr(stop, "__notes__", ()))
+        print(f"{command} stopped by {signal_name(stop)}{notes}", file=sys.stderr)
+        return stopped_exit(stop)
     except (ScenarioError, ValueError, BackendError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return USER_ERROR

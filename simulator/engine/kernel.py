@@ -227,6 +227,8 @@ class Kernel:
             except StopIteration as stop:
                 self._finish(process, stop.value, None)
                 continue
+            except (KeyboardInterrupt, SystemExit):
+                raise  # the lab told to stop (Ctrl-C, SIGTERM), not the process failing
             except BaseException as failure:  # noqa: BLE001 - handed to joiners or stops the run
                 self._finish(process, None, failure)
                 continue

@@ -41,6 +41,7 @@ from simulator.run.exercise import first_boot_error, inconclusive_reason, store_
 from simulator.run.limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
 from simulator.run.metrics import Sampler
 from simulator.run.results import json_writer, write_results
+from simulator.run.stopping import raise_if_told
 from simulator.run.summary import (
     COUNTED_EVENTS,
     INCONCLUSIVE,
@@ -199,7 +200,10 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
         except BaseException as stopped:
             kernel.close()
             cleanup = side.close_after(stopped)
-            if cleanup:
+            if isinstance(stopped, KeyboardInterrupt):  # told to stop: say where it was
+                stopped.add_note(f"the run was at {describe_time(kernel.now)} (seed {seed}); "
+                                 f"nothing was written{cleanup or ', and it cleaned up'}")
+            elif cleanup:
                 stopped.add_note(cleanup.removeprefix("; "))
             raise
         kernel.close()
@@ -392,6 +396,7 @@ def _simulate(scenario: Scenario, kernel: Kernel, streams: Streams, oracle: Orac
     step_us = max(1, end_us // 100)
     with long_lived_frozen():
         for until_us in range(step_us, end_us + step_us, step_us):
+            raise_if_told()
             kernel.run(min(until_us, end_us))
             if progress is not None:
                 progress(min(until_us, end_us), end_us)

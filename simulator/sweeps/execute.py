@@ -33,18 +33,17 @@ import multiprocessing
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from simulator.backends import BackendError
 from simulator.run.compose import run_scenario
+from simulator.run.stopping import signal_of, terminate_as_interrupt
 from simulator.sweeps.design import Sweep, Task
 from simulator.sweeps.lifeline import Lifeline
 from simulator.sweeps.progress import progress_bar
@@ -91,12 +90,6 @@ class SweepInterrupted(KeyboardInterrupt):
             "command again to run the rest")
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the driver's main thread as Ctrl-C's KeyboardInterrupt is."""
-
-    signum = signal.SIGTERM
-
-
 def run_task(task: Task, allow_remote_redis: bool = False) -> tuple[dict, dict, list[dict]]:
     """One run, in a worker. Returns plain data, cheap to ship back."""
     registry.load_plugins(task.scenario.plugins)
@@ -118,7 +111,7 @@ def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
     pending = [task for task in tasks if not results.is_done(task)]
     outcome = SweepOutcome(results.root, len(tasks), len(tasks) - len(pending))
     try:
-        with _terminate_as_interrupt(), progress_bar(
+        with terminate_as_interrupt(), progress_bar(
                 total=len(tasks), initial=outcome.already_done, desc=sweep.name,
                 unit="run", disable=not progress, dynamic_ncols=True) as bar:
             def finished(task: Task, future: Future) -> None:
@@ -142,32 +135,9 @@ def run_sweep(sweep: Sweep, out: str | Path, workers: int | None = None,
         outcome.completed = sum(map(results.is_done, tasks)) - outcome.already_done
         # No results.parquet: it marks a finished sweep (read_results reads the
         # run files until then).
-        raise SweepInterrupted(sweep.name, outcome,
-                               getattr(stop, "signum", signal.SIGINT)) from None
+        raise SweepInterrupted(sweep.name, outcome, signal_of(stop)) from None
     results.consolidate(tasks)
     return outcome
-
-
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops the sweep as Ctrl-C does (an exception in the driver's main
-    thread, so its workers are cut off and its finished runs kept), instead of
-    ending the driver on the spot. Only the main thread can take a signal, and a
-    SIGTERM the caller ignores stays ignored."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN):
-        yield
-        return
-
-    def terminate(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        # None: a handler not set from Python, which Python cannot restore.
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _drain(executor: Executor, rebuild: Callable[[], Executor], pending: list[Task],
