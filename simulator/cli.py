@@ -260,6 +260,19 @@ def build_parser() -> argparse.ArgumentParser:
                             "its family's included")
     commands.add_parser("stores", parents=[plugins],
                         help="list the store kinds a scenario can name")
+
+    clean_cmd = commands.add_parser(
+        "clean", help="remove what killed runs left: on a server (keys, library, schema the "
+        "lab marked) and in the temp directory")
+    clean_cmd.add_argument("--backend", help="redis://HOST:PORT/DB or postgresql://...: the "
+                           "server to clean (default: only the temp directory)")
+    clean_cmd.add_argument("--older-than", type=_duration, metavar="AGE",
+                           help="also remove runs started at least AGE ago (e.g. 1h), "
+                           "whether or not their process can be seen to be gone")
+    clean_cmd.add_argument("--dry-run", action="store_true",
+                           help="list what would go, remove nothing")
+    clean_cmd.add_argument("--allow-remote", action="store_true",
+                           help="clean a server that is not on loopback")
     return parser
 
 
@@ -271,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     except registry.PluginError as error:
         print(f"error: --plugin: {error}", file=sys.stderr)
         return USER_ERROR
+    if args.command == "clean":
+        return _exit_code_of(lambda: _clean(args), "clean")
     if args.command == "fields":
         return _exit_code_of(lambda: _fields(args), "fields")
     if args.command == "stores":
@@ -679,6 +694,61 @@ def _fields(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.metrics)
     print(metrics_reference(known_metrics(scenario), scenario.store))
     return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    """``clean``: what killed runs left, found by the lab's marks, listed and removed."""
+    from simulator.backends import BackendSpec, require_loopback, run_marks
+    older_than_s = None if args.older_than is None else args.older_than / 1e6
+    lines = []
+    if args.backend is not None:
+        spec = BackendSpec.parse(args.backend)
+        if spec.url is None:
+            raise ValueError(f"--backend: clean needs a server's URL, got {args.backend!r} "
+                             "(an embedded or throwaway backend leaves nothing on a server)")
+        require_loopback(spec.url, args.allow_remote, "removes what the lab's runs left there")
+        lines += (_clean_redis(spec.url, older_than_s, args.dry_run) if spec.family == "redis"
+                  else _clean_postgres(spec.url, older_than_s, args.dry_run))
+    lines += run_marks.temp_leftovers(args.dry_run)
+    for line in lines:
+        print(line)
+    if not lines:
+        print("nothing of the lab's left" + (f" on {args.backend}" if args.backend else "")
+              + " or in the temp directory")
+    return 0
+
+
+def _clean_redis(url: str, older_than_s: float | None, dry_run: bool) -> list[str]:
+    import redis
+
+    from simulator.backends import BackendError, run_marks
+    client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=30)
+    try:
+        return run_marks.redis_leftovers(client, older_than_s, dry_run,
+                                         shim_signature=run_marks.SHIM_SIGNATURE)
+    except (redis.exceptions.ConnectionError, OSError) as error:
+        raise BackendError(f"cannot reach {url}: {error}") from None
+    finally:
+        client.close()
+
+
+def _clean_postgres(url: str, older_than_s: float | None, dry_run: bool) -> list[str]:
+    import asyncio
+
+    import asyncpg
+
+    from simulator.backends import BackendError, run_marks
+
+    async def clean() -> list[str]:
+        connection = await asyncpg.connect(url)
+        try:
+            return await run_marks.schema_leftovers(connection, older_than_s, dry_run)
+        finally:
+            await connection.close()
+    try:
+        return asyncio.run(clean())
+    except (OSError, asyncpg.PostgresError) as error:
+        raise BackendError(f"cannot clean {url}: {type(error).__name__}: {error}") from None
 
 
 def _diff(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from simulator.backends.redis_backend import (
     Outcome,
     RedisBackend,
 )
+from simulator.backends.run_marks import mark_redis_run, redis_mark_key
 from simulator.backends.virtual_expiry import PRELOADED_SHIM, shim_expression
 
 __all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
@@ -138,8 +139,11 @@ def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBa
     )
     try:
         client.ping()
+        # Marked first: whatever the run leaves if it is killed, clean can find.
+        mark_redis_run(client, token)
         library = FunctionsLibrary.offered(client, f"lab_{token}")
     except (redis.exceptions.ConnectionError, OSError) as error:
         raise BackendError(f"cannot reach {spec.url}: {error}") from error
     return RedisBackend(client, spec.url, namespace=f"lab:{token}:", owns_server=False,
+                        mark_key=redis_mark_key(token),
                         library=library)

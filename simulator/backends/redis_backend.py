@@ -80,7 +80,7 @@ class RedisBackend:
 
     def __init__(self, client: redis.Redis, name: str, namespace: str,
                  owns_server: bool, shim_preloaded: bool = False,
-                 library: FunctionsLibrary | None = None) -> None:
+                 library: FunctionsLibrary | None = None, mark_key: str | None = None) -> None:
         self.client = client
         self.name = name
         self.namespace = namespace
@@ -91,6 +91,8 @@ class RedisBackend:
         self.store_commands = 0  # commands run by store scripts themselves (not the shim)
         self.backend_seconds = 0.0  # wall time spent waiting on the backend for scripts
         self.library = library
+        self.mark_key = mark_key
+        """The run's mark on a server it did not start (``run_marks``): removed last."""
         # How each body is called, once known: ("FCALL", function) or ("EVALSHA", sha).
         self._calls: dict[str, tuple[str, str]] = {}
         # When a list: every script run is appended as (body, keys, args), keys
@@ -311,4 +313,6 @@ class RedisBackend:
             self._delete_namespace()
         if self.library is not None:
             self._guarded(self.library.delete)
+        if self.mark_key is not None:
+            self._guarded(self.client.delete, self.mark_key)
         self.client.close()

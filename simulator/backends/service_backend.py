@@ -20,6 +20,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from simulator.backends.redis_backend import BackendError, Outcome
+from simulator.backends.run_marks import mark_schema
 from simulator.engine.runtime import EPOCH_MS
 
 
@@ -156,6 +157,19 @@ def start_throwaway_postgres() -> Any:
     return ThrowawayPostgres(binaries)
 
 
+async def _mark(url: str, schema: str) -> None:
+    """Mark the run's schema (``run_marks``), if the service made one by that name."""
+    import asyncpg
+    connection = await asyncpg.connect(url)
+    try:
+        exists = await connection.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema)
+        if exists:
+            await mark_schema(connection, schema)
+    finally:
+        await connection.close()
+
+
 def open_service_backend(kind: Any, url: str | None, settings: Any,
                          keys: Sequence[Any], throwaway: bool = False) -> ServiceRunner:
     """The service of ``kind`` for one run, provisioned for ``keys``: in the
@@ -171,6 +185,8 @@ def open_service_backend(kind: Any, url: str | None, settings: Any,
     try:
         opening = kind.service(url, settings, list(keys), name)
         service = step_to_end(opening) if loop is None else loop.run(opening)
+        if url is not None and owned is None:
+            loop.run(_mark(url, name))  # for clean, should the run be killed
     except Exception as error:
         if loop is not None:
             loop.close()
