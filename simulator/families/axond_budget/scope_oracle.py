@@ -450,7 +450,11 @@ class ScopeOracle:
         if request.misaligned:
             return "misaligned_reply"
         if reason != "exceeded":
-            return "store_unavailable" if request.lost_by_lab else STORE_LOGIC
+            # Unreachable because the lab cut it off; or, for a store in the
+            # replica, refused for capacity under its configured subject bound
+            # (seed 001:400-420), which it reports as unavailable.
+            lab = request.lost_by_lab or self.per_replica
+            return "store_unavailable" if lab else STORE_LOGIC
         if book.cap is None or request.store_before + request.estimate <= book.cap:
             return None
         # Holds counted past their deadline (seed 000:77-79) that alone made
