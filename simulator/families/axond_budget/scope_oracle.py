@@ -45,7 +45,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.engine.runtime import EPOCH_MS
-from simulator.families.axond_budget.causes import CAUSES, DRIFT_CAUSES, LEAK_CAUSES
+from simulator.families.axond_budget.causes import (
+    CAUSES,
+    DRIFT_CAUSES,
+    LEAK_CAUSES,
+    OVERCOUNT_CAUSES,
+    UNDERCOUNT_CAUSES,
+)
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
 from simulator.net.links import CALLER_MAY_NOT_KNOW
 from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
@@ -1099,14 +1105,18 @@ class ScopeOracle:
             parts = book.drift_by_cause(self.carried_into)
             sign = 1 if drift > 0 else -1
             side = apportion(abs(drift), {cause: sign * part for cause, part in parts.items()})
+            allowed = OVERCOUNT_CAUSES if drift > 0 else UNDERCOUNT_CAUSES
+            for cause in [cause for cause in side if cause not in allowed]:
+                # A lab cause on the side it cannot move: what it cannot explain.
+                side[STORE_LOGIC] = side.get(STORE_LOGIC, 0) + side.pop(cause)
             (over if drift > 0 else under).update(side)
             metric = ("conservation_overcount_microdollars_total" if drift > 0
                       else "conservation_undercount_microdollars_total")
             self._expose_drift(book, metric, side.get(STORE_LOGIC, 0))
         return {**{f"conservation_undercount_by_{cause}_microdollars": under[cause]
-                   for cause in DRIFT_CAUSES},
+                   for cause in UNDERCOUNT_CAUSES},
                 **{f"conservation_overcount_by_{cause}_microdollars": over[cause]
-                   for cause in DRIFT_CAUSES}}
+                   for cause in OVERCOUNT_CAUSES}}
 
     def _expose_drift(self, book: KeyBook, metric: str, store: int) -> None:
         """File ``store`` of ``metric`` (a book's store-logic drift) by what
