@@ -62,9 +62,10 @@ DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES if cause != 
                  "store_unavailable", "misaligned_reply", STORE_LOGIC)
 """Why the store denied a request the truth had room for: holds leaked for
 one of ``LEAK_CAUSES`` of the lab's, within their deadline (a hold the store
-kept, or counted past its deadline, excuses nothing), spend a driver retry charged twice, the store could
-not be reached, the reply it acted on was another call's (a multiplexed
-connection the lab misaligned), or the store's own decision."""
+kept, or counted past its deadline, excuses nothing), spend a driver retry
+charged twice, the store could not be reached, the reply it acted on was
+another call's (a multiplexed connection the lab misaligned), or the store's
+own decision."""
 
 SUBJECT_CAUSES = tuple(cause for cause in CAUSES if cause not in SUBJECT_ABSENT_CAUSES)
 SUBJECT_DRIFT_CAUSES = tuple(cause for cause in DRIFT_CAUSES if cause not in SUBJECT_ABSENT_CAUSES)

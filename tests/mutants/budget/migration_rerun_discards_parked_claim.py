@@ -33,8 +33,9 @@ MUTANT = FaultExposed(
     derived_from="axond_budget.redis_v2",
     breaks="a migration deletes a parked claim as stale instead of finishing it",
     seed="000_cfca2acab2180986.txt:183-187",
-    # Killed right after the first subject's claim, before its apply.
-    scenario=killed_migration(crash_after_commands=6),
+    # Six commands of scans and the marker, then the first subject: killed
+    # right after its claim (the eighth), before its apply.
+    scenario=killed_migration(crash_after_commands=8),
     exposing=(),
     unexposed={"migrations": [{"crash_after_commands": None}]},
     exposed_by="migration_killed on migrate",

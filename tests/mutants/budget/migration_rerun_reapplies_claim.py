@@ -34,8 +34,9 @@ MUTANT = FaultExposed(
     derived_from="axond_budget.redis_v2",
     breaks="a migration adds parked claims without recording them, so a re-run adds them again",
     seed="000_cfca2acab2180986.txt:207-216",
-    # Killed after the first subject's two INCRBYs, before its claim is dropped.
-    scenario=killed_migration(crash_after_commands=7),
+    # Six commands of scans and the marker, then the first subject: killed
+    # after its claim and both INCRBYs (the ninth), before its claim is dropped.
+    scenario=killed_migration(crash_after_commands=9),
     exposing=(),
     unexposed={"migrations": [{"crash_after_commands": None}]},
     exposed_by="migration_killed on migrate",

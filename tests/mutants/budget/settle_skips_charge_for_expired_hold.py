@@ -19,9 +19,11 @@ from stores.axond_budget import SCRIPTS, redis_kind
 from stores.registry import register
 from stores.scripts import Patch
 
-PAUSES = [{"at": f"{400 + 150 * replica}ms", "fault": "pause", "replica": replica,
-           "duration": "700ms"} for replica in range(6)]
-"""Six replicas paused past the 500 ms TTL, one after another."""
+PAUSES = [{"at": "300ms", "fault": "pause", "replica": replica, "duration": "700ms"}
+          for replica in range(6)]
+"""Six replicas paused together past the 500 ms TTL: once they resume and
+settle, no hold of theirs is still expired-while-running, and the spend the
+mutant forgave is the only gap left."""
 
 MUTANT = FaultExposed(
     name="settle_skips_charge_for_expired_hold",
