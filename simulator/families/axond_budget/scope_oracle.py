@@ -381,8 +381,8 @@ class ScopeOracle:
             taken = sum(amount for _, amount in self.migration_taking)
             if taken:
                 self.exposures.parted(self.migration_taking_at, MIGRATION,
-                                      f"migrate ({call or what}): took {taken:,} off the old "
-                                      "ledgers, then the migration was interrupted")
+                                      f"{call or 'migrate'} by the operator: took {taken:,} "
+                                      f"off the old ledgers, then {exposure(what, call)}")
             for book, amount in self.migration_taking:
                 book.migration_interrupted += amount
                 book.buckets[STORE_LOGIC] += amount
