@@ -24,6 +24,7 @@ from simulator.families.axond_budget.causes import (
 )
 from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
 from simulator.plugin.attribution import STORE_LOGIC
+from simulator.plugin.contracts import BEGAN_KEYS, EXPOSED_BY_SUFFIX, Exposures
 from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
 
@@ -43,11 +44,12 @@ class BudgetOracle:
 
     def __init__(self, subject_cap: int | None, namespace_cap: int | None = None,
                  per_replica: bool = False, holds_expire: bool = True,
-                 reservation_ttl_ms: int | None = None) -> None:
+                 reservation_ttl_ms: int | None = None, fail_open_allowed: bool = True) -> None:
         self.clocks: list = []
         """Every replica's clock, by index (the run fills it as it builds the fleet)."""
         common = {"per_replica": per_replica, "holds_expire": holds_expire,
-                  "reservation_ttl_ms": reservation_ttl_ms, "clocks": self.clocks}
+                  "reservation_ttl_ms": reservation_ttl_ms, "clocks": self.clocks,
+                  "fail_open_allowed": fail_open_allowed}
         self.scopes: dict[str, ScopeOracle] = {
             "subject": ScopeOracle(lambda key: subject_cap, **common,
                                    absent_causes=SUBJECT_ABSENT_CAUSES)}
@@ -56,6 +58,8 @@ class BudgetOracle:
                 lambda key: namespace_cap, scope_of=lambda key: (key[0], NAMESPACE), **common,
                 absent_causes=NAMESPACE_ABSENT_CAUSES)
         self.counts: Counter = Counter()
+        self.denial_exposures = Exposures()
+        """False denials blamed on the store, by what exposed them."""
 
     @property
     def subject(self) -> ScopeOracle:
@@ -88,6 +92,16 @@ class BudgetOracle:
             self.counts["false_denials"] += 1
             self.counts[f"false_denials_{reason}"] += 1
             self.counts[f"false_denials_by_{blame}"] += 1
+            if blame == STORE_LOGIC:
+                # The scope whose record refused it, else the subjects'.
+                scope = next((scope for scope, (_, cause) in zip(self.scopes.values(), judged,
+                                                                 strict=True)
+                              if cause is not None), self.subject)
+                self.denial_exposures.add("false_denials", 1, scope.denial_exposure(number))
+                request = scope.requests[number]
+                self.denial_exposures.parted(
+                    now_us, number, f"reserve on replica {request.replica} for request "
+                    f"{number}: asked {request.estimate:,}, refused with room for it")
 
     def completed(self, number: int, now_us: int) -> None:
         for scope in self.scopes.values():
@@ -133,7 +147,23 @@ class BudgetOracle:
             namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
             metrics.update({f"namespace_{name}": value for name, value in namespace.items()
                             if name.startswith(NAMESPACE_METRICS)})
+        metrics.update(self.denial_exposures.summary(
+            ["false_denials"], {"false_denials": metrics["false_denials_by_store_logic"]}))
+        metrics.update(self._began(metrics))
         return metrics
+
+    def _began(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Where the store's damage began, once any invariant has a store-logic
+        part: the earliest parting any scope saw, or a false denial's."""
+        if not any(name.endswith(EXPOSED_BY_SUFFIX) for name in metrics):
+            return {}
+        partings = [exposures.began for exposures in
+                    (*(scope.exposures for scope in self.scopes.values()),
+                     self.denial_exposures) if exposures.began is not None]
+        if not partings:
+            return {}
+        first = min(partings, key=lambda began: began.at_us)
+        return dict(zip(BEGAN_KEYS, (first.at_us, first.request, first.call), strict=True))
 
 
 def budget_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> BudgetOracle:
@@ -146,4 +176,12 @@ def budget_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> BudgetO
     return BudgetOracle(subject_cap=getattr(settings, "subject_cap_microdollars", None),
                         namespace_cap=namespace_cap, per_replica=kind.per_replica,
                         holds_expire=not kind.holds_count_past_deadline,
-                        reservation_ttl_ms=getattr(settings, "reservation_ttl_ms", None))
+                        reservation_ttl_ms=getattr(settings, "reservation_ttl_ms", None),
+                        fail_open_allowed=_fail_open(settings))
+
+
+def _fail_open(settings: Any) -> bool:
+    """Whether the scenario configured fail-open admission (a setting only the
+    shared stores have; a store without it admits unheld only by design)."""
+    policy = getattr(settings, "on_unavailable", None)
+    return policy is None or getattr(policy, "value", policy) == "allow"
