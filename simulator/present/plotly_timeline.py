@@ -47,10 +47,11 @@ def timeline_figure(timeline: Timeline) -> go.Figure:
         figure.add_vline(x=start, line_dash="dot", line_color=FAULT, opacity=0.5,
                          row="all", col=1)
     anchor = timeline.focus.anchor
-    if anchor is not None and anchor.store_damage:
-        figure.add_vline(x=anchor.time_us / divisor, line_dash="dash", line_color=BEGAN,
-                         line_width=2, row="all", col=1)
-        figure.add_annotation(x=anchor.time_us / divisor, y=1, yref="paper", showarrow=False,
+    if anchor is not None and anchor.store_damage_us is not None:
+        began = anchor.store_damage_us / divisor
+        figure.add_vline(x=began, line_dash="dash", line_color=BEGAN, line_width=2,
+                         row="all", col=1)
+        figure.add_annotation(x=began, y=1, yref="paper", showarrow=False,
                               text="the store's damage began", font={"color": BEGAN},
                               xanchor="left", yanchor="bottom")
     figure.update_xaxes(title_text=f"virtual time ({unit})", row=3, col=1)

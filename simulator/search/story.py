@@ -103,8 +103,13 @@ class Anchor:
 
     time_us: int
     why: str
-    store_damage: bool = False
-    """It is where the store's own damage began (the oracle's ``BEGAN_AT``)."""
+    store_damage_us: int | None = None
+    """Where the store's own damage began (the oracle's ``BEGAN_AT``), when the
+    story is that; it starts at the fault that exposed it, if that came first."""
+
+    @property
+    def store_damage(self) -> bool:
+        return self.store_damage_us is not None
 
 
 def first_damage(samples: list[Row], columns: tuple[str, ...]) -> Anchor | None:
@@ -117,13 +122,26 @@ def first_damage(samples: list[Row], columns: tuple[str, ...]) -> Anchor | None:
     return None
 
 
-def store_damage_began(summary: dict[str, Any]) -> Anchor | None:
-    """Where the oracle says the store's own damage began, if it says."""
+def store_damage_began(summary: dict[str, Any], rows: list[Row]) -> Anchor | None:
+    """Where the oracle says the store's own damage began, if it says: from the
+    fault that exposed it when that came first (the first lost call of that
+    call's request, and the fault injected on its replica before it), so the
+    story shows both."""
     at_us = summary.get(BEGAN_AT)
     if at_us is None:
         return None
-    return Anchor(at_us, f"where the store's own damage began ({summary.get(BEGAN, '')})",
-                  store_damage=True)
+    request = summary.get(BEGAN_REQUEST)
+    mine = [row for row in rows if row["request"] == request and row["time_us"] <= at_us]
+    lost = next((row for row in mine if row["kind"] in LOST_CALLS), None)
+    start = at_us
+    if lost is not None:
+        start = lost["time_us"]
+        injected = [row["time_us"] for row in rows
+                    if row["kind"].startswith(FAULT_PREFIXES) and row["replica"] == lost["replica"]
+                    and row["time_us"] <= start]
+        start = injected[-1] if injected else start
+    return Anchor(start, f"where the store's own damage began ({summary.get(BEGAN, '')})",
+                  store_damage_us=at_us)
 
 
 def story_anchor(rows: list[Row], replicas: list[int], samples: list[Row],
@@ -207,7 +225,7 @@ def focus(result: Any, schedule: list[dict[str, Any]] = ()) -> Focus:
     rows = trace_rows(result.trace)
     samples = result.sampler.rows if result.sampler else []
     replicas = involved_replicas(rows, list(schedule), samples, lanes)
-    began = store_damage_began(summary)
+    began = store_damage_began(summary, rows)
     if began is not None:
         # The replica that made the call where the damage began is involved.
         request = summary.get(BEGAN_REQUEST)

@@ -85,7 +85,7 @@ def test_the_story_and_the_timeline_start_where_the_store_s_damage_began():
     result.summary.update({BEGAN_AT: row["time_us"], "store_logic_began_request": row["request"],
                            BEGAN: f"settle_v1 on replica {row['replica']}"})
     found = focus(result)
-    assert found.anchor.store_damage and found.anchor.time_us == row["time_us"]
+    assert found.anchor.store_damage_us == row["time_us"] >= found.anchor.time_us
     assert row["replica"] in found.replicas
     story = tell(found.rows, list(found.replicas), found.anchor, before=0)
     assert story.events[0]["time_us"] >= row["time_us"] > 0 and story.earlier > 0

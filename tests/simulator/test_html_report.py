@@ -182,8 +182,10 @@ def test_the_report_renders_in_a_browser_with_no_console_error(rendered):
 
 def test_the_report_shows_the_verdicts_of_the_run_and_of_the_fixed_store(rendered):
     assert "REPRODUCED: conservation_drift_microdollars_total = -12305" in rendered["verdicts"]
+    # The store's own damage, named with the fault that exposed it (issue 24).
     assert re.search(r"BROKEN\s+conservation_drift_microdollars_total = -12,305 \(largest "
-                     r"contributor: settlement_lost", rendered["verdicts"])
+                     r"contributor: store_logic -12,305, exposed by reply_lost on ",
+                     rendered["verdicts"])
     assert "HOLDS on the fixed store" in rendered["fixed_verdicts"]
     assert re.search(r"HELD\s+conservation_drift_microdollars_total = 0",
                      rendered["fixed_verdicts"])

@@ -22,6 +22,10 @@ from tests.blame import blamed_on_the_store, store_logic_excess
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = sorted((REPO / "data" / "races").glob("*.toml"))
 STORE_SHARE = 0.95
+NOISE = 0.01
+"""An invariant the variant did worse on by less than this share of its value
+is the two runs' histories parting, not the bug (they differ from the first
+fault on: a hold crashed a moment later leaks a moment longer)."""
 
 
 @pytest.mark.parametrize("path", REPORTS, ids=[path.stem for path in REPORTS])
@@ -33,7 +37,7 @@ def test_a_race_report_s_damage_is_the_store_s_exposed_by_its_fault(path):
     judged = []
     for invariant in invariants:
         excess, store = store_logic_excess(invariant, variant, fixed)
-        if excess <= 0:
+        if excess <= NOISE * invariant.badness(variant.get(invariant.metric) or 0):
             continue
         judged.append(invariant.metric)
         assert store >= STORE_SHARE * excess, (
