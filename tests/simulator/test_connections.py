@@ -34,7 +34,7 @@ class Bench:
         self.network = ReplicaNetwork()
         self.faults = FaultClock()
         self.hits: list[tuple[int, str]] = []
-        self.faults.listener = lambda tag, what: self.hits.append((tag, what))
+        self.faults.listener = lambda tag, what, call: self.hits.append((tag, what))
         self.settings = LinkSettings(
             latency=parse_distribution("1ms", "duration"), request_loss=0.0,
             reply_loss=reply_loss, timeout_us=timeout_us, retries=0, backoff_base_us=10_000,
