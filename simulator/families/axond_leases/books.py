@@ -125,6 +125,9 @@ class LeaseRequest:
     release_fault: Fault | None = None
     """The first fault on its release (or compensation), with the call it hit
     and when (the latest fact the oracle had heard by then)."""
+    release_misaligned: bool = False
+    """Its release read another release's reply: the release script echoes
+    nothing (seed), so a sound store may take it for its own success."""
     release_failed_us: int | None = None
     """When the last of those faults came."""
     ran_after_over: int = 0

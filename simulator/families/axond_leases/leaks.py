@@ -114,9 +114,12 @@ def retried(lease: Lease, owner: LeaseRequest, grace: Grace) -> bool:
     """Whether the store tried again after a failed release attempt, as the
     seed requires: a second attempt failed or ran, or the lease stopped
     counting before a retry was due (within the network's timeout of the
-    last failure)."""
+    last failure); or the attempt read another command's reply, which a
+    sound store cannot tell from its own (the release script echoes nothing)."""
     if owner.release_attempts_failed >= 2 or gave_back(lease, owner):
         return True
+    if owner.release_misaligned:
+        return True  # it read another release's reply as its own success: no echo to check
     if owner.ran_after_over > 0:
         return True
     failed_us = owner.release_failed_us

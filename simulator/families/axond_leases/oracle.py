@@ -127,6 +127,9 @@ class LeaseOracle:
         self.holding_peak = 0
         self.now_us = 0
         """The latest time a fact was heard at (a message fault comes with none)."""
+        self.misaligned_release: dict[int, LeaseRequest] = {}
+        """The last release a misaligned reply hit, per replica, until the
+        next misaligned reply there says whose reply it read."""
         self.accepted_misaligned: list[tuple[int, int]] = []
         """``(request, when)``: each caller that took another command's grant."""
         self.provisional_false_denials = 0
@@ -157,6 +160,8 @@ class LeaseOracle:
         request = self.requests.get(number)
         if request is None:
             return
+        if what == "misaligned_reply":
+            self._shifted(request, call)
         fault = Fault(what, call, self.now_us)
         if request.completed_us is not None or (request.state == OVER
                                                 and call not in ACQUIRE_CALLS):
@@ -175,6 +180,21 @@ class LeaseOracle:
                 request.acquire_fault = fault
         if what == "misaligned_reply" and request.state == WAITING:
             request.misaligned = True
+
+    def _shifted(self, request: LeaseRequest, call: str) -> None:
+        """A reply misaligned onto ``request``'s ``call``. A release that read
+        another release's reply (an integer, like its own: the release script
+        echoes nothing) cannot tell it from its own success; one that read an
+        acquire's reply (a pair) knows its attempt failed, and must retry.
+        Replies on a shared connection go to its waiters in order, so when
+        the next reply misaligned on the same replica lands on an acquire,
+        the release before it read that acquire's reply."""
+        previous = self.misaligned_release.pop(request.replica, None)
+        if previous is not None and call in ACQUIRE_CALLS:
+            previous.release_misaligned = False
+        if request.state == OVER and call not in ACQUIRE_CALLS:
+            request.release_misaligned = True
+            self.misaligned_release[request.replica] = request
 
     def aborted(self, number: int, now_us: int) -> None:
         """Request ``number``'s replica crashed: it stops waiting or holding;
@@ -452,6 +472,11 @@ class LeaseOracle:
             fault = self._misaligned_fault(request)
         elif counted < limit:
             cause = STORE_LOGIC  # refused what its own count had room for
+        elif store_leaked and counted - len(store_leaked) < limit:
+            # Had it given back what the contract says it must, there was room.
+            cause = STORE_LOGIC
+            owner = self.requests.get(store_leaked[0].owner)
+            fault = exposing_fault(store_leaked[0], owner, self.grace)
         elif counted - lab_leaked < limit:
             cause = "leaked_leases"
         elif counted - lab_leaked - duplicated < limit:
