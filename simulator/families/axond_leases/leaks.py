@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from simulator.families.axond_leases.books import Fault, Key, Lease, LeaseRequest
 from simulator.plugin.attribution import STORE_LOGIC
 
+DUPLICATES = frozenset({"call_retried", "duplicate_execution"})
+"""Faults after which a request's own command may have run twice."""
+
 
 @dataclass(frozen=True, slots=True)
 class Leak:
@@ -76,15 +79,19 @@ def leak_cause(lease: Lease, owner: LeaseRequest | None, until_us: int,
         return "server_data_loss"  # released, then a restore brought it back
     if owner.aborted_us is not None and owner.aborted_us == owner.over_us:
         return "crash"  # its replica died while it waited or held
-    done_us = owner.denied_us if owner.denied_us is not None else owner.completed_us
-    assert done_us is not None
+    done_us = owner.over_us
     acted = gave_back(lease, owner) or owner.ran_after_over > 0
     tried = owner.release_failures > 0 or owner.release_attempts_failed > 0
     crashed = (owner.aborted_us is not None
                and done_us <= owner.aborted_us <= done_us + grace.release_us)
-    if owner.denied_us is not None and abandoned(owner, grace):
-        # Its caller could not own the lease: a sound store compensates it.
-        if acted or tried:
+    if lease.written_us >= owner.over_us and not owner.acquire_faults.isdisjoint(DUPLICATES):
+        # A driver's re-send wrote it after its caller was gone and the
+        # store's own invoke had ended: nothing of the store's can own it.
+        return "abandoned_acquire"
+    if abandoned(owner, grace):
+        # Its caller could not own the lease: a sound store compensates it,
+        # and retries a compensation that failed.
+        if (acted and not tried) or (tried and retried(lease, owner, grace)):
             return "abandoned_acquire"
         return "crash" if crashed else STORE_LOGIC
     if tried:
@@ -98,8 +105,11 @@ def leak_cause(lease: Lease, owner: LeaseRequest | None, until_us: int,
 
 
 def abandoned(owner: LeaseRequest, grace: Grace) -> bool:
-    """Whether a denied caller gave up on an acquire that may have written its
-    lease: the lab faulted the acquire, or the caller's configured wait ran out."""
+    """Whether a caller never took the lease its acquire may have written:
+    denied (or admitted unenforced by the fail-open policy) after the lab
+    faulted the acquire, or denied once its configured wait ran out."""
+    if owner.denied_us is None and owner.enforced:
+        return False  # it took its lease: its release gives it back
     waited_out = (grace.acquire_timeout_us is not None and owner.denied_us is not None
                   and owner.denied_us - owner.arrived_us >= grace.acquire_timeout_us)
     return bool(owner.acquire_faults) or waited_out

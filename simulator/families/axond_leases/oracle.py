@@ -64,6 +64,7 @@ from simulator.families.axond_leases.causes import (
 from simulator.families.axond_leases.excess import Excess, concurrency_excess
 from simulator.families.axond_leases.invariants import INVARIANTS
 from simulator.families.axond_leases.leaks import (
+    DUPLICATES,
     Grace,
     Leak,
     exposing_fault,
@@ -75,9 +76,6 @@ from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import Exposures
 from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
-
-DUPLICATES = frozenset({"call_retried", "duplicate_execution"})
-"""Faults after which a request's own command may have run twice."""
 
 ACQUIRE_CALLS = frozenset({"acquire", ""})
 """The calls a fault on a denied request's message hit its acquire with (an
@@ -163,8 +161,7 @@ class LeaseOracle:
         if what == "misaligned_reply":
             self._shifted(request, call)
         fault = Fault(what, call, self.now_us)
-        if request.completed_us is not None or (request.state == OVER
-                                                and call not in ACQUIRE_CALLS):
+        if self._hits_release(request, call):
             # Its release, or the compensation of a denied acquire.
             failed = what in CALL_FAILURES or what in ATTEMPT_ENDS
             request.release_failures += what in CALL_FAILURES
@@ -181,6 +178,21 @@ class LeaseOracle:
         if what == "misaligned_reply" and request.state == WAITING:
             request.misaligned = True
 
+    @staticmethod
+    def _hits_release(request: LeaseRequest, call: str) -> bool:
+        """Whether a fault on ``call`` hit ``request``'s release or compensation
+        (else its acquire): the release script always; its acquire script
+        never; another call (a connect, a script load) while it waits is its
+        acquire's, once it holds or is over its release's; a call not told
+        is its release once it completed."""
+        if call == "release":
+            return True
+        if call == "acquire":
+            return False
+        if call == "":
+            return request.completed_us is not None
+        return request.state != WAITING
+
     def _shifted(self, request: LeaseRequest, call: str) -> None:
         """A reply misaligned onto ``request``'s ``call``. A release that read
         another release's reply (an integer, like its own: the release script
@@ -192,7 +204,7 @@ class LeaseOracle:
         previous = self.misaligned_release.pop(request.replica, None)
         if previous is not None and call in ACQUIRE_CALLS:
             previous.release_misaligned = False
-        if request.state == OVER and call not in ACQUIRE_CALLS:
+        if self._hits_release(request, call):
             request.release_misaligned = True
             self.misaligned_release[request.replica] = request
 
