@@ -193,6 +193,18 @@ class LeaseOracle:
             return request.completed_us is not None
         return request.state != WAITING
 
+    @staticmethod
+    def _found_its_lease_gone(request: LeaseRequest, now_us: int,
+                              changes: dict[str, int | None] | None) -> bool:
+        """Whether a command of an over request that wrote nothing ran when its
+        lease no longer counted (expired, reclaimed): a release that came too
+        late to remove it. One that ran while the lease still counted and left
+        it is no release of it (a removal by its own command is seen as such)."""
+        if any(deadline is not None for deadline in (changes or {}).values()):
+            return False  # a late run of its acquire wrote a lease
+        lease = request.lease
+        return lease is None or not lease.counts_at(now_us)
+
     def _shifted(self, request: LeaseRequest, call: str) -> None:
         """A reply misaligned onto ``request``'s ``call``. A release that read
         another release's reply (an integer, like its own: the release script
@@ -316,9 +328,8 @@ class LeaseOracle:
             if request.state == WAITING:
                 # Its acquire ran: judged on the record as the script saw it.
                 request.judged = self._judge(book, request, now_us)
-            elif request.state == OVER and not any(
-                    deadline is not None for deadline in (changes or {}).values()):
-                request.ran_after_over += 1  # its release (or compensation) ran
+            elif request.state == OVER and self._found_its_lease_gone(request, now_us, changes):
+                request.ran_after_over += 1  # its release (or compensation) ran, too late
         if not changes:
             return
         # A script reclaims before it writes: removals first.
