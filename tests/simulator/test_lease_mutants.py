@@ -17,8 +17,8 @@ import functools
 
 import pytest
 from blame import blamed_on_the_store, store_logic_excess
-
 from mutants.leases import FIXED, SCENARIO, LeaseMutant, catalogue
+
 from simulator.families.axond_leases.invariants import INVARIANTS
 from simulator.plugin.contracts import exposed_by_key
 from simulator.run.compose import run_scenario

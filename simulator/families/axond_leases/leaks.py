@@ -22,6 +22,10 @@ from dataclasses import dataclass
 from simulator.families.axond_leases.books import Fault, Key, Lease, LeaseRequest
 from simulator.plugin.attribution import STORE_LOGIC
 
+RELEASE_MAX_ATTEMPTS = 8
+"""How many attempts the seed's release makes before it gives up
+(``002_348438d99c360737.txt:47``)."""
+
 DUPLICATES = frozenset({"call_retried", "duplicate_execution"})
 """Faults after which a request's own command may have run twice."""
 
@@ -97,7 +101,7 @@ def leak_cause(lease: Lease, owner: LeaseRequest | None, until_us: int,
     if tried:
         if retried(lease, owner, grace):
             return "release_gave_up" if owner.release_attempts_failed >= 2 else "release_lost"
-        return "crash" if crashed else STORE_LOGIC  # one failed attempt, never retried
+        return "crash" if crashed else STORE_LOGIC  # it stopped retrying too soon
     if acted and until_us - done_us <= grace.release_us:
         return None  # its release (or the compensation of a refusal) was on its way
     # What it had spawned (a release, a compensation) died with its replica.
@@ -121,18 +125,21 @@ def gave_back(lease: Lease, owner: LeaseRequest) -> bool:
 
 
 def retried(lease: Lease, owner: LeaseRequest, grace: Grace) -> bool:
-    """Whether the store tried again after a failed release attempt, as the
-    seed requires: a second attempt failed or ran, or the lease stopped
-    counting before a retry was due (within the network's timeout of the
-    last failure); or the attempt read another command's reply, which a
-    sound store cannot tell from its own (the release script echoes nothing)."""
-    if owner.release_attempts_failed >= 2 or gave_back(lease, owner):
-        return True
+    """Whether the store kept trying after a failed release attempt, as the
+    seed requires (up to ``RELEASE_MAX_ATTEMPTS`` attempts, retried on
+    fresh connections until the window closes): a later attempt landed, all
+    of them failed, or the lease stopped counting before the next one was
+    due (within the network's timeout of the last failure); or the attempt
+    read another release's reply, which a sound store cannot tell from its
+    own (the release script echoes nothing)."""
+    if gave_back(lease, owner) or owner.ran_after_over > 0:
+        return True  # a later attempt landed (or came after the lease had gone)
     if owner.release_misaligned:
         return True  # it read another release's reply as its own success: no echo to check
-    if owner.ran_after_over > 0:
-        return True
+    if owner.release_attempts_failed >= RELEASE_MAX_ATTEMPTS:
+        return True  # every attempt the seed makes failed
     failed_us = owner.release_failed_us
+    # The lease stopped counting before the next attempt was due.
     return failed_us is not None and lease.deadline_us - failed_us <= grace.release_us
 
 

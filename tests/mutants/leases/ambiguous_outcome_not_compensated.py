@@ -5,7 +5,8 @@ The bug: when the owned invoke ends in an error or its liveness deadline
 the caller, long timed out, cannot clean up either. The seed spawns the
 compensating release for every ambiguous outcome (``if ambiguous {
 abandoned_release.clone().spawn(); }``, 002_348438d99c360737.txt:546-552).
-Exposed by a lost acquire reply: the script ran, the reply never came.
+Exposed by a stalled connection under an acquire: the script ran, its reply
+never came, and the invoke ran out its deadline.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ MUTANT = LeaseMutant(
     name="ambiguous_outcome_not_compensated",
     breaks="an acquire invoke ending in an error or its deadline leaves its lease to the TTL",
     seed="002_348438d99c360737.txt:546-552",
-    schedule=({"at": "500ms", "fault": "lose_reply", "replica": 0, "call": "acquire"},),
-    exposed_by="reply_lost on acquire",
+    schedule=({"at": "500ms", "fault": "connection_stall", "replica": 0, "call": "acquire"},),
+    exposed_by="connection_stalled on acquire",
 )
 
 

@@ -23,7 +23,7 @@ MUTANT = LeaseMutant(
            "connections)",
     seed="002_348438d99c360737.txt:208-256",
     schedule=({"at": "500ms", "fault": "dropped_waiter", "replica": 0},),
-    exposed_by="misaligned_reply on acquire",
+    exposed_by="waiter_dropped on acquire",
 )
 
 

@@ -25,6 +25,7 @@ MUTANT = LeaseMutant(
     seed="002_348438d99c360737.txt:614-618",
     schedule=({"at": "500ms", "fault": "dropped_waiter", "replica": 0},),
     exposed_by="misaligned_reply on acquire",
+    changes={"network": {"latency": "lognormal(10ms, 0.3)"}},
 )
 
 

@@ -4,7 +4,8 @@ The bug: a release whose attempt on the shared connection outlives its
 budget returns as if the lease were released, so nothing retries it; the
 seed counts only a reply (``if matches!(result, Ok(Ok(_)))``,
 002_348438d99c360737.txt:176-195) and falls through to fresh connections
-otherwise. Exposed by a lost release request (no reply ever comes).
+otherwise. Exposed by a stalled connection under a release (no reply comes
+within the release budget).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ MUTANT = LeaseMutant(
     name="timed_out_release_taken_as_done",
     breaks="a release attempt that timed out on the shared connection counts as released",
     seed="002_348438d99c360737.txt:176-195",
-    schedule=({"at": "500ms", "fault": "lose_request", "replica": 0, "call": "release"},),
-    exposed_by="request_lost on release",
+    schedule=({"at": "500ms", "fault": "connection_stall", "replica": 0, "call": "release"},),
+    exposed_by="connection_stalled on release",
 )
 
 
