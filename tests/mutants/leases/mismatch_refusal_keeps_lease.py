@@ -25,7 +25,9 @@ MUTANT = LeaseMutant(
     seed="002_348438d99c360737.txt:614-618",
     schedule=({"at": "500ms", "fault": "dropped_waiter", "replica": 0},),
     exposed_by="misaligned_reply on acquire",
-    changes={"network": {"latency": "lognormal(10ms, 0.3)"}},
+    # Busy enough, on two replicas, that replies queue behind the dropped waiter.
+    changes={"fleet": {"replicas": 2}, "network": {"latency": "lognormal(10ms, 0.3)"},
+             "workload": {"arrivals": "poisson(40/s)"}},
 )
 
 

@@ -4,8 +4,8 @@ The bug: a release whose attempt on the shared connection outlives its
 budget returns as if the lease were released, so nothing retries it; the
 seed counts only a reply (``if matches!(result, Ok(Ok(_)))``,
 002_348438d99c360737.txt:176-195) and falls through to fresh connections
-otherwise. Exposed by a stalled connection under a release (no reply comes
-within the release budget).
+otherwise. Exposed by a lost release request with nothing behind it on the
+connection: no reply comes within the release budget.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ MUTANT = LeaseMutant(
     name="timed_out_release_taken_as_done",
     breaks="a release attempt that timed out on the shared connection counts as released",
     seed="002_348438d99c360737.txt:176-195",
-    schedule=({"at": "500ms", "fault": "connection_stall", "replica": 0, "call": "release"},),
-    exposed_by="connection_stalled on release",
+    # Late in the run, so that no command behind the lost one shifts a reply
+    # onto its waiter: the attempt times out.
+    schedule=({"at": "2900ms", "fault": "lose_request", "replica": 0, "call": "release"},),
+    exposed_by="request_lost on release",
 )
 
 
