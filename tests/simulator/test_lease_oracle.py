@@ -20,6 +20,7 @@ from simulator.families.axond_leases.causes import (
     LEAK_CAUSES,
 )
 from simulator.families.axond_leases.excess import concurrency_excess
+from simulator.families.axond_leases.leaks import RELEASE_MAX_ATTEMPTS
 from simulator.families.axond_leases.oracle import LeaseOracle
 from simulator.net.links import MESSAGE_FAULTS
 
@@ -377,11 +378,23 @@ def test_a_refused_callers_lease_never_given_back_is_the_stores_from_the_refusal
 def test_a_release_whose_attempts_all_failed_gave_up():
     books = oracle()
     serve(books, 1, 0, 100_000, released_after_us=None)
-    for _ in range(3):
-        books.message_fault(1, "call_refused")
+    for _ in range(RELEASE_MAX_ATTEMPTS):  # every attempt the seed makes
+        books.message_fault(1, "call_refused", "release")
     result = summary(books, last_fault_us=300_000)
     assert result["leaked_lease_seconds_by_release_gave_up"] == pytest.approx(0.9)
     assert result["leaked_lease_seconds_by_release_lost"] == 0
+    assert result["leaked_lease_seconds_by_store_logic"] == 0
+
+
+def test_a_release_that_gave_up_before_its_attempts_ran_out_is_the_stores():
+    books = oracle()
+    serve(books, 1, 0, 100_000, released_after_us=None)
+    for _ in range(3):
+        books.message_fault(1, "call_refused", "release")
+    result = summary(books, last_fault_us=300_000)
+    assert result["leaked_lease_seconds_by_release_gave_up"] == 0
+    assert result["leaked_lease_seconds_by_store_logic"] == pytest.approx(0.9)
+    assert result["leaked_lease_seconds_exposed_by"] == "call_refused on release"
 
 
 def test_a_release_never_sent_with_no_fault_is_the_stores_leak():

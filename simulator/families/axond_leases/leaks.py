@@ -60,7 +60,7 @@ class Grace:
 
 
 def leak_cause(lease: Lease, owner: LeaseRequest | None, until_us: int,
-               grace: Grace) -> str | None:
+               grace: Grace, settled: bool = True) -> str | None:
     """Why ``lease`` counts though no live caller holds it, judged on what
     happened until ``until_us`` (when it stopped counting, or a moment of
     the run) and on what the store did about it, all run long: ``None``
@@ -72,7 +72,11 @@ def leak_cause(lease: Lease, owner: LeaseRequest | None, until_us: int,
     that failed. A leak while the store did that is the lab's, under the
     fault that made it necessary; a leak the store never acted on (no
     release or compensation ran, none failed) or never retried is
-    ``store_logic`` (``exposing_fault`` names the fault that exposed it)."""
+    ``store_logic`` (``exposing_fault`` names the fault that exposed it).
+
+    ``settled``: judged once the run is over, with all the store did known.
+    Judged mid-run (a sample of the series), a lease whose caller left within
+    the network's timeout may still have its release on the way: no leak yet."""
     if owner is None:
         # No request's command wrote it: a restore of older data brought it
         # back, or the store made it up.
@@ -102,7 +106,7 @@ def leak_cause(lease: Lease, owner: LeaseRequest | None, until_us: int,
         if retried(lease, owner, grace):
             return "release_gave_up" if owner.release_attempts_failed >= 2 else "release_lost"
         return "crash" if crashed else STORE_LOGIC  # it stopped retrying too soon
-    if acted and until_us - done_us <= grace.release_us:
+    if (acted or not settled) and until_us - done_us <= grace.release_us:
         return None  # its release (or the compensation of a refusal) was on its way
     # What it had spawned (a release, a compensation) died with its replica.
     return "crash" if crashed and not acted else STORE_LOGIC

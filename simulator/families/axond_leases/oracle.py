@@ -517,8 +517,8 @@ class LeaseOracle:
                 f"{counted} and refused"))
         return cause
 
-    def _occupancy(self, request: LeaseRequest,
-                   judged: Judged) -> tuple[set[int], int, int, list[Lease]]:
+    def _occupancy(self, request: LeaseRequest, judged: Judged,
+                   settled: bool = True) -> tuple[set[int], int, int, list[Lease]]:
         """Of the leases ``judged`` counted: the callers an ideal limiter
         counts (holding, granted in flight or releasing), how many were the
         request's own, how many leaked for a reason of the lab's, and which
@@ -531,7 +531,7 @@ class LeaseOracle:
             if owner is request:
                 own += 1
                 continue
-            cause = leak_cause(lease, owner, judged.at_us, self.grace)
+            cause = leak_cause(lease, owner, judged.at_us, self.grace, settled)
             if cause is None:
                 if owner is not None:
                     occupying.add(owner.number)
@@ -543,7 +543,9 @@ class LeaseOracle:
         return occupying, own, lab_leaked, store_leaked
 
     def _ideal_had_room(self, request: LeaseRequest, judged: Judged) -> bool:
-        return len(self._occupancy(request, judged)[0]) < self.max_in_flight
+        """The denial as judged when it happens (for the metrics series): a
+        release possibly on its way still occupies its slot."""
+        return len(self._occupancy(request, judged, settled=False)[0]) < self.max_in_flight
 
     @staticmethod
     def _misaligned_fault(request: LeaseRequest) -> Fault:
@@ -580,8 +582,8 @@ class LeaseOracle:
     def _key_state(self, book: KeyBook, now_us: int) -> dict[str, int]:
         counted = [lease for lease in book.leases.values() if lease.counts_at(now_us)]
         leaked = sum(1 for lease in counted
-                     if leak_cause(lease, self.requests.get(lease.owner), now_us, self.grace)
-                     is not None)
+                     if leak_cause(lease, self.requests.get(lease.owner), now_us, self.grace,
+                                   settled=False) is not None)
         uncounted = 0
         for number in book.holding:
             lease = self.requests[number].lease
