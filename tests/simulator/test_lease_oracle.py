@@ -20,6 +20,7 @@ from simulator.families.axond_leases.causes import (
     LEAK_CAUSES,
 )
 from simulator.families.axond_leases.excess import concurrency_excess
+from simulator.families.axond_leases.leaks import RELEASE_MAX_ATTEMPTS
 from simulator.families.axond_leases.oracle import LeaseOracle
 from simulator.net.links import MESSAGE_FAULTS
 
@@ -202,7 +203,7 @@ def test_a_store_that_admits_past_its_own_count_is_the_stores_excess():
     assert result["concurrency_excess_lease_seconds_by_store_logic"] == pytest.approx(0.2)
 
 
-def test_a_caller_admitted_on_another_commands_reply_is_a_misaligned_result_accepted():
+def test_a_caller_admitted_on_another_commands_reply_is_the_stores_exposed_by_the_shift():
     books = oracle(max_in_flight=1)
     serve(books, 1, 0, 1_000_000)
     # Request 2's own acquire is refused, but its caller reads another
@@ -214,7 +215,11 @@ def test_a_caller_admitted_on_another_commands_reply_is_a_misaligned_result_acce
     result = summary(books, last_fault_us=101_000)
     assert result["misaligned_replies"] == 1
     assert result["misaligned_results_accepted"] == 1
-    assert result["concurrency_excess_lease_seconds_by_misaligned_reply"] == pytest.approx(0.2)
+    # The seed's echo check refuses such a reply: acting on it is the store's.
+    assert result["concurrency_excess_lease_seconds_by_store_logic"] == pytest.approx(0.2)
+    assert result["concurrency_excess_lease_seconds_exposed_by"] == "misaligned_reply on acquire"
+    assert result["misaligned_results_accepted_exposed_by"] == "misaligned_reply on acquire"
+    assert result["store_logic_began_request"] == 2
 
 
 def test_a_fail_open_admission_after_a_misaligned_reply_is_the_policy_not_an_accepted_reply():
@@ -328,23 +333,68 @@ def test_a_caller_that_waited_out_its_timeout_abandoned_its_acquire():
     assert result["leaked_lease_seconds_by_store_logic"] == 0
 
 
-def test_a_release_lost_once_and_never_retried_is_release_lost():
+def test_a_release_lost_once_and_never_retried_is_the_stores_exposed_by_the_loss():
+    # The seed retries a failed release on fresh connections: a store that
+    # does not is at fault, and the lost request is what exposed it.
     books = oracle()
     serve(books, 1, 0, 100_000, released_after_us=None)
-    books.message_fault(1, "request_lost")
-    books.message_fault(1, "call_timed_out")
+    books.message_fault(1, "request_lost", "release")
+    books.message_fault(1, "call_timed_out", "release")
     result = summary(books, last_fault_us=100_000)
-    assert result["leaked_lease_seconds_by_release_lost"] == pytest.approx(0.9)
+    assert result["leaked_lease_seconds_by_release_lost"] == 0
+    assert result["leaked_lease_seconds_by_store_logic"] == pytest.approx(0.9)
+    assert result["leaked_lease_seconds_exposed_by"] == "request_lost on release"
+    assert result["store_logic_began_at_us"] == 100_000
+
+
+def test_a_release_lost_once_then_retried_is_release_lost():
+    books = oracle()
+    serve(books, 1, 0, 100_000, released_after_us=None)
+    books.message_fault(1, "request_lost", "release")
+    books.message_fault(1, "call_timed_out", "release")
+    release(books, 1, 400_000)  # the retry on a fresh connection lands
+    result = summary(books, last_fault_us=100_000)
+    assert result["leaked_lease_seconds_by_release_lost"] == pytest.approx(0.3)
+    assert result["leaked_lease_seconds_by_store_logic"] == 0
+
+
+def test_a_refused_callers_lease_never_given_back_is_the_stores_from_the_refusal():
+    # No timeout window excuses it: the store never sent the compensation.
+    books = oracle(max_in_flight=2)
+    acquire(books, 1, 0)
+    books.message_fault(1, "reply_lost", "acquire")
+    books.message_fault(1, "call_timed_out", "acquire")
+    books.denied(1, "store_unavailable", 50_000)
+    acquire(books, 2, 60_000)
+    acquire(books, 3, 70_000, granted=False)
+    books.denied(3, "exceeded", 71_000)
+    result = summary(books, last_fault_us=50_000)
+    assert result["leaked_lease_seconds_by_store_logic"] == pytest.approx(0.95)
+    assert result["leaked_lease_seconds_exposed_by"] == "reply_lost on acquire"
+    assert result["false_denials_by_store_logic"] == 1
+    assert result["false_denials_exposed_by"] == "reply_lost on acquire"
 
 
 def test_a_release_whose_attempts_all_failed_gave_up():
     books = oracle()
     serve(books, 1, 0, 100_000, released_after_us=None)
-    for _ in range(3):
-        books.message_fault(1, "call_refused")
+    for _ in range(RELEASE_MAX_ATTEMPTS):  # every attempt the seed makes
+        books.message_fault(1, "call_refused", "release")
     result = summary(books, last_fault_us=300_000)
     assert result["leaked_lease_seconds_by_release_gave_up"] == pytest.approx(0.9)
     assert result["leaked_lease_seconds_by_release_lost"] == 0
+    assert result["leaked_lease_seconds_by_store_logic"] == 0
+
+
+def test_a_release_that_gave_up_before_its_attempts_ran_out_is_the_stores():
+    books = oracle()
+    serve(books, 1, 0, 100_000, released_after_us=None)
+    for _ in range(3):
+        books.message_fault(1, "call_refused", "release")
+    result = summary(books, last_fault_us=300_000)
+    assert result["leaked_lease_seconds_by_release_gave_up"] == 0
+    assert result["leaked_lease_seconds_by_store_logic"] == pytest.approx(0.9)
+    assert result["leaked_lease_seconds_exposed_by"] == "call_refused on release"
 
 
 def test_a_release_never_sent_with_no_fault_is_the_stores_leak():
@@ -410,12 +460,15 @@ def test_a_denial_behind_a_lease_the_store_leaked_itself_is_the_stores():
     assert summary(books)["false_denials_by_store_logic"] == 1
 
 
-def test_a_caller_that_read_another_commands_denial_is_a_misaligned_false_denial():
+def test_a_caller_that_read_another_commands_denial_is_the_stores_false_denial():
     books = oracle()
     acquire(books, 1, 0)  # its own acquire is granted...
     books.message_fault(1, "misaligned_reply")  # ...but it reads another's refusal
     books.denied(1, "exceeded", 1_000)
-    assert summary(books, last_fault_us=1_000)["false_denials_by_misaligned_reply"] == 1
+    result = summary(books, last_fault_us=1_000)
+    # The refusal echoes another lease id: the seed's check would not act on it.
+    assert result["false_denials_by_store_logic"] == 1
+    assert result["false_denials_exposed_by"] == "misaligned_reply on acquire"
 
 
 def test_a_retry_whose_second_run_counted_its_own_lease_is_a_duplicate_execution_denial():

@@ -25,6 +25,30 @@ holds a permit (admitted, work running); it is over (denied, completed or
 aborted)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One fault the lab did to a request's message: what, on which call, when."""
+
+    what: str
+    call: str
+    at_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A key as a request's acquire found it: judged at the end of the run,
+    with what the store did afterwards (did it give back the leases it
+    counted then?) known."""
+
+    at_us: int
+    judged_ms: int
+    """The clock the acquire's replica sent: leases past it were reclaimed."""
+    holding: frozenset[int]
+    """The callers holding a permit then."""
+    leases: tuple[Lease, ...]
+    """The leases the store counted then."""
+
+
 def deadline_us(deadline_ms: int) -> int:
     """A lease's deadline (epoch ms, as a replica's clock wrote it) as virtual time."""
     return (deadline_ms - EPOCH_MS) * 1_000
@@ -88,20 +112,34 @@ class LeaseRequest:
     """The lease its command wrote on its key (its first: a second one is
     no request's, as a driver retry re-sends the same id)."""
     acquire_faults: frozenset[str] = frozenset()
-    """What the lab did to its acquire's messages (and, once denied, to its
-    compensating release's): shared empty default, as most meet none."""
+    """What the lab did to its acquire's messages: shared empty default, as
+    most meet none."""
+    acquire_fault: Fault | None = None
+    """The first of them, with the call it hit: what exposes a store that
+    leaves such an acquire's lease behind."""
     release_failures: int = 0
-    """Faults that may fail a call, on its release after it completed."""
+    """Faults that may fail a call, on its release (or, once denied, on its
+    compensating release) after it was over."""
     release_attempts_failed: int = 0
     """Release attempts that ended in failure (``causes.ATTEMPT_ENDS``)."""
+    release_fault: Fault | None = None
+    """The first fault on its release (or compensation), with the call it hit
+    and when (the latest fact the oracle had heard by then)."""
+    release_misaligned: bool = False
+    """Its release read another release's reply: the release script echoes
+    nothing (seed), so a sound store may take it for its own success."""
+    release_failed_us: int | None = None
+    """When the last of those faults came."""
+    ran_after_over: int = 0
+    """Its commands that ran on its key once it was over and wrote no lease:
+    the release (or compensation) the store sent, as the server saw it."""
     misaligned: bool = False
     """Its caller received another command's reply while waiting for its acquire."""
     uncounted_since: int | None = None
     """Holding with no lease the store counts, since then (and why: ``uncounted_cause``)."""
     uncounted_cause: str = ""
-    judged: tuple[int, int, int] | None = None
-    """When its acquire ran: (callers an ideal limiter counted, leases the store
-    counted, of those leaked for a reason of the lab's)."""
+    judged: Judged | None = None
+    """What its key looked like when its acquire ran (the last time it did)."""
 
 
 @dataclass(slots=True)

@@ -14,15 +14,16 @@ from __future__ import annotations
 from simulator.net.links import CALLER_MAY_NOT_KNOW, MESSAGE_FAULTS
 from simulator.plugin.attribution import STORE_LOGIC
 
-EXCESS_CAUSES = ("fail_open", "misaligned_reply", "lease_expired_while_held",
-                 "server_data_loss", "evicted", STORE_LOGIC)
+EXCESS_CAUSES = ("fail_open", "lease_expired_while_held", "server_data_loss", "evicted",
+                 STORE_LOGIC)
 """Why a caller held a permit without a lease the store counted, so that
 more callers held than ``max_in_flight``: admitted unenforced by the
-fail-open policy; admitted on another command's reply; its lease expired
-(honestly: at or after the writer's clock at arrival plus the configured
-TTL) while it still ran; a restore or failover lost it; the server evicted
-it. Excess no uncounted holder explains (the store admitted past its own
-count) is ``store_logic``."""
+fail-open policy; its lease expired (honestly: at or after the writer's
+clock at arrival plus the configured TTL) while it still ran; a restore or
+failover lost it; the server evicted it. Excess no uncounted holder
+explains (the store admitted past its own count), and a caller admitted on
+another command's reply (the seed's echo check refuses to act on one: see
+``contract``), are ``store_logic``."""
 
 LEAK_CAUSES = ("crash", "abandoned_acquire", "release_lost", "release_gave_up",
                "server_data_loss", STORE_LOGIC)
@@ -32,17 +33,20 @@ lost, delayed, misaligned or timed out a message of its acquire (or the
 caller's configured timeout ran out) so the caller never took the grant;
 one release message failed and no retry landed in time; several release
 attempts failed; a restore of older data brought back a lease already
-released. Anything else (a release never sent, a denial that leaves a lease
-behind, a lease no request's command owns) is ``store_logic``."""
+released. Each of these only while the store did what the contract asks
+(``contract``: it compensated the abandoned acquire, it retried the failed
+release). Anything else (a release or compensation never sent, a failed
+release never retried, a refusal that leaves a lease behind, a lease no
+request's command owns) is ``store_logic``."""
 
 LAB_LEAK_CAUSES = frozenset(LEAK_CAUSES) - {STORE_LOGIC}
 
-DENIAL_CAUSES = ("leaked_leases", "misaligned_reply", "duplicate_execution", STORE_LOGIC)
+DENIAL_CAUSES = ("leaked_leases", "duplicate_execution", STORE_LOGIC)
 """Why the store answered *exceeded* while the truth had room: leases leaked
-for a reason of the lab's filled the slots; the caller received another
-command's denial; a driver retry's second execution counted the request's own
-lease against it; or the store's own decision (including leases it leaked
-itself)."""
+for a reason of the lab's filled the slots; a driver retry's second
+execution counted the request's own lease against it; or the store's own
+decision (including leases it leaked itself, and a refusal read off another
+command's reply, which the seed's echo check refuses to act on)."""
 
 CALL_FAILURES = CALLER_MAY_NOT_KNOW
 """Message faults after which a call (an acquire, a release) may rightly

@@ -3,6 +3,10 @@
 ``hunt --reference KIND`` compares a candidate store with a reference on
 each of these under the same scenario, seed and schedule: the candidate is
 broken where it does strictly worse.
+
+``misaligned_results_accepted`` is ``store_only``: a caller acting on
+another command's reply is what the seed's echoed-lease-id check exists to
+prevent, whatever the connection did (``contract``), so no fault excuses it.
 """
 
 from __future__ import annotations
@@ -13,5 +17,5 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("concurrency_excess_lease_seconds"),
     Invariant("leaked_lease_seconds"),
     Invariant("false_denials"),
-    Invariant("misaligned_results_accepted"),
+    Invariant("misaligned_results_accepted", store_only=True),
 )

@@ -37,6 +37,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.engine.runtime import EPOCH_MS
@@ -45,6 +46,8 @@ from simulator.families.axond_leases.books import (
     NO_REQUEST,
     OVER,
     WAITING,
+    Fault,
+    Judged,
     Key,
     KeyBook,
     Lease,
@@ -59,13 +62,45 @@ from simulator.families.axond_leases.causes import (
     LEAK_CAUSES,
 )
 from simulator.families.axond_leases.excess import Excess, concurrency_excess
-from simulator.families.axond_leases.leaks import Grace, Leak, leak_cause, leak_of, peak_concurrent
+from simulator.families.axond_leases.invariants import INVARIANTS
+from simulator.families.axond_leases.leaks import (
+    DUPLICATES,
+    Grace,
+    Leak,
+    exposing_fault,
+    leak_cause,
+    leak_of,
+    peak_concurrent,
+)
 from simulator.plugin.attribution import STORE_LOGIC
+from simulator.plugin.contracts import Exposures
 from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
 
-DUPLICATES = frozenset({"call_retried", "duplicate_execution"})
-"""Faults after which a request's own command may have run twice."""
+ACQUIRE_CALLS = frozenset({"acquire", ""})
+"""The calls a fault on a denied request's message hit its acquire with (an
+invoke its caller stopped waiting for runs on); any other (its release
+script, a fresh connection's connect, a script load) is its compensation.
+``""``: not told (judged as its acquire, as before calls were told)."""
+
+SHARED_KEY = "replicas_sharing_key"
+"""What the lab did that exposes a store whose replicas overwrite or remove
+each other's live leases: it ran callers of one key on several replicas."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLogic:
+    """Why a holder holds uncounted when it is the store's own doing: with
+    the fault that exposed it and where the store's record and the truth parted."""
+
+    fault: Fault | None
+    at_us: int
+    request: int
+    call: str
+
+
+Label = str | StoreLogic
+"""The cause a spell of uncounted holding is filed under."""
 
 SAMPLED = ("callers_holding", "leases_counted", "leases_leaked", "callers_uncounted",
            "concurrency_excess")
@@ -88,6 +123,19 @@ class LeaseOracle:
         self.counts: Counter = Counter()
         self.holding = 0
         self.holding_peak = 0
+        self.now_us = 0
+        """The latest time a fact was heard at (a message fault comes with none)."""
+        self.misaligned_release: dict[int, LeaseRequest] = {}
+        """The last release a misaligned reply hit, per replica, until the
+        next misaligned reply there says whose reply it read."""
+        self.accepted_misaligned: list[tuple[int, int]] = []
+        """``(request, when)``: each caller that took another command's grant."""
+        self.provisional_false_denials = 0
+        """False denials as judged when they happened, for the metrics series
+        (the summary judges them again once what the store did is known)."""
+        self.denials: list[tuple[LeaseRequest, Judged]] = []
+        """Every *exceeded* answer, with its key as the acquire found it:
+        judged at the end, once what the store did with its leases is known."""
 
     # -- what the core tells every oracle ------------------------------------
 
@@ -101,22 +149,76 @@ class LeaseOracle:
         return EPOCH_MS + now_us // 1_000
 
     def message_fault(self, number: int, what: str, call: str = "") -> None:
-        """The lab did ``what`` to a message of request ``number``: to its
-        acquire while it waited or held, to its compensation once denied, to
-        its release once completed."""
+        """The lab did ``what`` to a message of request ``number``, of the
+        command ``call``: to its acquire while it waited or held (or, late,
+        once it was over), to its compensation once denied, to its release
+        once completed."""
         if what == "misaligned_reply":
             self.counts["misaligned_replies"] += 1
         request = self.requests.get(number)
         if request is None:
             return
-        if request.completed_us is not None:
+        if what == "misaligned_reply":
+            self._shifted(request, call)
+        fault = Fault(what, call, self.now_us)
+        if self._hits_release(request, call):
+            # Its release, or the compensation of a denied acquire.
+            failed = what in CALL_FAILURES or what in ATTEMPT_ENDS
             request.release_failures += what in CALL_FAILURES
             request.release_attempts_failed += what in ATTEMPT_ENDS
+            if failed:
+                request.release_failed_us = self.now_us
+                if request.release_fault is None:
+                    request.release_fault = fault
             return
         if what not in request.acquire_faults:
             request.acquire_faults = request.acquire_faults | {what}
+            if request.acquire_fault is None:
+                request.acquire_fault = fault
         if what == "misaligned_reply" and request.state == WAITING:
             request.misaligned = True
+
+    @staticmethod
+    def _hits_release(request: LeaseRequest, call: str) -> bool:
+        """Whether a fault on ``call`` hit ``request``'s release or compensation
+        (else its acquire): the release script always; its acquire script
+        never; another call (a connect, a script load) while it waits is its
+        acquire's, once it holds or is over its release's; a call not told
+        is its release once it completed."""
+        if call == "release":
+            return True
+        if call == "acquire":
+            return False
+        if call == "":
+            return request.completed_us is not None
+        return request.state != WAITING
+
+    @staticmethod
+    def _found_its_lease_gone(request: LeaseRequest, now_us: int,
+                              changes: dict[str, int | None] | None) -> bool:
+        """Whether a command of an over request that wrote nothing ran when its
+        lease no longer counted (expired, reclaimed): a release that came too
+        late to remove it. One that ran while the lease still counted and left
+        it is no release of it (a removal by its own command is seen as such)."""
+        if any(deadline is not None for deadline in (changes or {}).values()):
+            return False  # a late run of its acquire wrote a lease
+        lease = request.lease
+        return lease is None or not lease.counts_at(now_us)
+
+    def _shifted(self, request: LeaseRequest, call: str) -> None:
+        """A reply misaligned onto ``request``'s ``call``. A release that read
+        another release's reply (an integer, like its own: the release script
+        echoes nothing) cannot tell it from its own success; one that read an
+        acquire's reply (a pair) knows its attempt failed, and must retry.
+        Replies on a shared connection go to its waiters in order, so when
+        the next reply misaligned on the same replica lands on an acquire,
+        the release before it read that acquire's reply."""
+        previous = self.misaligned_release.pop(request.replica, None)
+        if previous is not None and call in ACQUIRE_CALLS:
+            previous.release_misaligned = False
+        if self._hits_release(request, call):
+            request.release_misaligned = True
+            self.misaligned_release[request.replica] = request
 
     def aborted(self, number: int, now_us: int) -> None:
         """Request ``number``'s replica crashed: it stops waiting or holding;
@@ -145,6 +247,7 @@ class LeaseOracle:
         return book
 
     def arrived(self, number: int, key: Key, replica: int, now_us: int) -> None:
+        self.now_us = max(self.now_us, now_us)
         self.counts["requests_arrived"] += 1
         self.book(key)
         honest = (None if self.lease_ttl_ms is None
@@ -153,6 +256,7 @@ class LeaseOracle:
 
     def admitted(self, number: int, enforced: bool, now_us: int) -> None:
         """The caller took its permit: with a lease, or unenforced (fail-open)."""
+        self.now_us = max(self.now_us, now_us)
         request = self.requests[number]
         book = self.book(request.key)
         self.counts["requests_admitted"] += 1
@@ -162,6 +266,7 @@ class LeaseOracle:
             # It took a lease id from another command's reply (a fail-open
             # admission after one acted on the policy, not on the reply).
             self.counts["misaligned_results_accepted"] += 1
+            self.accepted_misaligned.append((number, now_us))
         request.state, request.enforced, request.admitted_us = HOLDING, enforced, now_us
         book.holding.add(number)
         book.holder_changes.append((now_us, 1))
@@ -173,17 +278,21 @@ class LeaseOracle:
 
     def denied(self, number: int, reason: str, now_us: int) -> None:
         """The caller was refused: ``exceeded`` or ``store_unavailable``."""
+        self.now_us = max(self.now_us, now_us)
         request = self.requests[number]
         self.counts["requests_denied"] += 1
         self.counts[f"requests_denied_{reason}"] += 1
         request.denied_us, request.denial = now_us, reason
         if reason == "exceeded":
-            self._judge_denial(request, now_us)
+            judged = request.judged or self._judge(self.book(request.key), request, now_us)
+            self.denials.append((request, judged))
+            self.provisional_false_denials += self._ideal_had_room(request, judged)
         self._over(request, now_us)
 
     def completed(self, number: int, now_us: int) -> None:
         """The caller's work is done: it lets go of its permit (its release
         runs in the background from now)."""
+        self.now_us = max(self.now_us, now_us)
         request = self.requests[number]
         self.counts["requests_completed"] += 1
         request.completed_us = now_us
@@ -212,11 +321,15 @@ class LeaseOracle:
         read it (``changes`` empty or ``None``). ``tag`` is the request whose
         command it was (``NO_REQUEST``: none); ``how`` is ``command``,
         ``key_expired``, ``data_loss`` or ``evicted``."""
+        self.now_us = max(self.now_us, now_us)
         book = self.book(key)
         request = self.requests.get(tag) if how == "command" else None
-        if request is not None and request.key == key and request.state == WAITING:
-            # Its acquire ran: judged on the record as the script saw it.
-            request.judged = self._judge(book, request, now_us)
+        if request is not None and request.key == key:
+            if request.state == WAITING:
+                # Its acquire ran: judged on the record as the script saw it.
+                request.judged = self._judge(book, request, now_us)
+            elif request.state == OVER and self._found_its_lease_gone(request, now_us, changes):
+                request.ran_after_over += 1  # its release (or compensation) ran, too late
         if not changes:
             return
         # A script reclaims before it writes: removals first.
@@ -295,14 +408,19 @@ class LeaseOracle:
             if cause == "lease_expired_while_held":
                 self.counts["leases_expired_while_held"] += 1
 
-    def _uncounted_cause(self, request: LeaseRequest, lease: Lease | None) -> str:
-        """Why a holder holds with no lease the store counts."""
+    def _uncounted_cause(self, request: LeaseRequest, lease: Lease | None) -> Label:
+        """Why a holder holds with no lease the store counts: a cause of the
+        lab's, or the store's own (``StoreLogic``, with what exposed it)."""
         if not request.enforced:
             return "fail_open"
         if lease is None:
             # Admitted, yet no command of its wrote a lease: it took another
-            # command's grant.
-            return "misaligned_reply" if request.misaligned else STORE_LOGIC
+            # command's grant (the seed's echo check refuses to), or the store
+            # admitted it on nothing at all.
+            if request.misaligned:
+                return self._store_logic(request, self._misaligned_fault(request),
+                                         "admitted on another command's grant")
+            return self._store_logic(request, request.acquire_fault, "admitted with no lease")
         if lease.removed_us is None or lease.deadline_us <= lease.removed_us:
             return self._expiry_cause(request, lease)
         how = lease.removed_how
@@ -312,68 +430,133 @@ class LeaseOracle:
             return "evicted"
         if how == "key_expired" and request.honest_deadline_ms is not None:
             honest = self.clock_ms(request.replica, lease.removed_us) >= request.honest_deadline_ms
-            return "lease_expired_while_held" if honest else STORE_LOGIC
+            if honest:
+                return "lease_expired_while_held"
+            return self._store_logic(request, request.acquire_fault,
+                                     "its lease's key expired before its TTL")
         remover = self.requests.get(lease.removed_by)
         if how == "command" and remover is not None and remover is not request:
             # A reclaim, judged on the reclaiming replica's clock.
             now_ms = self.clock_ms(remover.replica, lease.removed_us)
             if request.honest_deadline_ms is None or now_ms >= request.honest_deadline_ms:
                 return "lease_expired_while_held"
-        return STORE_LOGIC
+            return self._store_logic(request, self._sharing_fault(request, remover),
+                                     f"its live lease removed by request {remover.number}'s "
+                                     f"command on replica {remover.replica}")
+        return self._store_logic(request, request.acquire_fault, "its lease removed early")
 
-    @staticmethod
-    def _expiry_cause(request: LeaseRequest, lease: Lease) -> str:
+    def _expiry_cause(self, request: LeaseRequest, lease: Lease) -> Label:
         """Its lease's deadline passed: the TTL ran out, if the store wrote an honest one."""
         if request.honest_deadline_ms is None or lease.deadline_ms >= request.honest_deadline_ms:
             return "lease_expired_while_held"
-        return STORE_LOGIC
+        return self._store_logic(request, request.acquire_fault,
+                                 "its lease written with a deadline short of its TTL")
 
-    def _judge(self, book: KeyBook, request: LeaseRequest,
-               now_us: int) -> tuple[int, int, int, int]:
-        """When ``request``'s acquire runs: (callers an ideal limiter counts,
-        leases the store counts, of those leaked for a reason of the lab's,
-        of those its own lease written by an earlier run of the same command).
-        The store's count uses the clock its replica sent."""
+    def _store_logic(self, request: LeaseRequest, fault: Fault | None,
+                     what: str) -> StoreLogic:
+        return StoreLogic(fault, self.now_us, request.number, (
+            f"acquire on replica {request.replica} for request {request.number}: asked for "
+            f"one lease counted while it held; {what}"))
+
+    @staticmethod
+    def _sharing_fault(request: LeaseRequest, remover: LeaseRequest) -> Fault | None:
+        """What the lab did that let another request's command remove a live
+        lease: it ran that request on another replica of the fleet."""
+        if remover.replica == request.replica:
+            return request.acquire_fault
+        call = "release" if remover.state == OVER else "acquire"
+        return Fault(SHARED_KEY, call, remover.arrived_us)
+
+    def _judge(self, book: KeyBook, request: LeaseRequest, now_us: int) -> Judged:
+        """``request``'s key as its acquire found it; the store's count uses
+        the clock its replica sent."""
         judged_ms = self.clock_ms(request.replica, request.arrived_us)
-        occupying = set(book.holding)
-        counted = lab_leaked = own = 0
-        for lease in book.leases.values():
-            if lease.deadline_ms <= judged_ms:
-                continue  # the script reclaims it
-            counted += 1
-            owner = self.requests.get(lease.owner)
-            if owner is request:
-                own += 1
-                continue
-            cause = leak_cause(lease, owner, now_us, self.grace)
-            if cause is None:
-                if owner is not None:
-                    occupying.add(owner.number)  # holding, granted, or releasing
-            elif cause in LAB_LEAK_CAUSES:
-                lab_leaked += 1
-        occupying.discard(request.number)
-        return len(occupying), counted, lab_leaked, own
+        counted = tuple(lease for lease in book.leases.values() if lease.deadline_ms > judged_ms)
+        return Judged(now_us, judged_ms, frozenset(book.holding), counted)
 
-    def _judge_denial(self, request: LeaseRequest, now_us: int) -> None:
-        """An *exceeded* answer: false if an ideal limiter had room."""
-        ideal, counted, lab_leaked, own = (request.judged or
-                                           self._judge(self.book(request.key), request, now_us))
-        if ideal >= self.max_in_flight:
-            return
+    def _judge_denial(self, request: LeaseRequest, judged: Judged,
+                      exposures: Exposures) -> str | None:
+        """An *exceeded* answer, judged once the run is over: false if an
+        ideal limiter had room (fewer than ``max_in_flight`` callers holding,
+        granted in flight or releasing), and then whose it is. Leases leaked
+        for a reason of the lab's filling the count are the lab's; a count
+        filled by leases the store itself failed to give back, a refusal
+        with room in its own count, or a refusal read off another command's
+        reply (the seed's echo check refuses to act on it) is the store's."""
         limit = self.max_in_flight
+        occupying, own, lab_leaked, store_leaked = self._occupancy(request, judged)
+        if len(occupying) >= limit:
+            return None
+        counted = len(judged.leases)
         duplicated = own if not request.acquire_faults.isdisjoint(DUPLICATES) else 0
+        fault = request.acquire_fault
         if request.misaligned:
-            cause = "misaligned_reply"
+            cause = STORE_LOGIC  # it took another command's refusal for its own
+            fault = self._misaligned_fault(request)
         elif counted < limit:
             cause = STORE_LOGIC  # refused what its own count had room for
+        elif store_leaked and counted - len(store_leaked) < limit:
+            # Had it given back what the contract says it must, there was room.
+            cause = STORE_LOGIC
+            owner = self.requests.get(store_leaked[0].owner)
+            fault = exposing_fault(store_leaked[0], owner, self.grace)
         elif counted - lab_leaked < limit:
             cause = "leaked_leases"
         elif counted - lab_leaked - duplicated < limit:
             cause = "duplicate_execution"
         else:
-            cause = STORE_LOGIC
-        self.counts["false_denials"] += 1
-        self.counts[f"false_denials_by_{cause}"] += 1
+            cause = STORE_LOGIC  # behind leases it failed to give back itself
+            if store_leaked:
+                fault = exposing_fault(store_leaked[0], self.requests.get(store_leaked[0].owner),
+                                       self.grace)
+        if cause == STORE_LOGIC:
+            self._expose(exposures, "false_denials", 1, fault)
+            exposures.parted(judged.at_us, request.number, (
+                f"acquire on replica {request.replica} for request {request.number}: asked "
+                f"for 1 of {limit} slots while {len(occupying)} held; the store counted "
+                f"{counted} and refused"))
+        return cause
+
+    def _occupancy(self, request: LeaseRequest, judged: Judged,
+                   settled: bool = True) -> tuple[set[int], int, int, list[Lease]]:
+        """Of the leases ``judged`` counted: the callers an ideal limiter
+        counts (holding, granted in flight or releasing), how many were the
+        request's own, how many leaked for a reason of the lab's, and which
+        leaked by the store's own doing."""
+        occupying = set(judged.holding)
+        lab_leaked = own = 0
+        store_leaked: list[Lease] = []
+        for lease in judged.leases:
+            owner = self.requests.get(lease.owner)
+            if owner is request:
+                own += 1
+                continue
+            cause = leak_cause(lease, owner, judged.at_us, self.grace, settled)
+            if cause is None:
+                if owner is not None:
+                    occupying.add(owner.number)
+            elif cause in LAB_LEAK_CAUSES:
+                lab_leaked += 1
+            else:
+                store_leaked.append(lease)
+        occupying.discard(request.number)
+        return occupying, own, lab_leaked, store_leaked
+
+    def _ideal_had_room(self, request: LeaseRequest, judged: Judged) -> bool:
+        """The denial as judged when it happens (for the metrics series): a
+        release possibly on its way still occupies its slot."""
+        return len(self._occupancy(request, judged, settled=False)[0]) < self.max_in_flight
+
+    @staticmethod
+    def _misaligned_fault(request: LeaseRequest) -> Fault:
+        return Fault("misaligned_reply", "acquire", request.arrived_us)
+
+    @staticmethod
+    def _expose(exposures: Exposures, metric: str, amount: float, fault: Fault | None) -> None:
+        if fault is None:
+            exposures.add(metric, amount)
+        else:
+            exposures.add(metric, amount, fault.what, fault.call)
 
     # -- results ---------------------------------------------------------------
 
@@ -391,15 +574,16 @@ class LeaseOracle:
         aggregate = {"time_us": now_us, "namespace": "*", "subject": "*", **total,
                      "requests_in_flight": self.holding, "max_in_flight": self.max_in_flight}
         for name in ("requests_arrived", "requests_admitted", "requests_denied",
-                     "false_denials", "misaligned_results_accepted"):
+                     "misaligned_results_accepted"):
             aggregate[name] = self.counts.get(name, 0)
+        aggregate["false_denials"] = self.provisional_false_denials
         return [aggregate, *rows]
 
     def _key_state(self, book: KeyBook, now_us: int) -> dict[str, int]:
         counted = [lease for lease in book.leases.values() if lease.counts_at(now_us)]
         leaked = sum(1 for lease in counted
-                     if leak_cause(lease, self.requests.get(lease.owner), now_us, self.grace)
-                     is not None)
+                     if leak_cause(lease, self.requests.get(lease.owner), now_us, self.grace,
+                                   settled=False) is not None)
         uncounted = 0
         for number in book.holding:
             lease = self.requests[number].lease
@@ -422,25 +606,41 @@ class LeaseOracle:
         metrics["requests_in_flight_peak"] = self.holding_peak
         metrics["requests_in_flight_at_end"] = self.holding
         metrics["keys_total"] = len(self.books)
+        exposures = Exposures()
         excess, open_spells = self._excess(end_us)
         leaks, still_leaked, leaked_peak = self._leaks(end_us)
         metrics["concurrency_excess_lease_seconds"] = round(excess.lease_seconds, 6)
         metrics["concurrency_excess_peak"] = excess.peak
+        excess_by_cause = self._excess_by_cause(excess, exposures)
         for cause in EXCESS_CAUSES:
             metrics[f"concurrency_excess_lease_seconds_by_{cause}"] = round(
-                excess.by_cause.get(cause, 0.0), 6)
+                excess_by_cause.get(cause, 0.0), 6)
         leaked_by_cause: Counter = Counter(dict.fromkeys(LEAK_CAUSES, 0.0))
         for leak in leaks:
             leaked_by_cause[leak.cause] += leak.lease_seconds
+            if leak.cause == STORE_LOGIC:
+                self._expose_leak(leak, exposures)
+        false_denials: Counter = Counter()
+        for request, judged in self.denials:
+            cause = self._judge_denial(request, judged, exposures)
+            if cause is not None:
+                false_denials[cause] += 1
+        for number, at_us in self.accepted_misaligned:
+            request = self.requests[number]
+            self._expose(exposures, "misaligned_results_accepted", 1,
+                         self._misaligned_fault(request))
+            exposures.parted(at_us, number, (
+                f"acquire on replica {request.replica} for request {number}: asked for its "
+                "own lease; the store took another command's grant for it"))
         metrics["leaked_lease_seconds"] = round(sum(leak.lease_seconds for leak in leaks), 6)
         for cause in LEAK_CAUSES:
             metrics[f"leaked_lease_seconds_by_{cause}"] = round(leaked_by_cause[cause], 6)
         metrics["leases_leaked"] = len(leaks)
         metrics["leases_still_leaked_at_end"] = still_leaked
         metrics["leaked_leases_peak"] = leaked_peak
-        metrics["false_denials"] = self.counts.get("false_denials", 0)
+        metrics["false_denials"] = sum(false_denials.values())
         for cause in DENIAL_CAUSES:
-            metrics[f"false_denials_by_{cause}"] = self.counts.get(f"false_denials_by_{cause}", 0)
+            metrics[f"false_denials_by_{cause}"] = false_denials[cause]
         metrics["fail_closed_denials"] = self.counts.get("requests_denied_store_unavailable", 0)
         for name in ("misaligned_results_accepted", "misaligned_replies", "leases_written",
                      "leases_expired_while_held", "leases_lost_to_data_loss",
@@ -448,7 +648,44 @@ class LeaseOracle:
             metrics[name] = self.counts.get(name, 0)
         metrics["convergence_after_faults_us"] = self._convergence(
             leaks, still_leaked, open_spells, last_fault_us)
+        metrics.update(exposures.summary(
+            (invariant.metric for invariant in INVARIANTS),
+            {invariant.metric: invariant.causes(metrics).get(STORE_LOGIC, 0)
+             for invariant in INVARIANTS}))
         return metrics
+
+    def _excess_by_cause(self, excess: Excess, exposures: Exposures) -> Counter:
+        """The excess by cause, the store's own parts (``StoreLogic``) added to
+        ``exposures`` with what exposed them."""
+        by_cause: Counter = Counter()
+        for label, seconds in excess.by_cause.items():
+            if isinstance(label, StoreLogic):
+                by_cause[STORE_LOGIC] += seconds
+                self._expose(exposures, "concurrency_excess_lease_seconds", seconds, label.fault)
+                if seconds:
+                    exposures.parted(label.at_us, label.request, label.call)
+            else:
+                by_cause[label] += seconds
+                if label == STORE_LOGIC:  # admitted past its own count
+                    exposures.add("concurrency_excess_lease_seconds", seconds)
+        return by_cause
+
+    def _expose_leak(self, leak: Leak, exposures: Exposures) -> None:
+        """A leak that is the store's own: what exposed it, and where it began."""
+        owner = self.requests.get(leak.owner)
+        lease = leak.lease
+        self._expose(exposures, "leaked_lease_seconds", leak.lease_seconds,
+                     exposing_fault(lease, owner, self.grace))
+        if owner is None:
+            words = f"lease {lease.lease_id} counted on {lease.key} with no request's command"
+        else:
+            fault = exposing_fault(lease, owner, self.grace)
+            call = "release" if fault is None or fault.call in ACQUIRE_CALLS else fault.call
+            given = "refused" if owner.denied_us is not None else "done"
+            words = (f"{call} on replica {owner.replica} for request {owner.number}: its caller "
+                     f"{given}, asked for lease {lease.lease_id} back; the store still counted "
+                     f"it for {leak.lease_seconds:.6f} s")
+        exposures.parted(leak.start_us, leak.owner, words)
 
     def _excess(self, end_us: int) -> tuple[Excess, list[tuple[int, int, str]]]:
         """The excess of every key, summed; and the spells of uncounted
