@@ -1,0 +1,59 @@
+"""Fault-exposed budget mutants: stores wrong only when the lab does something.
+
+Each store here is sound on a quiet network and breaks on a recovery path: a
+retry, a compensation, a reclaim after a crash, a resumed migration. Each
+module is a plug-in, as in ``tests/mutants``: importing it registers
+``mutants.budget_exposed.<module>``, and its ``MUTANT`` names the fixed kind
+it was derived from, the scenario (with the fault schedule that exposes it)
+and the damage the lab must see. The fault contract
+(``simulator.families.axond_budget.contract``) says why a sound store
+suffers none of that damage from the same schedule, so all of it must be
+filed under ``store_logic``, exposed by the fault
+(``test_budget_exposed_mutants.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from mutants import Mutant
+from stores.axond_budget import SCRIPTS, redis_kind
+from stores.axond_budget.contract import NamespaceCapSettings
+from stores.registry import StoreKind, get, load_plugins, register
+
+HERE = Path(__file__).resolve().parent
+"""Where the Lua mutants' scripts are, beside their modules."""
+
+CATALOGUE = (
+    "settle_resent_after_lost_reply",
+    "charge_then_release_gives_up",
+    "retried_reserve_holds_twice",
+    "hold_deadline_ignores_ttl",
+    "v2_namespace_charged_in_a_second_call",
+    "rerun_ignores_parked_claims",
+    "apply_without_applied_record",
+    "claim_dropped_before_apply",
+)
+"""Every fault-exposed mutant module, in the order the docs list them."""
+
+EXPOSED = "exposed"
+"""The mutant suite's word for these: wrong only under a fault."""
+
+
+def register_exposed(mutant: Mutant, **options: Any) -> StoreKind:
+    """Register ``mutant`` as a Redis kind in its fixed kind's layout (see
+    ``mutants.register_redis_mutant``); its script, when it ``replaces`` one,
+    is ``<name>.lua`` beside its module here."""
+    fixed = get(mutant.derived_from)
+    layout = "v2" if fixed.settings_model is NamespaceCapSettings else "v1"
+    if mutant.replaces is not None:
+        options["scripts"] = SCRIPTS.replacing(**{mutant.replaces: HERE / f"{mutant.name}.lua"})
+    return register(redis_kind(mutant.kind, mutant.breaks, layout=layout, **options))
+
+
+def catalogue() -> list[Mutant]:
+    """Every fault-exposed mutant, its module loaded as a plug-in."""
+    modules = load_plugins(f"{__name__}.{name}" for name in CATALOGUE)
+    return [sys.modules[module].MUTANT for module in modules]
