@@ -16,6 +16,7 @@ CAUSES = (
     "eviction",
     "fail_open_admission",
     "per_replica_ledger",
+    "stray_layout_writer",
     "crashed_replica_ledger",
     "scope_not_enforced",
     "migration_interrupted",
@@ -30,7 +31,7 @@ DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "fail_open_admission"
 """Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
 
 NAMESPACE_ABSENT_CAUSES = frozenset({"per_replica_ledger", "crashed_replica_ledger",
-                                     "migration_interrupted"})
+                                     "migration_interrupted", "stray_layout_writer"})
 """Causes a namespace scope cannot have: only shared stores enforce it, so
 none of the per-replica ones; and a migration only ever carries spend into a
 namespace record, never moves it out, so nothing of it is in flight when the

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine.runtime import EPOCH_MS
 from simulator.families.axond_budget.mirror import compare
 from simulator.families.axond_budget.oracle import BudgetOracle, Key
 from simulator.world.fleet import Replica
@@ -50,7 +51,8 @@ class ReplicaLedgers:
         observe = self.oracle.observe
         books = self.oracle.subject.books
         for key in self.keys_of.get(source, set()) - ledgers.keys():
-            observe(key, source, now, tag, "command", spent=0, holds={})
+            observe(key, source, now, tag, self._vanished(books.get(key), source, now),
+                    spent=0, holds={})
         for key, (spent, holds) in ledgers.items():
             if key == touched:
                 continue
@@ -61,6 +63,16 @@ class ReplicaLedgers:
         spent, holds = ledgers.get(touched, EMPTY)
         observe(touched, source, now, tag, "command", spent=spent, holds=holds)
         self.keys_of[source] = set(ledgers)
+
+    def _vanished(self, book: Any, source: Any, now_us: int) -> str:
+        """How a ledger the store no longer holds went: evicted, as the idle
+        bound allows, when it held no live hold (seed 001:305-320); a ledger
+        dropped with a live hold in it is the store's own doing."""
+        holds = book.holds.get(source, {}) if book is not None else {}
+        now_ms = EPOCH_MS + now_us // 1_000
+        if any(deadline > now_ms for _, deadline in holds.values()):
+            return "command"
+        return "evicted"
 
     def check(self, replicas: list[Replica]) -> None:
         for replica in replicas:

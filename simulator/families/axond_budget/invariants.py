@@ -22,8 +22,10 @@ _PER_SCOPE = (
     # one-sided totals catch a change of side that the net drift hides.
     Invariant("conservation_drift_microdollars_total", worse="further_from_zero",
               by_cause="conservation_drift_by_{cause}_microdollars"),
-    Invariant("conservation_undercount_microdollars_total"),
-    Invariant("conservation_overcount_microdollars_total"),
+    Invariant("conservation_undercount_microdollars_total",
+              by_cause="conservation_undercount_by_{cause}_microdollars"),
+    Invariant("conservation_overcount_microdollars_total",
+              by_cause="conservation_overcount_by_{cause}_microdollars"),
     Invariant("leaked_hold_microdollar_seconds"),
     Invariant("wrongful_admissions"),
 )

@@ -18,6 +18,9 @@ class Leak:
     amount: int
     cause: str
     """Why the hold outlived its request (``causes.LEAK_CAUSES``)."""
+    exposure: str = ""
+    """For a ``store_logic`` leak, what exposed it (``replica_crash``,
+    ``reply_lost on reserve_v1``); empty otherwise."""
 
     @property
     def microdollar_seconds(self) -> float:

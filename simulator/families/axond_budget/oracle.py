@@ -24,6 +24,7 @@ from simulator.families.axond_budget.causes import (
 )
 from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
 from simulator.plugin.attribution import STORE_LOGIC
+from simulator.plugin.contracts import BEGAN_KEYS, EXPOSED_BY_SUFFIX, Exposures
 from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
 
@@ -56,6 +57,8 @@ class BudgetOracle:
                 lambda key: namespace_cap, scope_of=lambda key: (key[0], NAMESPACE), **common,
                 absent_causes=NAMESPACE_ABSENT_CAUSES)
         self.counts: Counter = Counter()
+        self.denial_exposures = Exposures()
+        """False denials blamed on the store, by what exposed them."""
 
     @property
     def subject(self) -> ScopeOracle:
@@ -88,6 +91,13 @@ class BudgetOracle:
             self.counts["false_denials"] += 1
             self.counts[f"false_denials_{reason}"] += 1
             self.counts[f"false_denials_by_{blame}"] += 1
+            if blame == STORE_LOGIC:
+                scope = self.subject
+                self.denial_exposures.add("false_denials", 1, scope.denial_exposure(number))
+                request = scope.requests[number]
+                self.denial_exposures.parted(
+                    now_us, number, f"reserve on replica {request.replica} for request "
+                    f"{number}: asked {request.estimate:,}, refused with room for it")
 
     def completed(self, number: int, now_us: int) -> None:
         for scope in self.scopes.values():
@@ -133,7 +143,23 @@ class BudgetOracle:
             namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
             metrics.update({f"namespace_{name}": value for name, value in namespace.items()
                             if name.startswith(NAMESPACE_METRICS)})
+        metrics.update(self.denial_exposures.summary(
+            ["false_denials"], {"false_denials": metrics["false_denials_by_store_logic"]}))
+        metrics.update(self._began(metrics))
         return metrics
+
+    def _began(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Where the store's damage began, once any invariant has a store-logic
+        part: the earliest parting any scope saw, or a false denial's."""
+        if not any(name.endswith(EXPOSED_BY_SUFFIX) for name in metrics):
+            return {}
+        partings = [exposures.began for exposures in
+                    (*(scope.exposures for scope in self.scopes.values()),
+                     self.denial_exposures) if exposures.began is not None]
+        if not partings:
+            return {}
+        first = min(partings, key=lambda began: began.at_us)
+        return dict(zip(BEGAN_KEYS, (first.at_us, first.request, first.call), strict=True))
 
 
 def budget_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> BudgetOracle:

@@ -49,6 +49,7 @@ from simulator.families.axond_budget.causes import CAUSES, DRIFT_CAUSES, LEAK_CA
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
 from simulator.net.links import CALLER_MAY_NOT_KNOW
 from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
+from simulator.plugin.contracts import NO_FAULT, Exposures, exposure
 from simulator.plugin.protocol import MIGRATION
 
 Key = tuple[str, str]
@@ -68,6 +69,18 @@ SAMPLED = ("true_spend_microdollars", "recorded_spend_microdollars", "holds_live
            "conservation_drift_microdollars",
            *(f"drift_{cause}_microdollars" for cause in DRIFT_CAUSES))
 """The per-key columns of the metrics series (the aggregate row sums them)."""
+
+
+STORE_LOGIC_PARTS = {
+    "cap_overshoot_microdollars_total": "cap_overshoot_by_{cause}_microdollars",
+    "conservation_drift_microdollars_total": "conservation_drift_by_{cause}_microdollars",
+    "conservation_undercount_microdollars_total":
+        "conservation_undercount_by_{cause}_microdollars",
+    "conservation_overcount_microdollars_total": "conservation_overcount_by_{cause}_microdollars",
+    "leaked_hold_microdollar_seconds": "leaked_hold_microdollar_seconds_by_{cause}",
+    "wrongful_admissions": "wrongful_admissions_by_{cause}",
+}
+"""Each per-scope invariant and the name of its parts by cause (``invariants``)."""
 
 
 NEVER = 2**62
@@ -101,7 +114,10 @@ class RequestTruth:
     hold_deadline_us: int = 0
     cause: str | None = None
     shortfall: int = 0
+    shortfall_exposure: str = NO_FAULT  # what exposed a store_logic shortfall
+    unsettled_exposure: str = NO_FAULT  # what exposed a store_logic unsettled spend
     wrongful: dict[str, int] = field(default_factory=dict)
+    wrongful_exposure: dict[str, int] | None = None  # its store_logic part by exposure
     store_before: int = 0
     leaked_before: int = 0
     truth_before: int | None = None
@@ -113,6 +129,9 @@ class RequestTruth:
     # What the network did to it. Shared empty defaults: a run keeps every
     # request, and most are never touched by a fault or a leak.
     message_faults: frozenset[str] = frozenset()
+    fault_calls: tuple[tuple[str, str], ...] = ()  # (fault, the call it hit), first first
+    carry: str = ""  # a migration "carried" its unrecorded spend into this scope, or "lost" it
+    noted: bool = False  # where the store's damage began was judged at it
     arrived_us: int = 0
     honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
     leaked_before_by_cause: Mapping[str, int] | None = None  # None: no leak then
@@ -134,6 +153,14 @@ class RequestTruth:
         """The lab re-sent one of its commands (a driver retry), so a command
         may have run twice. The retry is known before its second execution."""
         return not self.message_faults.isdisjoint(("call_retried", "duplicate_execution"))
+
+    @property
+    def exposure(self) -> str:
+        """What the lab did to it, in words, for store-logic damage it exposed:
+        the first message fault and the call it hit, or its replica's crash."""
+        if self.fault_calls:
+            return exposure(*self.fault_calls[0])
+        return "replica_crash" if self.aborted else NO_FAULT
 
     def leak_cause(self) -> str:
         """Why its hold outlives it, from what the lab did to it."""
@@ -164,7 +191,9 @@ class KeyBook:
     underrun: int = 0
     buckets: Counter = field(default_factory=Counter)
     wrongful: Counter = field(default_factory=Counter)
-    open_leaks: dict[str, tuple[int, int, int, str]] = field(default_factory=dict)
+    open_leaks: dict[str, tuple[int, int, int, str, int, str]] = field(default_factory=dict)
+    """Per hold id: start, amount, end, cause, the deadline past which a sound
+    store stops counting it (the contract's bound), and what exposed it."""
     leaks: list[Leak] = field(default_factory=list)
     drift: Counter = field(default_factory=Counter)  # recorded − true, by cause
     hold_owner: dict[tuple[Any, str], int] = field(default_factory=dict)
@@ -173,6 +202,17 @@ class KeyBook:
     """What operator migrations added to (or took from) the recorded spend."""
     migration_interrupted: int = 0
     """Spend a migration had taken off a ledger when the lab interrupted it."""
+    carry_due: int = 0
+    migration_carried: int = 0
+    """What migrations carried in since their carry was last judged."""
+    """Spend this scope's record did not keep (``scope_not_enforced``) that a
+    migration which ran after it should have carried in."""
+    bucket_exposure: Counter = field(default_factory=Counter)
+    """The ``store_logic`` shortfall bucket by what exposed it."""
+    drift_exposure: Counter = field(default_factory=Counter)
+    """The ``store_logic`` drift by what exposed it (signed)."""
+    wrongful_exposure: Counter = field(default_factory=Counter)
+    """The ``store_logic`` part of wrongful admissions' excess by what exposed it."""
 
     def drift_by_cause(self) -> dict[str, int]:
         """Recorded − true spend split over ``DRIFT_CAUSES``. A migration that
@@ -181,12 +221,21 @@ class KeyBook:
         the interruption's, up to what the lab interrupted mid-move, and the
         store's beyond. What no fact explains is the store's."""
         parts = {cause: self.drift.get(cause, 0) for cause in DRIFT_CAUSES}
+        # A migration carries what the old layout kept (seed 000:567-574): what
+        # it should have carried and did not is the store's; what it carried
+        # made up for the scope the old layout did not keep. An interrupted
+        # run loses nothing (000:183-187), and the lab re-runs it to the end.
+        missing = max(0, self.carry_due - max(0, self.migration_net))
         if self.migration_net > 0:
-            parts["scope_not_enforced"] += self.migration_net
+            parts["scope_not_enforced"] += self.migration_net + missing
+            parts[STORE_LOGIC] -= missing
         elif self.migration_net < 0:
-            interrupted = min(-self.migration_net, self.migration_interrupted)
-            parts["migration_interrupted"] -= interrupted
-            parts[STORE_LOGIC] += self.migration_net + interrupted
+            parts[STORE_LOGIC] += self.migration_net
+            parts["scope_not_enforced"] += missing
+            parts[STORE_LOGIC] -= missing
+        elif missing:
+            parts["scope_not_enforced"] += missing
+            parts[STORE_LOGIC] -= missing
         total = sum(self.spent.values()) - self.true_spend
         parts[STORE_LOGIC] += total - sum(parts.values())
         return parts
@@ -198,16 +247,26 @@ class KeyBook:
         return self.spent.get(source, 0) + live
 
     def leaked_live(self, now_us: int) -> int:
-        return sum(amount for _, amount, end, _ in self.open_leaks.values() if end > now_us)
+        return sum(leak[1] for leak in self.open_leaks.values() if leak[2] > now_us)
 
     def leaked_live_by_cause(self, now_us: int) -> Mapping[str, int] | None:
+        """Holds leaked and still counted now, by cause; past its contract's
+        deadline a leaked hold is the store's (``store_logic``)."""
         if not self.open_leaks:
             return None
         by_cause: Counter = Counter()
-        for _, amount, end, cause in self.open_leaks.values():
+        for _, amount, end, cause, due, _ in self.open_leaks.values():
             if end > now_us:
-                by_cause[cause] += amount
+                by_cause[cause if now_us < due else STORE_LOGIC] += amount
         return by_cause
+
+    def overdue_exposure(self, now_us: int) -> str:
+        """What exposed the leaked holds still counted past their deadline now."""
+        weights: Counter = Counter()
+        for _, amount, end, cause, due, exposed in self.open_leaks.values():
+            if due <= now_us < end:
+                weights[exposed or cause] += amount
+        return dominant(weights, NO_FAULT)
 
 
 class ScopeOracle:
@@ -240,6 +299,16 @@ class ScopeOracle:
         # its time: what an interruption right then leaves in flight.
         self.migration_taking: list[tuple[KeyBook, int]] = []
         self.migration_taking_at = -1
+        # When the operator's latest migration last moved spend in this scope,
+        # and what exposed a carry it got wrong (a kill, a live fleet beside it).
+        self.last_migration_us: int | None = None
+        self.migration_exposure = NO_FAULT
+        self.exposures = Exposures()
+        """Store-logic damage by the fault that exposed it, and where it began."""
+        self.partings: list[tuple[int, RequestTruth, str]] = []
+        """Store-logic partings of the observation being read (see ``observe``)."""
+        self.migration_unsettled = False
+        """A migration moved spend in this scope since its carry was last judged."""
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -261,18 +330,28 @@ class ScopeOracle:
         """The lab lost, refused, timed out or duplicated a message of request
         ``number`` (or of the operator's migration)."""
         if number == MIGRATION:
-            # What it had taken off a ledger and not yet put back is now
-            # missing from the record because of the lab, until a re-run
-            # puts it back.
+            # What it had taken off a ledger and not yet put back is missing
+            # from the record until a re-run puts it back. A sound migration
+            # parks its claim and a re-run applies it (seed 000:183-187): the
+            # contract allows the interruption nothing, so it is the store's.
+            if what == "migration_killed" or self.migration_exposure == NO_FAULT:
+                self.migration_exposure = exposure(what, call)
+            taken = sum(amount for _, amount in self.migration_taking)
+            if taken:
+                self.exposures.parted(self.migration_taking_at, MIGRATION,
+                                      f"migrate ({call or what}): took {taken:,} off the old "
+                                      "ledgers, then the migration was interrupted")
             for book, amount in self.migration_taking:
                 book.migration_interrupted += amount
-                book.buckets["migration_interrupted"] += amount
+                book.buckets[STORE_LOGIC] += amount
+                book.bucket_exposure[self.migration_exposure] += amount
             self.migration_taking = []
             return
         request = self.requests.get(number)
         if request is None or what in request.message_faults:
             return
         request.message_faults = request.message_faults | {what}
+        request.fault_calls = (*request.fault_calls, (what, call))
         self._recount(self.book(request.key), request)
 
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
@@ -303,12 +382,19 @@ class ScopeOracle:
             # Admitted on another call's answer: whatever its own command
             # decided, the admission the gateway acted on was not the store's.
             request.wrongful = {"misaligned_reply": sum(request.wrongful.values())}
+            request.wrongful_exposure = None
         book.wrongful.update(request.wrongful)
+        if request.wrongful_exposure:
+            book.wrongful_exposure.update(request.wrongful_exposure)
         if request.wrongful:
             # Counted once the gateway acts on it: a reserve whose answer was
             # lost admitted nothing.
+            blame = dominant(request.wrongful)
             self.counts["wrongful_admissions"] += 1
-            self.counts[f"wrongful_admissions_by_{dominant(request.wrongful)}"] += 1
+            self.counts[f"wrongful_admissions_by_{blame}"] += 1
+            if blame == STORE_LOGIC:
+                self.exposures.add("wrongful_admissions", 1,
+                                   dominant(request.wrongful_exposure or {}, NO_FAULT))
         self._recount(book, request)
 
     def denied(self, number: int, reason: str, now_us: int) -> tuple[bool, str | None]:
@@ -352,13 +438,30 @@ class ScopeOracle:
             return "store_unavailable" if request.lost_by_lab else STORE_LOGIC
         if book.cap is None or request.store_before + request.estimate <= book.cap:
             return None
+        # Holds counted past their deadline (seed 000:77-79) that alone made
+        # the difference: a sound store, which drops them, had room.
+        overdue = (request.leaked_before_by_cause or {}).get(STORE_LOGIC, 0)
+        if overdue and request.store_before - overdue + request.estimate <= book.cap:
+            return STORE_LOGIC
+        # Holds leaked within their contract (until their deadline) and spend
+        # a retry charged twice excuse a denial; a hold counted past its
+        # deadline does not (seed 000:77-79): that part is the store's.
         explained = {f"leaked_holds_{cause}": amount
-                     for cause, amount in (request.leaked_before_by_cause or {}).items()}
+                     for cause, amount in (request.leaked_before_by_cause or {}).items()
+                     if cause != STORE_LOGIC}
         explained["duplicate_execution"] = max(0, book.drift.get("duplicate_execution", 0))
         counted_honestly = request.store_before - sum(explained.values())
         if counted_honestly + request.estimate > book.cap:
             return STORE_LOGIC
         return dominant(explained)
+
+    def denial_exposure(self, number: int) -> str:
+        """What exposed a false denial the store is blamed for: leaked holds it
+        counted past their deadline, else the request's own faults."""
+        request = self.requests[number]
+        judged_us = (self.clock_ms(request.replica, request.arrived_us) - EPOCH_MS) * 1_000
+        overdue = self.book(request.key).overdue_exposure(judged_us)
+        return overdue if overdue != NO_FAULT else request.exposure
 
     def completed(self, number: int, now_us: int) -> None:
         request = self.requests[number]
@@ -406,6 +509,18 @@ class ScopeOracle:
         ``tag`` is the request whose command caused it (-1: none); ``how`` is
         ``command``, ``key_expired``, ``data_loss`` or ``evicted``.
         """
+        if how != "migration":
+            self._settle_migration()
+        self._observe(key, source, now_us, tag, how, spent, holds)
+        # A settlement reports its release and its charge in one observation:
+        # the two parted only if they are still apart once both are read.
+        for parted_us, request, what in self.partings:
+            if STORE_LOGIC in (request.cause, request.unsettled_cause):
+                self._parted(parted_us, request, what)
+        self.partings = []
+
+    def _observe(self, key: Key, source: Any, now_us: int, tag: int, how: str,
+                 spent: int | None, holds: Holds | None) -> None:
         key = self.scope_of(key)
         book = self.book(key)
         request = self.requests.get(tag)
@@ -442,35 +557,85 @@ class ScopeOracle:
             if how == "migration":
                 # A move between layouts; what it drops is judged at the end.
                 book.migration_net += delta
+                book.migration_carried += delta
+                self.last_migration_us = now_us
+                self.migration_unsettled = True
+                if self.in_flight and self.migration_exposure == NO_FAULT:
+                    self.migration_exposure = "live_fleet on migrate"
                 if delta < 0 and "migration_interrupted" not in self.absent_causes:
                     self._migration_took(book, -delta, now_us)
                 else:
-                    restored = min(delta, book.buckets["migration_interrupted"])
-                    book.buckets["migration_interrupted"] -= restored
+                    restored = min(delta, book.migration_interrupted)
+                    book.migration_interrupted -= restored
+                    book.buckets[STORE_LOGIC] -= restored
+                    book.bucket_exposure[self.migration_exposure] -= restored
             elif delta > 0 and own:
-                self._charged(book, request, delta)
+                self._charged(book, request, delta, now_us)
             elif delta > 0 and how == "command":
                 # Charged on behalf of a request of another key, or of none.
                 book.drift[STORE_LOGIC] += delta
+                self._store_drift(book, delta, request, now_us, "charged another key")
             elif delta < 0:
-                self._spend_lost(book, -delta, how)
+                self._spend_lost(book, -delta, how, request, now_us)
+
+    def _settle_migration(self) -> None:
+        """Once the fleet acts again after a migration, judge its carry: of the
+        spend this scope's record never kept (``scope_not_enforced``) and that
+        was over before the migration, what it carried is now counted, and
+        what it did not is the store's (seed 000:567-574)."""
+        if not self.migration_unsettled:
+            return
+        self.migration_unsettled = False
+        for request in self.requests.values():
+            if (request.cause != "scope_not_enforced" or request.over_at is None
+                    or request.over_at > (self.last_migration_us or 0)):
+                continue
+            book = self.books[request.key]
+            carried = min(request.shortfall, max(0, book.migration_carried))
+            book.migration_carried -= carried
+            request.carry = "carried" if carried == request.shortfall else "lost"
+            self._recount(book, request)
+        for book in self.books.values():
+            book.migration_carried = 0
 
     def _migration_took(self, book: KeyBook, amount: int, now_us: int) -> None:
         if now_us != self.migration_taking_at:
             self.migration_taking, self.migration_taking_at = [], now_us
         self.migration_taking.append((book, amount))
 
-    def _spend_lost(self, book: KeyBook, amount: int, how: str) -> None:
-        """Recorded spend went down: the lab lost it (a restart, a failover, an
-        eviction, a replica's memory), a per-replica store evicted an idle
-        ledger as configured, or the store credited it back by itself."""
-        if how in LOSS_HOW:
-            cause = LOSS_HOW[how][1]
-        else:
-            cause = "eviction" if self.per_replica else STORE_LOGIC
+    def _spend_lost(self, book: KeyBook, amount: int, how: str,
+                    request: RequestTruth | None = None, now_us: int = 0) -> None:
+        """Recorded spend went down: the lab lost it (a restart, a failover, a
+        replica's memory), a per-replica store evicted an idle ledger as
+        configured (observed as an eviction), or the store took it back by
+        itself: a command that lowers a counter is the store's."""
+        cause = LOSS_HOW[how][1] if how in LOSS_HOW else STORE_LOGIC
         book.buckets[cause] += amount
         book.drift[cause] -= amount
         self.counts[f"spend_lost_to_{cause}_microdollars"] += amount
+        if cause == STORE_LOGIC:
+            exposed = request.exposure if request is not None else NO_FAULT
+            book.bucket_exposure[exposed] += amount
+            self._store_drift(book, -amount, request, now_us, f"took back {amount:,}")
+
+    def _store_drift(self, book: KeyBook, amount: int, request: RequestTruth | None,
+                     now_us: int, what: str) -> None:
+        """``amount`` of drift filed ``store_logic`` now, by ``request``'s command."""
+        exposed = request.exposure if request is not None else NO_FAULT
+        book.drift_exposure[exposed] += amount
+        self._parted(now_us, request, what)
+
+    def _parted(self, now_us: int, request: RequestTruth | None, what: str) -> None:
+        """The store's record and the truth parted now, after ``request``'s call."""
+        if request is None:
+            self.exposures.parted(now_us, -1, f"a command of no request: {what}")
+            return
+        call = request.fault_calls[0][1] if request.fault_calls else "its call"
+        self.exposures.parted(
+            now_us, request.number,
+            f"{call} on replica {request.replica} for request {request.number}: asked "
+            f"{request.estimate:,} held, {request.actual:,} spent; recorded "
+            f"{request.charged:,} charged ({what})")
 
     def source_lost(self, source: Any, now_us: int) -> None:
         """A source of record vanished with its state (a crashed replica's memory)."""
@@ -480,13 +645,17 @@ class ScopeOracle:
                 book.spent.pop(source, None)
                 book.holds.pop(source, None)
 
-    def _charged(self, book: KeyBook, request: RequestTruth, delta: int) -> None:
+    def _charged(self, book: KeyBook, request: RequestTruth, delta: int, now_us: int) -> None:
         request.charged += delta
         request.charges += 1
         request.settle_executed = True
         if request.charges > 1:
             self.counts["duplicate_settlements_executed"] += 1
-            book.drift["duplicate_execution" if request.duplicated else STORE_LOGIC] += delta
+            if request.duplicated:
+                book.drift["duplicate_execution"] += delta
+            else:
+                book.drift[STORE_LOGIC] += delta
+                self._store_drift(book, delta, request, now_us, "charged twice")
         self._recount(book, request)
 
     def _hold_created(self, book: KeyBook, rid: str, hold: tuple[int, int], now_us: int,
@@ -520,7 +689,7 @@ class ScopeOracle:
             self._decide(book, request, now_us, source)
         if request.over_at is not None:
             self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms),
-                            request.leak_cause())
+                            request.leak_cause(), request.exposure)
         self._recount(book, request)
 
     def _hold_removed(self, book: KeyBook, rid: str, now_us: int, tag: int, how: str,
@@ -573,11 +742,8 @@ class ScopeOracle:
                 request.wrongful = {"fail_open_admission": excess}
             else:
                 weights = {cause: amount for cause, amount in book.buckets.items() if amount > 0}
-                if self.per_replica and source is not None:
-                    now_ms = EPOCH_MS + now_us // 1_000
-                    unseen = book.truth_view - book.store_view(source, now_ms,
-                                                               self.holds_expire)
-                    weights["per_replica_ledger"] = max(0, unseen - sum(weights.values()))
+                if source is not None:
+                    weights.update(self._unseen_ledgers(book, source, now_us, weights))
                 # Past what its own record said (as its script judged it), the
                 # store admitted by its own mistake; the rest of the excess
                 # came through the gaps the lab opened between record and
@@ -588,7 +754,37 @@ class ScopeOracle:
                 request.wrongful = apportion(excess - own, weights)
                 if own:
                     request.wrongful[STORE_LOGIC] = request.wrongful.get(STORE_LOGIC, 0) + own
+                self._expose_wrongful(book, request, own, now_us)
         book.truth_view += estimate
+
+    def _unseen_ledgers(self, book: KeyBook, source: Any, now_us: int,
+                        weights: Mapping[str, int]) -> dict[str, int]:
+        """The gap between the truth and the ledger the deciding command read
+        that other ledgers hold: other replicas' (a per-replica store, seed
+        001:164-166), or another layout's (a v1 replica the operator left
+        writing beside a v2 fleet, 000:30-38). Only what those ledgers really
+        hold is excused; the rest of the gap is someone else's."""
+        now_ms = EPOCH_MS + now_us // 1_000
+        unseen = book.truth_view - book.store_view(source, now_ms, self.holds_expire)
+        elsewhere = sum(book.store_view(other, now_ms, self.holds_expire)
+                        for other in book.spent.keys() | book.holds.keys() if other != source)
+        cause = "per_replica_ledger" if self.per_replica else "stray_layout_writer"
+        if cause in self.absent_causes:
+            return {}
+        return {cause: max(0, min(unseen - sum(weights.values()), elsewhere))}
+
+    def _expose_wrongful(self, book: KeyBook, request: RequestTruth, own: int,
+                         now_us: int) -> None:
+        """Name what exposed the store-logic part of a wrongful admission: its
+        own faults for what its record counted wrong, and what exposed the
+        store-logic gap between record and truth for the rest."""
+        store = request.wrongful.get(STORE_LOGIC, 0)
+        if not store:
+            return
+        gap = dominant(book.bucket_exposure, NO_FAULT)
+        exposed = request.exposure if request.exposure != NO_FAULT else gap
+        request.wrongful_exposure = {exposed: own, gap: store - own} if own else {gap: store}
+        self._parted(now_us, request, f"admitted {store:,} past the cap")
 
     def _recount(self, book: KeyBook, request: RequestTruth) -> None:
         """Move ``request``'s shortfall to the bucket of its current cause."""
@@ -598,7 +794,9 @@ class ScopeOracle:
         truth = request.truth
         cause: str | None = None
         shortfall = 0
-        if request.admitted and not request.settle_executed:
+        if request.carry == "carried":
+            pass  # a migration carried it into this scope's record
+        elif request.admitted and not request.settle_executed:
             cause, shortfall = self._shortfall_cause(request), truth
             if request.unheld:
                 shortfall -= request.hold_amount if request.hold == "held" else 0
@@ -607,8 +805,18 @@ class ScopeOracle:
         self._recount_unsettled(book, request)
         if request.cause is not None:
             book.buckets[request.cause] -= request.shortfall
+            if request.cause == STORE_LOGIC:
+                book.bucket_exposure[request.shortfall_exposure] -= request.shortfall
         if cause is not None:
             book.buckets[cause] += shortfall
+            if cause == STORE_LOGIC:
+                request.shortfall_exposure = (self.migration_exposure if request.carry == "lost"
+                                              else request.exposure)
+                book.bucket_exposure[request.shortfall_exposure] += shortfall
+                if shortfall > 0 and request.over_at is not None and not request.noted:
+                    request.noted = True
+                    self.partings.append((self._when_parted(request), request,
+                                          self._parting_words(request)))
         request.cause, request.shortfall = cause, shortfall
 
     @staticmethod
@@ -620,22 +828,26 @@ class ScopeOracle:
         if not request.recorded_here:
             # No command of it ever touched this scope's record: the store's
             # layout does not keep this scope (a subject-capped store judged
-            # against a namespace cap it does not enforce yet).
-            return "scope_not_enforced"
+            # against a namespace cap it does not enforce yet), and no
+            # migration has carried it in (one that should have: the store's).
+            return STORE_LOGIC if request.carry == "lost" else "scope_not_enforced"
         if request.hold == "held":
             return ("estimate_underrun" if request.hold_amount >= request.estimate
                     else STORE_LOGIC)
+        if request.hold == "released":
+            # Its own settlement ran (the store released the hold) and did not
+            # charge it: release and charge are one step (seed 000:110-111,
+            # 001:129-131), so whatever became of the reply, the store's.
+            return STORE_LOGIC
         if request.over_at is not None:
-            # It finished, and its settlement never charged it.
+            # It finished, and its settlement never charged it: lost before
+            # the store ran it (the contract allows that request's spend).
             return "settlement_lost" if request.lost_by_lab else STORE_LOGIC
         if request.hold == "expired":
             return "hold_expired_while_running"
         if request.hold in ("lost", "evicted", "crashed"):
             return {"lost": "server_data_loss", "evicted": "eviction",
                     "crashed": "crashed_replica_ledger"}[request.hold]
-        if request.hold == "released":
-            # Released by its own settlement, not (yet) charged.
-            return "settlement_lost" if request.lost_by_lab else STORE_LOGIC
         if request.misaligned:
             return "misaligned_reply"  # admitted on another call's answer
         return STORE_LOGIC  # removed by the store, or admitted with no hold written
@@ -651,34 +863,74 @@ class ScopeOracle:
                 cause = "fail_open_admission"  # nothing held, so nothing to settle
             elif not request.recorded_here:
                 cause = "scope_not_enforced"
+            elif request.hold == "released":
+                cause = STORE_LOGIC  # released by its own settlement, never charged
             else:
                 cause = "settlement_lost" if request.lost_by_lab else STORE_LOGIC
             amount = request.actual
         if request.unsettled_cause is not None:
             book.drift[request.unsettled_cause] += request.unsettled
+            if request.unsettled_cause == STORE_LOGIC:
+                book.drift_exposure[request.unsettled_exposure] += request.unsettled
         if cause is not None:
             book.drift[cause] -= amount
+            if cause == STORE_LOGIC:
+                request.unsettled_exposure = request.exposure
+                book.drift_exposure[request.unsettled_exposure] -= amount
+                if amount and not request.noted:
+                    request.noted = True
+                    self.partings.append((self._when_parted(request), request,
+                                          self._parting_words(request)))
         request.unsettled_cause, request.unsettled = cause, amount
+
+    def _when_parted(self, request: RequestTruth) -> int:
+        """When ``request``'s record parted from the truth for good: when a
+        migration failed to carry it, else when it was over."""
+        if request.carry == "lost" and self.last_migration_us is not None:
+            return self.last_migration_us
+        return request.over_at if request.over_at is not None else request.arrived_us
+
+    def _parting_words(self, request: RequestTruth) -> str:
+        if request.carry == "lost":
+            return "the migration did not carry its spend"
+        if request.hold == "released":
+            return "its hold released, its spend not charged"
+        return "its spend not recorded"
 
     def _maybe_leak(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
         if request.hold == "held":
             self._open_leak(book, request.hold_id, request.hold_amount, now_us,
-                            request.hold_deadline_us, request.leak_cause())
+                            request.hold_deadline_us, request.leak_cause(), request.exposure)
 
     def _open_leak(self, book: KeyBook, rid: str, amount: int, now_us: int,
-                   end_us: int, cause: str) -> None:
+                   end_us: int, cause: str, exposed: str = "") -> None:
+        # A sound store stops counting a stranded hold at the deadline it wrote
+        # (seed 000:12-15, 77-79): that is the contract's bound on a leak.
+        due_us = end_us
         if not self.holds_expire:
             end_us = NEVER  # counted until something removes it
         if end_us > now_us and rid not in book.open_leaks:
-            book.open_leaks[rid] = (now_us, amount, end_us, cause)
+            book.open_leaks[rid] = (now_us, amount, end_us, cause, due_us,
+                                    exposed or (NO_FAULT if cause == STORE_LOGIC else cause))
             self.counts["holds_leaked"] += 1
 
     def _close_leak(self, book: KeyBook, rid: str, now_us: int) -> None:
         leak = book.open_leaks.pop(rid, None)
         if leak is not None:
-            start, amount, end, cause = leak
-            book.leaks.append(Leak(book.key, start, min(end, max(start, now_us)), amount,
-                                   cause))
+            self._record_leak(book, leak, max(leak[0], now_us))
+
+    def _record_leak(self, book: KeyBook, leak: tuple, until_us: int) -> None:
+        """A leak that ended at ``until_us``: within its deadline it is its
+        cause's, past it the store's, exposed by what stranded it."""
+        start, amount, end, cause, due, exposed = leak
+        end = min(end, until_us)
+        if cause == STORE_LOGIC or end <= due:
+            book.leaks.append(Leak(book.key, start, end, amount, cause,
+                                   exposed if cause == STORE_LOGIC else ""))
+            return
+        if due > start:
+            book.leaks.append(Leak(book.key, start, due, amount, cause))
+        book.leaks.append(Leak(book.key, max(start, due), end, amount, STORE_LOGIC, exposed))
 
     # -- results ------------------------------------------------------------
 
@@ -729,9 +981,11 @@ class ScopeOracle:
 
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
         """Every budget metric, from what happened (see docs/metrics.md)."""
-        for key, book in self.books.items():
-            for rid, (start, amount, end, cause) in list(book.open_leaks.items()):
-                book.leaks.append(Leak(key, start, min(end, end_us), amount, cause))
+        self._settle_migration()
+        for book in self.books.values():
+            for rid, leak in list(book.open_leaks.items()):
+                amount, end = leak[1], leak[2]
+                self._record_leak(book, leak, end_us)
                 if end > end_us:
                     self.counts["holds_still_leaked_at_end"] += 1
                     self.counts["leaked_microdollars_at_end"] += amount
@@ -754,10 +1008,27 @@ class ScopeOracle:
             "denials_caused_by_leaked_holds":
                 self.counts.get("denials_caused_by_leaked_holds", 0),
         })
+        metrics.update(self.exposures.summary(STORE_LOGIC_PARTS, {
+            metric: metrics.get(part.format(cause=STORE_LOGIC))
+            for metric, part in STORE_LOGIC_PARTS.items()}))
         return {name: value for name, value in metrics.items()
                 if not any(cause in name for cause in self.absent_causes)}
 
+    def _settle_carry_due(self) -> None:
+        """What the operator's last migration should have carried into each
+        book: the spend of requests this scope's record never kept
+        (``scope_not_enforced``) that was over before it ran."""
+        if self.last_migration_us is None:
+            return
+        for book in self.books.values():
+            book.carry_due = 0
+        for request in self.requests.values():
+            if (request.unsettled_cause == "scope_not_enforced" and request.over_at is not None
+                    and request.over_at <= self.last_migration_us):
+                self.books[request.key].carry_due += request.unsettled
+
     def _spend_metrics(self, end_us: int) -> dict[str, Any]:
+        self._settle_carry_due()
         true_total = sum(book.true_spend for book in self.books.values())
         recorded = {key: sum(book.spent.values()) for key, book in self.books.items()}
         drifts = [recorded[key] - book.true_spend for key, book in self.books.items()]
@@ -770,6 +1041,7 @@ class ScopeOracle:
             "conservation_undercount_microdollars_total": -sum(d for d in drifts if d < 0),
             "conservation_overcount_microdollars_total": sum(d for d in drifts if d > 0),
             **self._drift_by_cause(),
+            **self._one_sided_by_cause(),
             "holds_outstanding_microdollars_at_end": sum(
                 book.store_view(source, end_ms, self.holds_expire) - book.spent.get(source, 0)
                 for book in self.books.values() for source in book.holds),
@@ -778,9 +1050,46 @@ class ScopeOracle:
     def _drift_by_cause(self) -> dict[str, int]:
         totals: Counter = Counter({cause: 0 for cause in DRIFT_CAUSES})
         for book in self.books.values():
-            totals.update(book.drift_by_cause())
+            parts = book.drift_by_cause()
+            totals.update(parts)
+            self._expose_drift(book, "conservation_drift_microdollars_total",
+                               parts[STORE_LOGIC])
         return {f"conservation_drift_by_{cause}_microdollars": totals[cause]
                 for cause in DRIFT_CAUSES}
+
+    def _one_sided_by_cause(self) -> dict[str, int]:
+        """The undercount and the overcount split by cause: each book's drift,
+        on its side, over the parts of its drift on that side."""
+        under: Counter = Counter({cause: 0 for cause in DRIFT_CAUSES})
+        over: Counter = Counter({cause: 0 for cause in DRIFT_CAUSES})
+        for book in self.books.values():
+            drift = sum(book.spent.values()) - book.true_spend
+            if not drift:
+                continue
+            parts = book.drift_by_cause()
+            sign = 1 if drift > 0 else -1
+            side = apportion(abs(drift), {cause: sign * part for cause, part in parts.items()})
+            (over if drift > 0 else under).update(side)
+            metric = ("conservation_overcount_microdollars_total" if drift > 0
+                      else "conservation_undercount_microdollars_total")
+            self._expose_drift(book, metric, side.get(STORE_LOGIC, 0))
+        return {**{f"conservation_undercount_by_{cause}_microdollars": under[cause]
+                   for cause in DRIFT_CAUSES},
+                **{f"conservation_overcount_by_{cause}_microdollars": over[cause]
+                   for cause in DRIFT_CAUSES}}
+
+    def _expose_drift(self, book: KeyBook, metric: str, store: int) -> None:
+        """File ``store`` of ``metric`` (a book's store-logic drift) by what
+        exposed it: the faults its parts were filed with, then the
+        migration's, else none."""
+        if not store:
+            return
+        weights = {exposed: abs(amount) for exposed, amount in book.drift_exposure.items()
+                   if amount}
+        if not weights:
+            weights = {self.migration_exposure: 1}
+        for exposed, amount in apportion(abs(store), weights, NO_FAULT).items():
+            self.exposures.add(metric, amount, exposed)
 
     def _overshoot_metrics(self) -> dict[str, Any]:
         by_cause: Counter = Counter()
@@ -797,7 +1106,12 @@ class ScopeOracle:
                 total += excess
                 weights = dict(book.wrongful)
                 weights["estimate_underrun"] = weights.get("estimate_underrun", 0) + book.underrun
-                by_cause.update(apportion(excess, weights))
+                parts = apportion(excess, weights)
+                by_cause.update(parts)
+                if parts.get(STORE_LOGIC):
+                    for exposed, amount in apportion(parts[STORE_LOGIC], book.wrongful_exposure,
+                                                     NO_FAULT).items():
+                        self.exposures.add("cap_overshoot_microdollars_total", amount, exposed)
         capped = any(book.cap is not None for book in self.books.values())
         metrics: dict[str, Any] = {
             "cap_overshoot_max_ratio": round(worst_ratio, 9) if capped else None,
@@ -826,6 +1140,9 @@ class ScopeOracle:
         seconds_by_cause: Counter = Counter({cause: 0.0 for cause in LEAK_CAUSES})
         for leak in leaks:
             seconds_by_cause[leak.cause] += leak.microdollar_seconds
+            if leak.cause == STORE_LOGIC:
+                self.exposures.add("leaked_hold_microdollar_seconds", leak.microdollar_seconds,
+                                   leak.exposure or NO_FAULT)
         return {
             "holds_leaked": self.counts.get("holds_leaked", 0),
             "leaked_hold_microdollar_seconds": round(
