@@ -28,18 +28,21 @@ HERE = Path(__file__).resolve().parent
 
 CATALOGUE = (
     "settle_resent_after_lost_reply",
-    "charge_then_release_gives_up",
+    "lost_settle_reply_rewrites_the_hold",
     "retried_reserve_holds_twice",
     "hold_deadline_ignores_ttl",
     "v2_namespace_charged_in_a_second_call",
     "rerun_ignores_parked_claims",
     "apply_without_applied_record",
     "claim_dropped_before_apply",
+    "in_memory_refusal_does_not_touch",
 )
 """Every fault-exposed mutant module, in the order the docs list them."""
 
-EXPOSED = "exposed"
-"""The mutant suite's word for these: wrong only under a fault."""
+QUIET = {"faults.schedule": [], "network.retries": 0}
+"""The overrides that take a scenario's exposing faults away: a module whose
+exposure is something else (a migration's kill, the lab's idle eviction)
+defines its own ``QUIET``."""
 
 
 def register_exposed(mutant: Mutant, **options: Any) -> StoreKind:
@@ -51,6 +54,11 @@ def register_exposed(mutant: Mutant, **options: Any) -> StoreKind:
     if mutant.replaces is not None:
         options["scripts"] = SCRIPTS.replacing(**{mutant.replaces: HERE / f"{mutant.name}.lua"})
     return register(redis_kind(mutant.kind, mutant.breaks, layout=layout, **options))
+
+
+def quiet(mutant: Mutant) -> dict[str, Any]:
+    """The scenario overrides under which ``mutant`` is not exposed."""
+    return getattr(sys.modules[f"{__name__}.{mutant.name}"], "QUIET", QUIET)
 
 
 def catalogue() -> list[Mutant]:

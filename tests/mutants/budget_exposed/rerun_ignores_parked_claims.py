@@ -78,4 +78,8 @@ async def migrate_ignoring_parked_claims(data: RedisPort, settings: SharedSettin
                            namespaces=len(touched), carried_microdollars=carried)
 
 
+QUIET = {"migrations.0.crash_after_commands": None}
+"""The migration left to finish: nothing to expose the bug."""
+
+
 KIND = register_exposed(MUTANT, migration=migrate_ignoring_parked_claims)
