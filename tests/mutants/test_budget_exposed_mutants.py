@@ -14,7 +14,10 @@ exposes it. For each, on the same seed:
   names the fault that exposed it (``<metric>_exposed_by``, never ``no
   fault``);
 * the fixed store under the same schedule has nothing filed under
-  ``store_logic``: the contract covers all it suffers.
+  ``store_logic``: the contract covers all it suffers;
+* the counterfactual view agrees: the store's part is no more than what the
+  fixed store (the bug removed, the faults kept) takes away, within
+  ``TOLERANCE``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 import pytest
 
 from mutants import Mutant
-from mutants.budget_exposed import CATALOGUE, catalogue, quiet
+from mutants.budget_exposed import CATALOGUE, HERE, catalogue, quiet
 from mutants.test_mutants import damage_total
 from simulator.families import invariants_for
 from simulator.plugin.contracts import NO_FAULT, exposed_by_key
@@ -38,6 +41,8 @@ from tests.blame import blamed_on_the_store, store_logic_excess
 
 SEED = 1
 STORE_SHARE = 0.95
+TOLERANCE = 0.05
+"""How far the store's part may exceed what removing the bug removes."""
 
 @functools.cache
 def summary(scenario: str, slot: str, kind: str, quiet_run: bool = False) -> dict[str, Any]:
@@ -136,3 +141,30 @@ def test_the_damage_the_mutant_adds_is_the_store_s_exposed_by_its_fault(mutants,
 @pytest.mark.parametrize("name", CATALOGUE)
 def test_under_the_same_faults_the_fixed_store_is_never_blamed(mutants, name):
     assert blamed_on_the_store(runs(mutants[name])[1]) == {}
+
+
+@pytest.mark.parametrize("name", CATALOGUE)
+def test_the_store_s_part_is_no_more_than_what_the_fixed_store_takes_away(mutants, name):
+    # The counterfactual view: running the fixed kind under the same schedule
+    # removes the bug and keeps the faults, so the damage it takes away is
+    # the bug's. The mechanistic store_logic part may not claim more than
+    # that (within TOLERANCE): a fault's own damage is never the store's.
+    mutant = mutants[name]
+    broken, fixed = runs(mutant)
+    for invariant in invariants_for(registry.get(mutant.derived_from)):
+        excess, store = store_logic_excess(invariant, broken, fixed)
+        assert store <= max(0.0, excess) * (1 + TOLERANCE) + 1, (
+            f"{invariant.metric}: store_logic {store}, but the fixed store takes away {excess}")
+
+
+# The mutants with a script of their own.
+LUA_MUTANTS = [name for name in CATALOGUE if (HERE / f"{name}.lua").exists()]
+
+
+@pytest.mark.parametrize("name", LUA_MUTANTS)
+def test_a_lua_mutant_does_the_same_on_a_real_server(mutants, name, redis_url):
+    mutant = mutants[name]
+    real = run_scenario(load_scenario(mutant.scenario_path, {mutant.slot: mutant.kind}),
+                        seed=SEED, backend=redis_url).summary
+    fake = runs(mutant)[0]
+    assert {**real, "backend": None} == {**fake, "backend": None}
