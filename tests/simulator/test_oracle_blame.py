@@ -119,19 +119,37 @@ def test_a_reserve_whose_reply_was_lost_is_no_wrongful_admission():
     assert summary["leaked_hold_microdollar_seconds_by_store_logic"] == 0
 
 
-def test_a_release_never_charged_is_a_lost_settlement_only_if_the_lab_lost_something():
-    for fault, cause in ((None, "store_logic"), ("reply_lost", "settlement_lost")):
+def test_a_release_its_settlement_ran_without_the_charge_is_the_stores_whatever_was_lost():
+    # The contract (seed 000:110-111): release and charge are one script, so a
+    # lost reply after the release ran excuses nothing; it names the exposure.
+    for fault in (None, "reply_lost"):
         books = oracle()
         reserve(books, 1, 0, {"a": (1_000, ms(0) + TTL_MS)})
         books.admitted(1, True, 0)
         books.completed(1, 50_000)
         books.observe(KEY, SERVER, 50_000, 1, "command", holds={})  # released, not charged
         if fault is not None:
-            books.message_fault(1, fault)
+            books.message_fault(1, fault, "HDEL")
         books.settled(1, 60_000)
         drift = books.summary(100_000, None)
         assert drift["conservation_drift_microdollars_total"] == -1_000
-        assert drift[f"conservation_drift_by_{cause}_microdollars"] == -1_000, fault
+        assert drift["conservation_drift_by_store_logic_microdollars"] == -1_000, fault
+        assert drift["conservation_undercount_by_store_logic_microdollars"] == 1_000
+        assert drift["conservation_drift_microdollars_total_exposed_by"] == (
+            "reply_lost on HDEL" if fault else "no fault")
+
+
+def test_a_settlement_lost_before_it_ran_is_the_labs():
+    books = oracle()
+    reserve(books, 1, 0, {"a": (1_000, ms(0) + TTL_MS)})
+    books.admitted(1, True, 0)
+    books.completed(1, 50_000)
+    books.message_fault(1, "request_lost", "settle_v1")  # the hold is still there
+    books.settled(1, 60_000)
+    drift = books.summary(100_000, None)
+    assert drift["conservation_drift_by_settlement_lost_microdollars"] == -1_000
+    assert drift["conservation_undercount_by_settlement_lost_microdollars"] == 1_000
+    assert drift["conservation_drift_by_store_logic_microdollars"] == 0
 
 
 def test_a_charge_on_another_requests_key_is_the_stores_overcount():

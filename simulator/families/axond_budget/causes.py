@@ -19,7 +19,6 @@ CAUSES = (
     "stray_layout_writer",
     "crashed_replica_ledger",
     "scope_not_enforced",
-    "migration_interrupted",
     "misaligned_reply",
     STORE_LOGIC,
 )
@@ -27,15 +26,19 @@ CAUSES = (
 
 DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "fail_open_admission",
                 "duplicate_execution", "server_data_loss", "eviction", "crashed_replica_ledger",
-                "scope_not_enforced", "migration_interrupted", STORE_LOGIC)
+                "scope_not_enforced", STORE_LOGIC)
 """Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
 
 NAMESPACE_ABSENT_CAUSES = frozenset({"per_replica_ledger", "crashed_replica_ledger",
-                                     "migration_interrupted", "stray_layout_writer"})
+                                     "stray_layout_writer"})
 """Causes a namespace scope cannot have: only shared stores enforce it, so
-none of the per-replica ones; and a migration only ever carries spend into a
-namespace record, never moves it out, so nothing of it is in flight when the
-lab interrupts one (what a migration takes from a namespace is the store's)."""
+none of the per-replica ones; and a v1 replica writes no namespace record, so
+what it spends there is ``scope_not_enforced``.
+
+No budget cause excuses an interrupted migration: a sound one parks each claim
+and a re-run applies it at most once (seed 000:183-187, 567-570), and the lab's
+operator always re-runs it, so what one takes and never puts back is the
+store's (``store_logic``, exposed by ``migration_killed on migrate``)."""
 
 SUBJECT_ABSENT_CAUSES = frozenset({"scope_not_enforced"})
 """Every budget store records its subjects: only a namespace scope can be

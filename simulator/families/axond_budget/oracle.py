@@ -44,11 +44,12 @@ class BudgetOracle:
 
     def __init__(self, subject_cap: int | None, namespace_cap: int | None = None,
                  per_replica: bool = False, holds_expire: bool = True,
-                 reservation_ttl_ms: int | None = None) -> None:
+                 reservation_ttl_ms: int | None = None, fail_open_allowed: bool = True) -> None:
         self.clocks: list = []
         """Every replica's clock, by index (the run fills it as it builds the fleet)."""
         common = {"per_replica": per_replica, "holds_expire": holds_expire,
-                  "reservation_ttl_ms": reservation_ttl_ms, "clocks": self.clocks}
+                  "reservation_ttl_ms": reservation_ttl_ms, "clocks": self.clocks,
+                  "fail_open_allowed": fail_open_allowed}
         self.scopes: dict[str, ScopeOracle] = {
             "subject": ScopeOracle(lambda key: subject_cap, **common,
                                    absent_causes=SUBJECT_ABSENT_CAUSES)}
@@ -172,4 +173,12 @@ def budget_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> BudgetO
     return BudgetOracle(subject_cap=getattr(settings, "subject_cap_microdollars", None),
                         namespace_cap=namespace_cap, per_replica=kind.per_replica,
                         holds_expire=not kind.holds_count_past_deadline,
-                        reservation_ttl_ms=getattr(settings, "reservation_ttl_ms", None))
+                        reservation_ttl_ms=getattr(settings, "reservation_ttl_ms", None),
+                        fail_open_allowed=_fail_open(settings))
+
+
+def _fail_open(settings: Any) -> bool:
+    """Whether the scenario configured fail-open admission (a setting only the
+    shared stores have; a store without it admits unheld only by design)."""
+    policy = getattr(settings, "on_unavailable", None)
+    return policy is None or getattr(policy, "value", policy) == "allow"

@@ -160,7 +160,11 @@ class RequestTruth:
         the first message fault and the call it hit, or its replica's crash."""
         if self.fault_calls:
             return exposure(*self.fault_calls[0])
-        return "replica_crash" if self.aborted else NO_FAULT
+        if self.aborted:
+            return "replica_crash"
+        # Its hold reached its deadline while it ran: a pause or a delay the
+        # lab caused (the contract's hold_expired_while_running).
+        return "hold_expired_while_running" if self.hold == "expired" else NO_FAULT
 
     def leak_cause(self) -> str:
         """Why its hold outlives it, from what the lab did to it."""
@@ -214,7 +218,7 @@ class KeyBook:
     wrongful_exposure: Counter = field(default_factory=Counter)
     """The ``store_logic`` part of wrongful admissions' excess by what exposed it."""
 
-    def drift_by_cause(self) -> dict[str, int]:
+    def drift_by_cause(self, carried_into: bool = True) -> dict[str, int]:
         """Recorded − true spend split over ``DRIFT_CAUSES``. A migration that
         carried spend into a scope no earlier layout recorded made up for
         ``scope_not_enforced``; spend a migration took and never put back is
@@ -226,7 +230,11 @@ class KeyBook:
         # made up for the scope the old layout did not keep. An interrupted
         # run loses nothing (000:183-187), and the lab re-runs it to the end.
         missing = max(0, self.carry_due - max(0, self.migration_net))
-        if self.migration_net > 0:
+        if not carried_into:
+            # A scope the old layout kept (subjects): a migration only moves
+            # its spend, so any net change, up or down, is the store's.
+            parts[STORE_LOGIC] += self.migration_net
+        elif self.migration_net > 0:
             parts["scope_not_enforced"] += self.migration_net + missing
             parts[STORE_LOGIC] -= missing
         elif self.migration_net < 0:
@@ -277,7 +285,8 @@ class ScopeOracle:
     def __init__(self, cap_of: Any, per_replica: bool = False,
                  scope_of: Any = None, holds_expire: bool = True,
                  reservation_ttl_ms: int | None = None, clocks: list | None = None,
-                 absent_causes: frozenset[str] = frozenset()) -> None:
+                 absent_causes: frozenset[str] = frozenset(),
+                 fail_open_allowed: bool = True) -> None:
         self.cap_of = cap_of
         self.per_replica = per_replica
         # Whether the store stops counting a hold at its deadline (the fixed
@@ -305,6 +314,12 @@ class ScopeOracle:
         self.migration_exposure = NO_FAULT
         self.exposures = Exposures()
         """Store-logic damage by the fault that exposed it, and where it began."""
+        self.carried_into = "scope_not_enforced" not in absent_causes
+        """A migration carries spend into this scope's record (namespaces: v1
+        keeps none), rather than moving it within it (subjects)."""
+        self.fail_open_allowed = fail_open_allowed
+        """The scenario configured fail-open (``on_unavailable = "allow"``): an
+        unheld admission is the policy's, not the store's."""
         self.partings: list[tuple[int, RequestTruth, str]] = []
         """Store-logic partings of the observation being read (see ``observe``)."""
         self.migration_unsettled = False
@@ -435,7 +450,11 @@ class ScopeOracle:
         if request.misaligned:
             return "misaligned_reply"
         if reason != "exceeded":
-            return "store_unavailable" if request.lost_by_lab else STORE_LOGIC
+            # Unreachable because the lab cut it off; or, for a store in the
+            # replica, refused for capacity under its configured subject bound
+            # (seed 001:400-420), which it reports as unavailable.
+            lab = request.lost_by_lab or self.per_replica
+            return "store_unavailable" if lab else STORE_LOGIC
         if book.cap is None or request.store_before + request.estimate <= book.cap:
             return None
         # Holds counted past their deadline (seed 000:77-79) that alone made
@@ -562,7 +581,7 @@ class ScopeOracle:
                 self.migration_unsettled = True
                 if self.in_flight and self.migration_exposure == NO_FAULT:
                     self.migration_exposure = "live_fleet on migrate"
-                if delta < 0 and "migration_interrupted" not in self.absent_causes:
+                if delta < 0 and "scope_not_enforced" in self.absent_causes:  # the subject scope
                     self._migration_took(book, -delta, now_us)
                 else:
                     restored = min(delta, book.migration_interrupted)
@@ -713,6 +732,11 @@ class ScopeOracle:
                 self.counts["premature_expiry_microdollars"] += request.hold_amount
         else:
             request.hold = "removed"
+            remover = self.requests.get(tag)
+            if remover is not None and remover.fault_calls and not request.fault_calls:
+                # Removed by a command of another request the lab faulted (a
+                # compensation on its recovery path): that fault exposed it.
+                request.fault_calls = remover.fault_calls[:1]
             self.counts["holds_removed_by_store"] += 1
             self.counts["holds_removed_by_store_microdollars"] += request.hold_amount
         self._recount(book, request)
@@ -739,7 +763,9 @@ class ScopeOracle:
         if book.cap is not None and book.truth_view + estimate > book.cap:
             excess = min(estimate, book.truth_view + estimate - book.cap)
             if request.unheld:
-                request.wrongful = {"fail_open_admission": excess}
+                request.wrongful = {self._unheld_cause(): excess}
+                self._expose_wrongful(book, request, excess if not self.fail_open_allowed else 0,
+                                      now_us)
             else:
                 weights = {cause: amount for cause, amount in book.buckets.items() if amount > 0}
                 if source is not None:
@@ -819,12 +845,16 @@ class ScopeOracle:
                                           self._parting_words(request)))
         request.cause, request.shortfall = cause, shortfall
 
-    @staticmethod
-    def _shortfall_cause(request: RequestTruth) -> str:
+    def _unheld_cause(self) -> str:
+        """An admission with nothing held: the fail-open policy's when the
+        scenario configured it (seed 001:478-520), else the store's."""
+        return "fail_open_admission" if self.fail_open_allowed else STORE_LOGIC
+
+    def _shortfall_cause(self, request: RequestTruth) -> str:
         """Why the store counts less than the truth for an admitted request
         whose settlement has not charged it."""
         if request.unheld:
-            return "fail_open_admission"
+            return self._unheld_cause()
         if not request.recorded_here:
             # No command of it ever touched this scope's record: the store's
             # layout does not keep this scope (a subject-capped store judged
@@ -860,7 +890,7 @@ class ScopeOracle:
             if request.over_at is None:
                 cause = "settlement_in_flight"
             elif request.unheld:
-                cause = "fail_open_admission"  # nothing held, so nothing to settle
+                cause = self._unheld_cause()  # nothing held, so nothing to settle
             elif not request.recorded_here:
                 cause = "scope_not_enforced"
             elif request.hold == "released":
@@ -961,7 +991,7 @@ class ScopeOracle:
                 row[f"shortfall_{cause}_microdollars"] = book.buckets.get(cause, 0)
             row["conservation_drift_microdollars"] = (row["recorded_spend_microdollars"]
                                                       - book.true_spend)
-            for cause, amount in book.drift_by_cause().items():
+            for cause, amount in book.drift_by_cause(self.carried_into).items():
                 row[f"drift_{cause}_microdollars"] = amount
             total.update(row)
             if book.cap:
@@ -1050,7 +1080,7 @@ class ScopeOracle:
     def _drift_by_cause(self) -> dict[str, int]:
         totals: Counter = Counter({cause: 0 for cause in DRIFT_CAUSES})
         for book in self.books.values():
-            parts = book.drift_by_cause()
+            parts = book.drift_by_cause(self.carried_into)
             totals.update(parts)
             self._expose_drift(book, "conservation_drift_microdollars_total",
                                parts[STORE_LOGIC])
@@ -1066,7 +1096,7 @@ class ScopeOracle:
             drift = sum(book.spent.values()) - book.true_spend
             if not drift:
                 continue
-            parts = book.drift_by_cause()
+            parts = book.drift_by_cause(self.carried_into)
             sign = 1 if drift > 0 else -1
             side = apportion(abs(drift), {cause: sign * part for cause, part in parts.items()})
             (over if drift > 0 else under).update(side)

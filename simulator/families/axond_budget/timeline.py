@@ -63,7 +63,7 @@ def subject_cap(settings: Any) -> int | None:
 VIOLATIONS = ("keys_over_cap", "wrongful_admissions", "premature_expiries", "holds_leaked",
               "drift_settlement_lost_microdollars", "drift_duplicate_execution_microdollars",
               "drift_server_data_loss_microdollars", "drift_eviction_microdollars",
-              "drift_migration_interrupted_microdollars", "drift_store_logic_microdollars")
+              "drift_store_logic_microdollars")
 """Aggregate sample columns that are zero until the first damage (drift in
 flight is not: every settlement on its way is some)."""
 
