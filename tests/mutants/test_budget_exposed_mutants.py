@@ -91,7 +91,7 @@ def test_the_fault_exposes_the_mutant(mutants, name):
 
 
 # Where the oracle (``simulator.families.axond_budget``, as of c24-budget
-# 3d1d642) still files a mutant's damage under the fault, or names no fault
+# 7d657a7) still files a mutant's damage under the fault, or names no fault
 # for it; each reason says what it misses.
 NOT_YET_THE_STORE_S: dict[str, str] = {
     "settle_resent_after_lost_reply":
@@ -113,8 +113,11 @@ NOT_YET_THE_STORE_S: dict[str, str] = {
         "an evicted ledger whose subject was asked for within idle_ttl (refusals included) is "
         "filed eviction: the clause allows evicting only a ledger nothing used for idle_ttl",
     "apply_without_applied_record":
-        "spend a resumed migration carries twice has no part by cause (subject drift +12,249 "
-        "whose parts add up to 0; namespace's filed scope_not_enforced)",
+        "spend a resumed migration carries twice into the namespace counter is filed "
+        "scope_not_enforced (+12,249; the subject scope's is store_logic)",
+    "reserve_error_admits_unheld":
+        "wrongful_admissions_by_store_logic (unheld admissions under a fail-closed policy) "
+        "names no exposing fault; the overshoot and drift name request_lost on reserve_v1",
 }
 
 

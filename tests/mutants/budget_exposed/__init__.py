@@ -31,6 +31,7 @@ CATALOGUE = (
     "lost_settle_reply_rewrites_the_hold",
     "retried_reserve_holds_twice",
     "hold_deadline_ignores_ttl",
+    "reserve_error_admits_unheld",
     "v2_namespace_charged_in_a_second_call",
     "rerun_ignores_parked_claims",
     "apply_without_applied_record",
