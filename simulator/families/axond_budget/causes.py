@@ -29,6 +29,12 @@ DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "fail_open_admission"
                 "scope_not_enforced", STORE_LOGIC)
 """Why the store's recorded spend differs from the true spend (``docs/metrics.md``)."""
 
+UNDERCOUNT_CAUSES = tuple(cause for cause in DRIFT_CAUSES if cause != "duplicate_execution")
+OVERCOUNT_CAUSES = ("duplicate_execution", STORE_LOGIC)
+"""The causes each one-sided total is split over: a lab cause only ever moves
+recorded spend one way (a duplicate up, a loss down); on the other side, what
+remains is the store's."""
+
 NAMESPACE_ABSENT_CAUSES = frozenset({"per_replica_ledger", "crashed_replica_ledger",
                                      "stray_layout_writer"})
 """Causes a namespace scope cannot have: only shared stores enforce it, so
@@ -51,12 +57,15 @@ was lost (the gateway gave up on an admission the store made), its
 settlement was lost, a restore of older data brought it back, or the store
 kept it."""
 
-DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES), "duplicate_execution",
+DENIAL_CAUSES = (*(f"leaked_holds_{cause}" for cause in LEAK_CAUSES if cause != STORE_LOGIC),
+                 "duplicate_execution",
                  "store_unavailable", "misaligned_reply", STORE_LOGIC)
 """Why the store denied a request the truth had room for: holds leaked for
-one of ``LEAK_CAUSES``, spend a driver retry charged twice, the store could
-not be reached, the reply it acted on was another call's (a multiplexed
-connection the lab misaligned), or the store's own decision."""
+one of ``LEAK_CAUSES`` of the lab's, within their deadline (a hold the store
+kept, or counted past its deadline, excuses nothing), spend a driver retry
+charged twice, the store could not be reached, the reply it acted on was
+another call's (a multiplexed connection the lab misaligned), or the store's
+own decision."""
 
 SUBJECT_CAUSES = tuple(cause for cause in CAUSES if cause not in SUBJECT_ABSENT_CAUSES)
 SUBJECT_DRIFT_CAUSES = tuple(cause for cause in DRIFT_CAUSES if cause not in SUBJECT_ABSENT_CAUSES)

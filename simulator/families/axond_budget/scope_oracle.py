@@ -45,7 +45,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.engine.runtime import EPOCH_MS
-from simulator.families.axond_budget.causes import CAUSES, DRIFT_CAUSES, LEAK_CAUSES
+from simulator.families.axond_budget.causes import (
+    CAUSES,
+    DRIFT_CAUSES,
+    LEAK_CAUSES,
+    OVERCOUNT_CAUSES,
+    UNDERCOUNT_CAUSES,
+)
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
 from simulator.net.links import CALLER_MAY_NOT_KNOW
 from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
@@ -117,7 +123,17 @@ class RequestTruth:
     shortfall_exposure: str = NO_FAULT  # what exposed a store_logic shortfall
     unsettled_exposure: str = NO_FAULT  # what exposed a store_logic unsettled spend
     wrongful: dict[str, int] = field(default_factory=dict)
-    wrongful_exposure: dict[str, int] | None = None  # its store_logic part by exposure
+    wrongful_own: int = 0  # of its store_logic excess, what its own record counted wrong
+    wrongful_gap: tuple[str, int] | None = None  # the rest: the gap's exposure, and how much
+
+    def wrongful_exposure(self) -> dict[str, int]:
+        """Its wrongful excess filed ``store_logic``, by what exposed it, read
+        when the run ends (a fault the lab tells of after the admission counts)."""
+        gap, rest = self.wrongful_gap or (NO_FAULT, 0)
+        own = self.exposure if self.exposure != NO_FAULT else gap
+        found: Counter = Counter({gap: rest})
+        found[own] += self.wrongful_own
+        return {exposed: amount for exposed, amount in found.items() if amount}
     store_before: int = 0
     leaked_before: int = 0
     truth_before: int | None = None
@@ -215,8 +231,15 @@ class KeyBook:
     """The ``store_logic`` shortfall bucket by what exposed it."""
     drift_exposure: Counter = field(default_factory=Counter)
     """The ``store_logic`` drift by what exposed it (signed)."""
-    wrongful_exposure: Counter = field(default_factory=Counter)
-    """The ``store_logic`` part of wrongful admissions' excess by what exposed it."""
+    store_wrongful: list = field(default_factory=list)
+    """The requests admitted with a ``store_logic`` part of excess."""
+
+    def wrongful_exposure(self) -> Counter:
+        """The ``store_logic`` part of its wrongful admissions' excess by what exposed it."""
+        found: Counter = Counter()
+        for request in self.store_wrongful:
+            found.update(request.wrongful_exposure())
+        return found
 
     def drift_by_cause(self, carried_into: bool = True) -> dict[str, int]:
         """Recorded − true spend split over ``DRIFT_CAUSES``. A migration that
@@ -320,6 +343,8 @@ class ScopeOracle:
         self.fail_open_allowed = fail_open_allowed
         """The scenario configured fail-open (``on_unavailable = "allow"``): an
         unheld admission is the policy's, not the store's."""
+        self.store_wrongful_admissions: list[RequestTruth] = []
+        """Wrongful admissions whose largest part is ``store_logic``."""
         self.partings: list[tuple[int, RequestTruth, str]] = []
         """Store-logic partings of the observation being read (see ``observe``)."""
         self.migration_unsettled = False
@@ -397,10 +422,10 @@ class ScopeOracle:
             # Admitted on another call's answer: whatever its own command
             # decided, the admission the gateway acted on was not the store's.
             request.wrongful = {"misaligned_reply": sum(request.wrongful.values())}
-            request.wrongful_exposure = None
+            request.wrongful_own, request.wrongful_gap = 0, None
         book.wrongful.update(request.wrongful)
-        if request.wrongful_exposure:
-            book.wrongful_exposure.update(request.wrongful_exposure)
+        if request.wrongful.get(STORE_LOGIC):
+            book.store_wrongful.append(request)
         if request.wrongful:
             # Counted once the gateway acts on it: a reserve whose answer was
             # lost admitted nothing.
@@ -408,8 +433,7 @@ class ScopeOracle:
             self.counts["wrongful_admissions"] += 1
             self.counts[f"wrongful_admissions_by_{blame}"] += 1
             if blame == STORE_LOGIC:
-                self.exposures.add("wrongful_admissions", 1,
-                                   dominant(request.wrongful_exposure or {}, NO_FAULT))
+                self.store_wrongful_admissions.append(request)
         self._recount(book, request)
 
     def denied(self, number: int, reason: str, now_us: int) -> tuple[bool, str | None]:
@@ -479,8 +503,17 @@ class ScopeOracle:
         counted past their deadline, else the request's own faults."""
         request = self.requests[number]
         judged_us = (self.clock_ms(request.replica, request.arrived_us) - EPOCH_MS) * 1_000
-        overdue = self.book(request.key).overdue_exposure(judged_us)
-        return overdue if overdue != NO_FAULT else request.exposure
+        book = self.book(request.key)
+        overdue = book.overdue_exposure(judged_us)
+        if overdue != NO_FAULT:
+            return overdue
+        drifted = dominant({exposed: abs(amount) for exposed, amount
+                            in book.drift_exposure.items()}, NO_FAULT)
+        if drifted != NO_FAULT:
+            return drifted
+        if book.migration_net and not self.carried_into:
+            return self.migration_exposure  # a migration changed what it should only move
+        return request.exposure
 
     def completed(self, number: int, now_us: int) -> None:
         request = self.requests[number]
@@ -808,8 +841,7 @@ class ScopeOracle:
         if not store:
             return
         gap = dominant(book.bucket_exposure, NO_FAULT)
-        exposed = request.exposure if request.exposure != NO_FAULT else gap
-        request.wrongful_exposure = {exposed: own, gap: store - own} if own else {gap: store}
+        request.wrongful_own, request.wrongful_gap = own, (gap, store - own)
         self._parted(now_us, request, f"admitted {store:,} past the cap")
 
     def _recount(self, book: KeyBook, request: RequestTruth) -> None:
@@ -1038,6 +1070,10 @@ class ScopeOracle:
             "denials_caused_by_leaked_holds":
                 self.counts.get("denials_caused_by_leaked_holds", 0),
         })
+        for request in self.store_wrongful_admissions:
+            self.exposures.add("wrongful_admissions", 1,
+                               dominant(request.wrongful_exposure(), NO_FAULT))
+        self.store_wrongful_admissions = []
         metrics.update(self.exposures.summary(STORE_LOGIC_PARTS, {
             metric: metrics.get(part.format(cause=STORE_LOGIC))
             for metric, part in STORE_LOGIC_PARTS.items()}))
@@ -1099,14 +1135,18 @@ class ScopeOracle:
             parts = book.drift_by_cause(self.carried_into)
             sign = 1 if drift > 0 else -1
             side = apportion(abs(drift), {cause: sign * part for cause, part in parts.items()})
+            allowed = OVERCOUNT_CAUSES if drift > 0 else UNDERCOUNT_CAUSES
+            for cause in [cause for cause in side if cause not in allowed]:
+                # A lab cause on the side it cannot move: what it cannot explain.
+                side[STORE_LOGIC] = side.get(STORE_LOGIC, 0) + side.pop(cause)
             (over if drift > 0 else under).update(side)
             metric = ("conservation_overcount_microdollars_total" if drift > 0
                       else "conservation_undercount_microdollars_total")
             self._expose_drift(book, metric, side.get(STORE_LOGIC, 0))
         return {**{f"conservation_undercount_by_{cause}_microdollars": under[cause]
-                   for cause in DRIFT_CAUSES},
+                   for cause in UNDERCOUNT_CAUSES},
                 **{f"conservation_overcount_by_{cause}_microdollars": over[cause]
-                   for cause in DRIFT_CAUSES}}
+                   for cause in OVERCOUNT_CAUSES}}
 
     def _expose_drift(self, book: KeyBook, metric: str, store: int) -> None:
         """File ``store`` of ``metric`` (a book's store-logic drift) by what
@@ -1139,7 +1179,7 @@ class ScopeOracle:
                 parts = apportion(excess, weights)
                 by_cause.update(parts)
                 if parts.get(STORE_LOGIC):
-                    for exposed, amount in apportion(parts[STORE_LOGIC], book.wrongful_exposure,
+                    for exposed, amount in apportion(parts[STORE_LOGIC], book.wrongful_exposure(),
                                                      NO_FAULT).items():
                         self.exposures.add("cap_overshoot_microdollars_total", amount, exposed)
         capped = any(book.cap is not None for book in self.books.values())
