@@ -91,12 +91,9 @@ def test_the_fault_exposes_the_mutant(mutants, name):
 
 
 # Where the oracle (``simulator.families.axond_budget``, as of c24-budget
-# 7d657a7) still files a mutant's damage under the fault, or names no fault
+# 6956e01) still files a mutant's damage under the fault, or names no fault
 # for it; each reason says what it misses.
 NOT_YET_THE_STORE_S: dict[str, str] = {
-    "settle_resent_after_lost_reply":
-        "false_denials_by_store_logic (denials by spend the store charged twice) names no "
-        "exposing fault: a denial's exposure should be that of the drift that caused it",
     "lost_settle_reply_rewrites_the_hold":
         "a hold written by a request whose settlement already ran is an orphan filed "
         "store_logic with no exposure: it should carry its writer's (reply_lost on settle_v1)",
@@ -115,9 +112,6 @@ NOT_YET_THE_STORE_S: dict[str, str] = {
     "apply_without_applied_record":
         "spend a resumed migration carries twice into the namespace counter is filed "
         "scope_not_enforced (+12,249; the subject scope's is store_logic)",
-    "reserve_error_admits_unheld":
-        "wrongful_admissions_by_store_logic (unheld admissions under a fail-closed policy) "
-        "names no exposing fault; the overshoot and drift name request_lost on reserve_v1",
 }
 
 
