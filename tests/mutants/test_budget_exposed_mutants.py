@@ -93,26 +93,7 @@ def test_the_fault_exposes_the_mutant(mutants, name):
 # Where the oracle (``simulator.families.axond_budget``, as of c24-budget
 # 6956e01) still files a mutant's damage under the fault, or names no fault
 # for it; each reason says what it misses.
-NOT_YET_THE_STORE_S: dict[str, str] = {
-    "lost_settle_reply_rewrites_the_hold":
-        "a hold written by a request whose settlement already ran is an orphan filed "
-        "store_logic with no exposure: it should carry its writer's (reply_lost on settle_v1)",
-    "retried_reserve_holds_twice":
-        "the second hold a re-sent reserve writes is an orphan filed store_logic with no "
-        "exposure: it should carry its writer's (duplicate_execution on reserve_v1)",
-    "hold_deadline_ignores_ttl":
-        "a crashed holder's hold is bounded by the deadline the store wrote, not by the "
-        "configured reservation TTL: the leak past the honest deadline stays replica_crash",
-    "v2_namespace_charged_in_a_second_call":
-        "the namespace scope does not know the request's settlement ran in the subject scope: "
-        "its uncharged, unreleased namespace hold stays settlement_lost",
-    "in_memory_refusal_does_not_touch":
-        "an evicted ledger whose subject was asked for within idle_ttl (refusals included) is "
-        "filed eviction: the clause allows evicting only a ledger nothing used for idle_ttl",
-    "apply_without_applied_record":
-        "spend a resumed migration carries twice into the namespace counter is filed "
-        "scope_not_enforced (+12,249; the subject scope's is store_logic)",
-}
+NOT_YET_THE_STORE_S: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [

@@ -24,7 +24,7 @@ from simulator.families.axond_budget.causes import (
 )
 from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
 from simulator.plugin.attribution import STORE_LOGIC
-from simulator.plugin.contracts import BEGAN_KEYS, EXPOSED_BY_SUFFIX, Exposures
+from simulator.plugin.contracts import BEGAN_KEYS, EXPOSED_BY_SUFFIX, NO_FAULT, Exposures
 from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
 
@@ -94,7 +94,11 @@ class BudgetOracle:
             self.counts[f"false_denials_by_{blame}"] += 1
             if blame == STORE_LOGIC:
                 scope = self.subject
-                self.denial_exposures.add("false_denials", 1, scope.denial_exposure(number))
+                # What exposed it: in the first scope that can say.
+                exposed = next((found for found in (each.denial_exposure(number)
+                                                    for each in self.scopes.values())
+                                if found != NO_FAULT), NO_FAULT)
+                self.denial_exposures.add("false_denials", 1, exposed)
                 request = scope.requests[number]
                 self.denial_exposures.parted(
                     now_us, number, f"reserve on replica {request.replica} for request "
@@ -119,6 +123,12 @@ class BudgetOracle:
                 scope: str = "subject") -> None:
         if scope in self.scopes:
             self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+            if how == "command" and self.scopes[scope].settlement_ran(tag):
+                # Tell the other scopes: a settlement the store ran in one scope
+                # was not lost in another (seed 000:25-27, one script for both).
+                for name, other in self.scopes.items():
+                    if name != scope:
+                        other.settled_elsewhere(tag)
 
     def source_lost(self, source: Any, now_us: int) -> None:
         for scope in self.scopes.values():
