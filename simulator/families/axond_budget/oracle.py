@@ -93,7 +93,10 @@ class BudgetOracle:
             self.counts[f"false_denials_{reason}"] += 1
             self.counts[f"false_denials_by_{blame}"] += 1
             if blame == STORE_LOGIC:
-                scope = self.subject
+                # The scope whose record refused it, else the subjects'.
+                scope = next((scope for scope, (_, cause) in zip(self.scopes.values(), judged,
+                                                                 strict=True)
+                              if cause is not None), self.subject)
                 self.denial_exposures.add("false_denials", 1, scope.denial_exposure(number))
                 request = scope.requests[number]
                 self.denial_exposures.parted(
