@@ -214,3 +214,12 @@ def test_a_stray_v1_writer_beside_a_v2_fleet_is_the_operators_not_the_stores():
     assert summary["cap_overshoot_by_stray_layout_writer_microdollars"] > 0
     assert blamed_on_the_store(summary) == {}
     assert summary["cap_overshoot_by_" + STORE_LOGIC + "_microdollars"] == 0
+
+
+def test_the_contract_doc_lists_every_clause_and_every_fault_exposed_mutant():
+    from mutants.budget import CATALOGUE
+    doc = (REPO / "docs" / "contracts" / "budget.md").read_text()
+    for clause in CONTRACT.clauses:
+        assert f"| {clause.lab_did} |" in doc, clause.lab_did
+    for name in CATALOGUE:
+        assert f"`{name}`" in doc, name

@@ -228,6 +228,20 @@ def summaries() -> dict[str, dict[str, Any]]:
     # A v1 replica the operator left writing beside the v2 fleet (issue 24).
     found["stray_v1_writer"] = run_scenario(
         load_scenario(SCENARIOS / "budget-stray-v1-writer.toml"), seed=1).summary
+    # A namespace cap the v1 fleet cannot enforce, overshot before the
+    # migration that brings one (scope_not_enforced).
+    migrate = load_scenario(SCENARIOS / "migrate-v1-to-v2.toml")
+    migrate = migrate.model_copy(update={"migrations": [
+        step.model_copy(update={"settings": {**step.settings,
+                                             "namespace_cap_microdollars": 20_000}})
+        for step in migrate.migrations]})
+    found["namespace_before_migration"] = run_scenario(migrate, seed=1).summary
+    # A fault-exposed mutant whose re-run carries a claim twice, into both scopes.
+    from mutants.budget import catalogue
+    reapplies = next(m for m in catalogue() if m.name == "migration_rerun_reapplies_claim")
+    data = {**reapplies.scenario, "migrations": [
+        {**reapplies.scenario["migrations"][0], "to": reapplies.kind}]}
+    found["mutant_rerun_reapplies_claim"] = run_scenario(parse_scenario(data), seed=1).summary
     return found
 
 
@@ -248,7 +262,7 @@ def test_every_metric_of_the_summary_is_nonzero_in_some_run():
 
 
 @pytest.mark.parametrize("exercise", [*shipped_exercises(), "killed_migration",
-                                      "stray_v1_writer"])
+                                      "stray_v1_writer", "namespace_before_migration"])
 def test_the_shipped_stores_never_have_damage_blamed_on_them(exercise):
     summary = summaries()[exercise]
     blamed = {metric: value for metric, value in summary.items()
@@ -256,7 +270,8 @@ def test_the_shipped_stores_never_have_damage_blamed_on_them(exercise):
     assert blamed == {}
 
 
-@pytest.mark.parametrize("exercise", [*sorted(mutant_exercises()), "killed_migration_variant"])
+@pytest.mark.parametrize("exercise", [*sorted(mutant_exercises()), "killed_migration_variant",
+                                      "mutant_rerun_reapplies_claim"])
 def test_every_broken_store_has_damage_blamed_on_it(exercise):
     summary = summaries()[exercise]
     assert any(value for metric, value in summary.items() if "store_logic" in metric)

@@ -221,3 +221,47 @@ def test_a_denial_its_own_honest_record_had_room_for_is_the_stores_logic():
     books.arrived(2, KEY, 1_000, 1_000, 0, 10_000)
     had_room, blame = books.denied(2, "store_unavailable", 10_000)
     assert (had_room, blame) == (True, "store_logic")  # unreachable, yet nothing was lost
+
+
+def test_a_per_replica_store_lowering_spend_by_a_command_is_no_eviction():
+    # Issue 24: only an observed eviction is ``eviction``; with one replica,
+    # no part is ``per_replica_ledger`` either.
+    books = oracle(per_replica=True)
+    reserve(books, 1, 0, {"a": (1_000, ms(0) + TTL_MS)})
+    books.admitted(1, True, 0)
+    books.completed(1, 50_000)
+    books.observe(KEY, SERVER, 50_000, 1, "command", spent=1_000, holds={})
+    books.settled(1, 60_000)
+    books.observe(KEY, SERVER, 70_000, -1, "command", spent=0)  # the store forgets it
+    reserve(books, 2, 80_000, {"b": (10_000, ms(80_000) + TTL_MS)}, estimate=10_000)
+    books.admitted(2, True, 80_000)
+    summary = books.summary(200_000, None)
+    assert summary["conservation_drift_by_eviction_microdollars"] == 0
+    assert summary["conservation_drift_by_store_logic_microdollars"] == -1_000
+    assert summary["wrongful_admissions_by_per_replica_ledger"] == 0
+    assert summary["wrongful_admissions_by_store_logic"] == 1
+
+
+def test_an_observed_idle_eviction_is_the_configured_bound():
+    books = oracle(per_replica=True)
+    reserve(books, 1, 0, {"a": (1_000, ms(0) + TTL_MS)})
+    books.admitted(1, True, 0)
+    books.completed(1, 50_000)
+    books.observe(KEY, SERVER, 50_000, 1, "command", spent=1_000, holds={})
+    books.settled(1, 60_000)
+    books.observe(KEY, SERVER, 70_000, -1, "evicted", spent=0, holds={})
+    summary = books.summary(200_000, None)
+    assert summary["conservation_drift_by_eviction_microdollars"] == -1_000
+    assert summary["conservation_drift_by_store_logic_microdollars"] == 0
+
+
+def test_a_hold_counted_past_its_deadline_is_the_stores_past_it():
+    books = oracle(holds_expire=False)
+    reserve(books, 1, 0, {"a": (1_000, ms(0) + TTL_MS)})
+    books.admitted(1, True, 0)
+    books.aborted(1, 100_000)  # its replica crashed: the hold leaks
+    summary = books.summary(3_100_000, None)
+    # Within its deadline (0.9 s after the crash) the crash's; the 2.1 s after, the store's.
+    assert summary["leaked_hold_microdollar_seconds_by_replica_crash"] == 900.0
+    assert summary["leaked_hold_microdollar_seconds_by_store_logic"] == 2_100.0
+    assert summary["leaked_hold_microdollar_seconds_exposed_by"] == "replica_crash"

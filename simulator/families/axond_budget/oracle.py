@@ -24,7 +24,7 @@ from simulator.families.axond_budget.causes import (
 )
 from simulator.families.axond_budget.scope_oracle import Key, ScopeOracle
 from simulator.plugin.attribution import STORE_LOGIC
-from simulator.plugin.contracts import BEGAN_KEYS, EXPOSED_BY_SUFFIX, NO_FAULT, Exposures
+from simulator.plugin.contracts import BEGAN_KEYS, EXPOSED_BY_SUFFIX, Exposures
 from simulator.scenario.model import Scenario
 from stores.registry import StoreKind
 
@@ -93,12 +93,11 @@ class BudgetOracle:
             self.counts[f"false_denials_{reason}"] += 1
             self.counts[f"false_denials_by_{blame}"] += 1
             if blame == STORE_LOGIC:
-                scope = self.subject
-                # What exposed it: in the first scope that can say.
-                exposed = next((found for found in (each.denial_exposure(number)
-                                                    for each in self.scopes.values())
-                                if found != NO_FAULT), NO_FAULT)
-                self.denial_exposures.add("false_denials", 1, exposed)
+                # The scope whose record refused it, else the subjects'.
+                scope = next((scope for scope, (_, cause) in zip(self.scopes.values(), judged,
+                                                                 strict=True)
+                              if cause is not None), self.subject)
+                self.denial_exposures.add("false_denials", 1, scope.denial_exposure(number))
                 request = scope.requests[number]
                 self.denial_exposures.parted(
                     now_us, number, f"reserve on replica {request.replica} for request "

@@ -270,12 +270,10 @@ class KeyBook:
             # its spend, so any net change, up or down, is the store's.
             parts[STORE_LOGIC] += self.migration_net
         elif self.migration_net > 0:
-            # What it carried beyond what the old layout left unrecorded here
-            # (a claim applied twice) is the store's: the remainder below.
-            carried = min(self.migration_net, self.carry_due) if self.carry_due else (
-                self.migration_net)
-            parts["scope_not_enforced"] += carried + missing
-            parts[STORE_LOGIC] -= missing
+            # Carried more than there was to carry: counted twice, the store's.
+            surplus = max(0, self.migration_net - self.carry_due)
+            parts["scope_not_enforced"] += self.migration_net + missing - surplus
+            parts[STORE_LOGIC] += surplus - missing
         elif self.migration_net < 0:
             parts[STORE_LOGIC] += self.migration_net
             parts["scope_not_enforced"] += missing
@@ -396,8 +394,8 @@ class ScopeOracle:
             taken = sum(amount for _, amount in self.migration_taking)
             if taken:
                 self.exposures.parted(self.migration_taking_at, MIGRATION,
-                                      f"migrate ({call or what}): took {taken:,} off the old "
-                                      "ledgers, then the migration was interrupted")
+                                      f"{call or 'migrate'} by the operator: took {taken:,} "
+                                      f"off the old ledgers, then {exposure(what, call)}")
             for book, amount in self.migration_taking:
                 book.migration_interrupted += amount
                 book.buckets[STORE_LOGIC] += amount
@@ -528,11 +526,8 @@ class ScopeOracle:
                             in book.drift_exposure.items()}, NO_FAULT)
         if drifted != NO_FAULT:
             return drifted
-        if book.migration_net and (not self.carried_into
-                                   or book.migration_net > book.carry_due):
-            # A migration changed what it should only move, or carried more
-            # than the old layout left unrecorded here.
-            return self.migration_exposure
+        if book.migration_net:
+            return self.migration_exposure  # a migration moved spend in this book
         return request.exposure
 
     def completed(self, number: int, now_us: int) -> None:

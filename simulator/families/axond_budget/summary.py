@@ -27,6 +27,7 @@ _PER_SCOPE = (
                "conservation_drift_microdollars_total",
                "conservation_undercount_microdollars_total",
                "conservation_overcount_microdollars_total", "*conservation_drift_by_",
+               "*conservation_undercount_by_", "*conservation_overcount_by_",
                "duplicate_settlements_executed", "spend_lost_to_data_loss_microdollars",
                "spend_lost_to_eviction_microdollars",
                "spend_lost_to_crashed_replica_ledger_microdollars")),

@@ -19,18 +19,21 @@ from stores.axond_budget import SCRIPTS, redis_kind
 from stores.registry import register
 from stores.scripts import Patch
 
-PAUSES = [{"at": "300ms", "fault": "pause", "replica": replica, "duration": "700ms"}
+PAUSES = [{"at": "100ms", "fault": "pause", "replica": replica, "duration": "700ms"}
           for replica in range(6)]
-"""Six replicas paused together past the 500 ms TTL: once they resume and
-settle, no hold of theirs is still expired-while-running, and the spend the
-mutant forgave is the only gap left."""
+"""Six replicas paused together past the 500 ms TTL, early, while the caps
+still have room: their holds expire while they run (which costs a sound store
+nothing here), and once they resume and settle, the spend the mutant forgave
+is what lets the caps be overshot later."""
 
 MUTANT = FaultExposed(
     name="settle_skips_charge_for_expired_hold",
     derived_from="axond_budget.redis_v1",
     breaks="settle charges the spend only if the hold was still there",
     seed="000_cfca2acab2180986.txt:110-118",
-    scenario={**V1, "workload": {**V1["workload"], "duration": "lognormal(200ms, 0.3)"},
+    scenario={**V1, "store_settings": {**V1["store_settings"],
+                                       "subject_cap_microdollars": 60_000},
+              "workload": {**V1["workload"], "duration": "lognormal(200ms, 0.3)"},
               "faults": {"schedule": PAUSES}},
     exposing=("faults",),
     exposed_by="hold_expired_while_running",
