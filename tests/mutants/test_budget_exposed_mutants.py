@@ -91,7 +91,7 @@ def test_the_fault_exposes_the_mutant(mutants, name):
 
 
 # Where the oracle (``simulator.families.axond_budget``, as of c24-budget
-# 6956e01) still files a mutant's damage under the fault, or names no fault
+# 083b700) still files a mutant's damage under the fault, or names no fault
 # for it; each reason says what it misses.
 NOT_YET_THE_STORE_S: dict[str, str] = {
     "lost_settle_reply_rewrites_the_hold":
@@ -109,9 +109,6 @@ NOT_YET_THE_STORE_S: dict[str, str] = {
     "in_memory_refusal_does_not_touch":
         "an evicted ledger whose subject was asked for within idle_ttl (refusals included) is "
         "filed eviction: the clause allows evicting only a ledger nothing used for idle_ttl",
-    "apply_without_applied_record":
-        "spend a resumed migration carries twice into the namespace counter is filed "
-        "scope_not_enforced (+12,249; the subject scope's is store_logic)",
 }
 
 
