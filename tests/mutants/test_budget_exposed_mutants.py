@@ -90,9 +90,9 @@ def test_the_fault_exposes_the_mutant(mutants, name):
     assert worse_than_reference(invariants, broken, fixed) == ()
 
 
-# Where the oracle (``simulator.families.axond_budget``, as of c24-budget
-# 6956e01) still files a mutant's damage under the fault, or names no fault
-# for it; each reason says what it misses.
+# Where the oracle (``simulator.families.axond_budget``) still files a mutant's
+# damage under the fault, or names no fault for it (none left: each entry
+# would say what it misses).
 NOT_YET_THE_STORE_S: dict[str, str] = {}
 
 
