@@ -27,6 +27,7 @@ from typing import Any
 from simulator.engine.runtime import EPOCH_MS
 from simulator.families.axond_budget.mirror import compare
 from simulator.families.axond_budget.oracle import BudgetOracle, Key
+from simulator.families.axond_budget.scope_oracle import EVICTED_IN_USE
 from simulator.world.fleet import Replica
 
 EMPTY: tuple[int, dict] = (0, {})
@@ -40,6 +41,9 @@ class ReplicaLedgers:
         self.oracle = oracle
         self.keys_of: dict[Any, set[Key]] = {}
         """Per source of record, the keys its store held at the last read."""
+        self.last_used: dict[tuple[Any, Key], int] = {}
+        """When each source's store was last called for each key (a refused
+        reserve included): a ledger in use is not idle (seed 001:448-451)."""
 
     def after_call(self, replica: Replica, tag: int, touched: Key) -> None:
         read = replica.kind.read_ledgers
@@ -50,9 +54,14 @@ class ReplicaLedgers:
         ledgers = _ledgers(read(replica.store))
         observe = self.oracle.observe
         books = self.oracle.subject.books
+        idle_ttl_us = getattr(getattr(replica.store, "settings", None), "idle_ttl_ms", None)
         for key in self.keys_of.get(source, set()) - ledgers.keys():
-            observe(key, source, now, tag, self._vanished(books.get(key), source, now),
-                    spent=0, holds={})
+            how = self._vanished(books.get(key), source, now)
+            if how == "evicted" and idle_ttl_us is not None and (
+                    now - self.last_used.get((source, key), -2**62) <= idle_ttl_us * 1_000):
+                how = EVICTED_IN_USE  # evicted while in use: the store's own doing
+            observe(key, source, now, tag, how, spent=0, holds={})
+        self.last_used[(source, touched)] = now
         for key, (spent, holds) in ledgers.items():
             if key == touched:
                 continue

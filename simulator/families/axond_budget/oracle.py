@@ -122,6 +122,12 @@ class BudgetOracle:
                 scope: str = "subject") -> None:
         if scope in self.scopes:
             self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+            if how == "command" and self.scopes[scope].settlement_ran(tag):
+                # Tell the other scopes: a settlement the store ran in one scope
+                # was not lost in another (seed 000:25-27, one script for both).
+                for name, other in self.scopes.items():
+                    if name != scope:
+                        other.settled_elsewhere(tag)
 
     def source_lost(self, source: Any, now_us: int) -> None:
         for scope in self.scopes.values():

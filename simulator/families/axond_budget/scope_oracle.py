@@ -68,6 +68,12 @@ LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "e
             "replica_crash": ("crashed", "crashed_replica_ledger")}
 """How a hold or spend vanished without a command: the hold's state, and the cause."""
 
+EVICTED_IN_USE = "evicted_in_use"
+"""A per-replica store evicted a ledger its replica had called for within the
+idle TTL (a refusal included): not idle, so the store's (seed 001:448-451)."""
+EVICTED_IN_USE_EXPOSURE = "eviction"
+"""What exposes it: the lab's idle eviction (``idle_ttl``, ``max_subjects``)."""
+
 
 SAMPLED = ("true_spend_microdollars", "recorded_spend_microdollars", "holds_live_microdollars",
            "holds_live", "leaked_holds_live_microdollars", "truth_view_microdollars",
@@ -150,6 +156,8 @@ class RequestTruth:
     noted: bool = False  # where the store's damage began was judged at it
     arrived_us: int = 0
     honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
+    latest_deadline_us: int = 0  # the writer's clock when its hold was written + the TTL
+    settled_elsewhere: bool = False  # its settlement ran in another scope of the store
     leaked_before_by_cause: Mapping[str, int] | None = None  # None: no leak then
     recorded_here: bool = False  # a command of it touched this scope's record
 
@@ -186,6 +194,10 @@ class RequestTruth:
         """Why its hold outlives it, from what the lab did to it."""
         if self.aborted:
             return "replica_crash"
+        if self.settled_elsewhere:
+            # The store ran its settlement (in another scope), so the lab
+            # lost nothing of it: the hold left here is the store's.
+            return STORE_LOGIC
         if self.lost_by_lab:
             return "settlement_lost" if self.confirmed else "message_lost"
         return STORE_LOGIC
@@ -294,10 +306,11 @@ class KeyBook:
         return by_cause
 
     def overdue_exposure(self, now_us: int) -> str:
-        """What exposed the leaked holds still counted past their deadline now."""
+        """What exposed the leaked holds the store is to blame for counting now:
+        past their deadline, or left by the store itself."""
         weights: Counter = Counter()
         for _, amount, end, cause, due, exposed in self.open_leaks.values():
-            if due <= now_us < end:
+            if due <= now_us < end or (cause == STORE_LOGIC and now_us < end):
                 weights[exposed or cause] += amount
         return dominant(weights, NO_FAULT)
 
@@ -668,14 +681,16 @@ class ScopeOracle:
         book.drift[cause] -= amount
         self.counts[f"spend_lost_to_{cause}_microdollars"] += amount
         if cause == STORE_LOGIC:
-            exposed = request.exposure if request is not None else NO_FAULT
+            exposed = (EVICTED_IN_USE_EXPOSURE if how == EVICTED_IN_USE
+                       else request.exposure if request is not None else NO_FAULT)
             book.bucket_exposure[exposed] += amount
-            self._store_drift(book, -amount, request, now_us, f"took back {amount:,}")
+            self._store_drift(book, -amount, request, now_us, f"took back {amount:,}", exposed)
 
     def _store_drift(self, book: KeyBook, amount: int, request: RequestTruth | None,
-                     now_us: int, what: str) -> None:
+                     now_us: int, what: str, exposed: str | None = None) -> None:
         """``amount`` of drift filed ``store_logic`` now, by ``request``'s command."""
-        exposed = request.exposure if request is not None else NO_FAULT
+        if exposed is None:
+            exposed = request.exposure if request is not None else NO_FAULT
         book.drift_exposure[exposed] += amount
         self._parted(now_us, request, what)
 
@@ -690,6 +705,25 @@ class ScopeOracle:
             f"{call} on replica {request.replica} for request {request.number}: asked "
             f"{request.estimate:,} held, {request.actual:,} spent; recorded "
             f"{request.charged:,} charged ({what})")
+
+    def settlement_ran(self, number: int) -> bool:
+        """Whether the store has run ``number``'s settlement in this scope: its
+        own command released its hold or charged it, once its work was done."""
+        request = self.requests.get(number)
+        return request is not None and request.work_done and (
+            request.settle_executed or request.hold == "released")
+
+    def settled_elsewhere(self, number: int) -> None:
+        """The store ran ``number``'s settlement in another of its scopes: one
+        script settles both (seed 000:25-27), so nothing of it was lost here."""
+        request = self.requests.get(number)
+        if request is None or request.settled_elsewhere:
+            return
+        # A leak already open (its replica died, the gateway gave up first)
+        # keeps its cause: the late settlement that ran elsewhere does not
+        # make that wait the store's.
+        request.settled_elsewhere = True
+        self._recount(self.book(request.key), request)
 
     def source_lost(self, source: Any, now_us: int) -> None:
         """A source of record vanished with its state (a crashed replica's memory)."""
@@ -718,6 +752,7 @@ class ScopeOracle:
         self.counts["holds_created"] += 1
         writer = tag if how == "command" else book.hold_owner.get((source, rid), -1)
         request = self.requests.get(writer)
+        written_by = request
         if request is not None and (request.key != book.key
                                     or request.hold not in ("none", "lost", "evicted",
                                                             "crashed")):
@@ -727,7 +762,12 @@ class ScopeOracle:
             # data (the lab's data loss), or the store's own doing — a
             # driver's retry re-sends the same id, so it never adds a hold.
             cause = LOSS_HOW[how][1] if how in LOSS_HOW else STORE_LOGIC
-            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms), cause)
+            # The store's orphan is exposed by what the lab did to the request
+            # whose command wrote it (a re-sent reserve, a lost settle reply).
+            exposed = (written_by.exposure if cause == STORE_LOGIC and written_by is not None
+                       and how == "command" else "")
+            self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms), cause,
+                            exposed)
             return
         book.hold_owner[(source, rid)] = request.number
         request.hold, request.hold_id, request.hold_amount = "held", rid, amount
@@ -739,11 +779,18 @@ class ScopeOracle:
                 deadline_ms if self.reservation_ttl_ms is None
                 else self.clock_ms(request.replica, request.arrived_us)
                 + self.reservation_ttl_ms)
+            # No sound store reads its clock after its command ran: a hold
+            # may count no later than that clock plus the configured TTL
+            # (seed 000:12-15, 105), whatever deadline the store wrote.
+            request.latest_deadline_us = (
+                0 if self.reservation_ttl_ms is None
+                else deadline_us(self.clock_ms(request.replica, now_us)
+                                 + self.reservation_ttl_ms))
         if not request.admitted and request.over_at is None:
             self._decide(book, request, now_us, source)
         if request.over_at is not None:
             self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms),
-                            request.leak_cause(), request.exposure)
+                            request.leak_cause(), request.exposure, request.latest_deadline_us)
         self._recount(book, request)
 
     def _hold_removed(self, book: KeyBook, rid: str, now_us: int, tag: int, how: str,
@@ -906,7 +953,8 @@ class ScopeOracle:
         if request.over_at is not None:
             # It finished, and its settlement never charged it: lost before
             # the store ran it (the contract allows that request's spend).
-            return "settlement_lost" if request.lost_by_lab else STORE_LOGIC
+            return ("settlement_lost" if request.lost_by_lab and not request.settled_elsewhere
+                    else STORE_LOGIC)
         if request.hold == "expired":
             return "hold_expired_while_running"
         if request.hold in ("lost", "evicted", "crashed"):
@@ -927,8 +975,8 @@ class ScopeOracle:
                 cause = self._unheld_cause()  # nothing held, so nothing to settle
             elif not request.recorded_here:
                 cause = "scope_not_enforced"
-            elif request.hold == "released":
-                cause = STORE_LOGIC  # released by its own settlement, never charged
+            elif request.hold == "released" or request.settled_elsewhere:
+                cause = STORE_LOGIC  # its settlement ran (here or in another scope), uncharged
             else:
                 cause = "settlement_lost" if request.lost_by_lab else STORE_LOGIC
             amount = request.actual
@@ -964,13 +1012,15 @@ class ScopeOracle:
     def _maybe_leak(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
         if request.hold == "held":
             self._open_leak(book, request.hold_id, request.hold_amount, now_us,
-                            request.hold_deadline_us, request.leak_cause(), request.exposure)
+                            request.hold_deadline_us, request.leak_cause(), request.exposure,
+                            request.latest_deadline_us)
 
     def _open_leak(self, book: KeyBook, rid: str, amount: int, now_us: int,
-                   end_us: int, cause: str, exposed: str = "") -> None:
+                   end_us: int, cause: str, exposed: str = "", bound_us: int = 0) -> None:
         # A sound store stops counting a stranded hold at the deadline it wrote
-        # (seed 000:12-15, 77-79): that is the contract's bound on a leak.
-        due_us = end_us
+        # (seed 000:12-15, 77-79), and writes none past its clock plus the
+        # configured TTL (``bound_us``, when known): the contract's bound.
+        due_us = min(end_us, bound_us) if bound_us else end_us
         if not self.holds_expire:
             end_us = NEVER  # counted until something removes it
         if end_us > now_us and rid not in book.open_leaks:
