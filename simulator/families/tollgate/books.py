@@ -11,6 +11,7 @@ statement, read after each transaction that touched them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from stores.tollgate.domain import Conservation, LeaseGrant
 
@@ -39,6 +40,10 @@ class LeaseBook:
     returned_in_time: int = 0
     """Truth: units its holder gave back by a release or consolidation that
     reached the ledger before the lease's expiry plus the configured grace."""
+    touched_by: set[int] = field(default_factory=set)
+    """The requests (tags; ``-1`` for a holder's background loop) whose
+    transactions released, consolidated or billed it: whose faults may have
+    exposed what the ledger did to it."""
     refused_return: int = 0
     """Units a release or consolidation refused as not active within the
     grace offered back while the ledger still held the lease active: forfeited
@@ -48,6 +53,12 @@ class LeaseBook:
     billed: int = 0
     loss: int = 0
     settled_at_us: int | None = None
+    settled_by: tuple[str, int] = ("", -1)
+    """The transaction that settled it: its verb and request (tag)."""
+    unbilled_arrived_at_us: int | None = None
+    """When an ingest first left usage it received for it unbilled (the store's)."""
+    unbilled_arrived_words: Any = None
+    """That ingest, in words (a callable, resolved at the end)."""
     credited: int = 0
     """Units the ledger credited back when it settled the lease."""
 
@@ -80,6 +91,13 @@ class UsageBook:
     lease_id: int
     units: int
     arrivals: int = 0
+    source: Source | None = None
+    """The holder that charged it."""
+    order: int = 0
+    """Its place among the events its holder charged (a holder sends them in
+    that order, re-sending a batch unchanged until the ledger answers)."""
+    arrived_at_us: int | None = None
+    """When the first ingest carrying it committed."""
 
 
 @dataclass
