@@ -29,6 +29,9 @@ class LeaseBook:
     """The request whose transaction granted it (``-1`` for none)."""
     via: str
     """``acquire`` or ``consolidate``: the transaction that granted it."""
+    stale_exchange: bool = False
+    """Granted by a consolidation of a lease no longer active, or presenting
+    another's token: a sound ledger refuses it (no grant to strand)."""
     holder: Source | None = None
     """The holder that received the grant; ``None`` while none has."""
     holder_lost: bool = False

@@ -50,6 +50,7 @@ class LedgerObserver:
         self.oracle.transaction(now_us, tag, verb, args)
         refused = isinstance(reply, Exception)
         touched_leases: list[int] = []
+        stale = False
         if verb in ("release", "consolidate"):
             lease_id, token, unspent = args[0], args[1], args[2]
             book = self.oracle.leases.get(lease_id)
@@ -57,6 +58,7 @@ class LedgerObserver:
             if book is not None:
                 book.touched_by.add(tag)
                 if accepted and (book.state != "active" or token != book.grant.fencing_token):
+                    stale = True
                     self.oracle.fencing_violation(book)
                 self.oracle.returned(book, unspent, now_us, accepted,
                                      not_active=isinstance(reply, LeaseNotActive))
@@ -65,7 +67,7 @@ class LedgerObserver:
         if refused:
             return
         if isinstance(reply, Allocation):
-            self.oracle.granted(reply.grant, now_us, tag, verb)
+            self.oracle.granted(reply.grant, now_us, tag, verb, stale_exchange=stale)
             touched_leases.append(reply.grant.lease_id)
         elif isinstance(reply, ReclaimBatch):
             touched_leases += [lease.lease_id for lease in reply.reclaimed]

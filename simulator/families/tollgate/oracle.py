@@ -145,11 +145,16 @@ class LedgerOracle:
 
     # -- the ledger's record (the observer) --------------------------------------
 
-    def granted(self, grant: LeaseGrant, now_us: int, tag: int, via: str) -> None:
+    def granted(self, grant: LeaseGrant, now_us: int, tag: int, via: str,
+                stale_exchange: bool = False) -> None:
+        """The ledger granted ``grant`` by ``via``; ``stale_exchange``: by a
+        consolidation of a lease no longer active (or another's token), which a
+        sound ledger refuses."""
         self.counts.add("leases_granted")
         if via == "consolidate":
             self.counts.add("consolidations")
-        self.leases[grant.lease_id] = LeaseBook(grant, now_us, tag, via)
+        self.leases[grant.lease_id] = LeaseBook(grant, now_us, tag, via,
+                                                stale_exchange=stale_exchange)
 
     def lease_seen(self, view: LeaseView, now_us: int, credited: int = 0) -> None:
         """The lease as the ledger holds it after a transaction; ``credited``:
@@ -327,6 +332,8 @@ class LedgerOracle:
             return None
         if lease.holder_lost or lease.tag in self.aborted_requests:
             return "holder_crashed"
+        if lease.stale_exchange:
+            return STORE_LOGIC  # a re-sent consolidation is refused, and grants nothing
         if self.lab.ran_unanswered(lease.tag, lease.via):
             return f"ambiguous_{lease.via}"
         return STORE_LOGIC
