@@ -8,7 +8,9 @@ schedule) is run with the mutant and with the fixed ledger, on one seed:
   invariant where it does worse than the fixed ledger at least 95% of that
   excess is filed under ``store_logic``, with the exposing fault named (its
   ``fault`` class, never "no fault");
-* the fixed ledger under the same schedule is blamed for nothing;
+* the fixed ledger under the same schedule is blamed for nothing, and the
+  store-logic part is within 5% of what the mutant adds over it (removing
+  the bug removes the damage filed ``store_logic``);
 * without the schedule, the mutant does no damage: the bug is fault-exposed.
 """
 
@@ -29,6 +31,9 @@ from stores import registry
 
 SEED = 1
 STORE_SHARE = 0.95
+COUNTERFACTUAL_TOLERANCE = 0.05
+"""How far the store-logic part may stand from the damage the bug adds over
+the fixed ledger (the counterfactual: the same schedule, the bug removed)."""
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +72,10 @@ def test_a_mutant_s_damage_is_the_store_s_exposed_by_its_fault(mutants, name):
             continue
         judged.append(invariant.metric)
         assert store >= STORE_SHARE * excess, (invariant.metric, invariant.causes(variant))
+        # The counterfactual agrees: the fixed ledger under the same schedule
+        # (the bug removed) removes what was filed store_logic, within 5%.
+        assert abs(store - excess) <= COUNTERFACTUAL_TOLERANCE * excess, (
+            invariant.metric, store, excess)
         exposed = variant.get(exposed_by_key(invariant.metric))
         assert exposed not in (None, NO_FAULT), f"{invariant.metric}: no exposing fault"
         assert exposed.startswith(mutant.fault), (invariant.metric, exposed)
