@@ -56,8 +56,8 @@ class LeaseBook:
     billed: int = 0
     loss: int = 0
     settled_at_us: int | None = None
-    settled_by: tuple[str, int] = ("", -1)
-    """The transaction that settled it: its verb and request (tag)."""
+    settled_by: Any = None
+    """The transaction that settled it, in words (a callable)."""
     unbilled_arrived_at_us: int | None = None
     """When an ingest first left usage it received for it unbilled (the store's)."""
     unbilled_arrived_words: Any = None

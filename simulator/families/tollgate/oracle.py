@@ -79,6 +79,8 @@ class LedgerOracle:
         """The virtual time of the last transaction the observer reported."""
         self.call: tuple[str, int, tuple] = ("", -1, ())
         """That transaction: its verb, request (tag) and arguments."""
+        self.call_replica: int | None = None
+        """The replica that sent it, when known (``_replica_of``)."""
         self.store_found: list[StoreFinding] = []
         """Store-logic damage found as the run went (``StoreFinding``)."""
         self._charged: dict[Source, int] = {}
@@ -87,6 +89,21 @@ class LedgerOracle:
         """The observer is about to file what a transaction did (``call``)."""
         self.now_us = now_us
         self.call = (verb, tag, args)
+        self.call_replica = self._replica_of(tag, verb, args)
+
+    def _replica_of(self, tag: int, verb: str, args: tuple) -> int | None:
+        """The replica that sent a transaction: its request's; for a call of
+        a holder's background loop (no request), the holder of the lease it
+        releases or of the usage it bills; ``None`` for a sweep."""
+        if tag >= 0:
+            return tag // REQUESTS_PER_REPLICA
+        holder: Source | None = None
+        if verb in ("release", "consolidate") and args and args[0] in self.leases:
+            holder = self.leases[args[0]].holder
+        elif verb == "ingest" and args and args[0]:
+            book = self.usage.get(args[0][0].request_id)
+            holder = book.source if book is not None else None
+        return holder[0] if holder is not None else None
 
     # -- the core's facts ------------------------------------------------------
 
@@ -169,7 +186,7 @@ class LedgerOracle:
                            f"{lease.consumed:,} consumed under it")
         if lease.state == "active" and state != "active":
             lease.settled_at_us = now_us
-            lease.settled_by = self.call[:2]
+            lease.settled_by = self._words(self.call[1], "")
             lease.credited = credited
             self.counts.add(f"leases_{state}")
             if state == "reclaimed" and lease.refused_return:
@@ -250,9 +267,8 @@ class LedgerOracle:
     def _found_on(self, lease: LeaseBook, metric: str, amount: int, what: str) -> None:
         """Store-logic damage to ``lease`` by the transaction being filed."""
         tag = self.call[1]
-        replica = lease.holder[0] if lease.holder is not None else None
         self._found(metric, amount, self._lease_tags(lease) | {tag}, (None, ""),
-                    tag if tag >= 0 else lease.tag, self._words(tag, what, replica))
+                    tag if tag >= 0 else lease.tag, self._words(tag, what))
 
     def _lease_tags(self, lease: LeaseBook) -> set[int]:
         """The requests whose transactions granted, exchanged, released or
@@ -261,14 +277,11 @@ class LedgerOracle:
                    if book.lease_id == lease.grant.lease_id and request_id[1:].isdigit()}
         return {lease.tag, *lease.touched_by, *charged}
 
-    def _words(self, tag: int, what: str, replica: int | None = None) -> Callable[[], str]:
-        """The transaction being filed, in words. Its replica is the one its
-        request ran on (a holder's background loop runs in the process, and
-        with the tag, of the request that started it); ``replica`` for a call
-        of no request."""
+    def _words(self, tag: int, what: str) -> Callable[[], str]:
+        """The transaction being filed, in words: the call, the replica that
+        sent it (``call_replica``), its request, and ``what`` it did."""
         verb = self.call[0] or "a transaction"
-        where = tag // REQUESTS_PER_REPLICA if tag >= 0 else replica
-        who = f"replica {where}" if where is not None else "a holder"
+        who = f"replica {self.call_replica}" if self.call_replica is not None else "a holder"
         request = f" for request {tag}" if tag >= 0 else " (its background loop)"
         return lambda: f"{verb} on {who}{request}: {what}"
 
@@ -278,11 +291,10 @@ class LedgerOracle:
         gap = lease.arrived - lease.billed
         if gap > 0 and lease.unbilled_arrived_at_us is None:
             lease.unbilled_arrived_at_us = self.now_us
-            replica = lease.holder[0] if lease.holder is not None else None
             lease.unbilled_arrived_words = self._words(
                 self.call[1], f"asked to bill {asked:,} units to lease {lease.grant.lease_id}, "
                               f"{gap:,} of those it received left unbilled "
-                              f"(billed {lease.billed:,})", replica)
+                              f"(billed {lease.billed:,})")
 
     # -- the verdict ---------------------------------------------------------------
 
@@ -466,12 +478,10 @@ class LedgerOracle:
                     if book.lease_id == lease.grant.lease_id and book.arrived_at_us is not None]
         settled = lease.settled_at_us if lease.settled_at_us is not None else self.now_us
         at_us = max([settled, *arrivals])
-        verb, tag = lease.settled_by
-        holder = lease.holder[0] if lease.holder is not None else None
-        self.call = (verb, tag, ())
-        words = self._words(tag, f"settled lease {lease.grant.lease_id} ({lease.state}) with "
-                                 f"a loss of {lease.loss:,} units; the truth, once its usage "
-                                 f"was in, {lease.loss - excess:,}", holder)
+        settled_by = lease.settled_by() if lease.settled_by is not None else "a transaction: "
+        words = (f"{settled_by}settled lease {lease.grant.lease_id} ({lease.state}) with a "
+                 f"loss of {lease.loss:,} units; the truth, once its usage was in, "
+                 f"{lease.loss - excess:,}")
         return StoreFinding("settlement_loss_excess_units", excess,
                             frozenset(self._lease_tags(lease)), (None, ""), at_us, lease.tag,
                             words)
