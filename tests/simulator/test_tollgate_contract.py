@@ -108,3 +108,10 @@ def test_every_invariant_s_parts_by_cause_add_up_to_its_total(path):
             continue
         assert parts, f"{invariant.metric} has no parts by cause"
         assert sum(parts.values()) == summary[invariant.metric], (invariant.metric, parts)
+
+
+def test_the_contract_s_docs_list_every_clause():
+    docs = (REPO / "docs" / "contracts" / "tollgate.md").read_text()
+    for clause in CONTRACT.clauses:
+        assert f"| {clause.lab_did} | {clause.may_suffer} | {clause.never} |" in docs, (
+            clause.lab_did)

@@ -57,7 +57,7 @@ CLAUSES = (
         may_suffer="nothing beyond the refused spend: the transaction never ran, and the "
                    "holder treats it as ambiguous (a release or batch is tried again)",
         never="any damage on an invariant",
-        seed=(_at("17-21"), _at("543-549"), _at("1339-1360")),
+        seed=(_at("18-20"), _at("543-549"), _at("1339-1360")),
     ),
     Clause(
         lab_did="lost a release reply or timed a release out",
@@ -68,7 +68,7 @@ CLAUSES = (
                    "invariant's damage)",
         never="the unspent credited twice, a release within the grace refused; "
               + NEVER_ANYWHERE,
-        seed=(_at("488-499"), _at("262-270")),
+        seed=(_at("488-499"), _at("264-270")),
     ),
     Clause(
         lab_did="lost an ingest request or reply, or timed it out",
@@ -115,7 +115,7 @@ CLAUSES = (
                    "settlement loss the truth records; late usage fits the loss and is billed",
         never="a release within the grace refused or forfeited, a stale holder told its "
               "release succeeded, late usage that fits the loss refused; " + NEVER_ANYWHERE,
-        seed=(_at("262-270"), _at("488-499"), _at("566-576")),
+        seed=(_at("264-270"), _at("488-499"), _at("566-576")),
     ),
     Clause(
         lab_did="restarted the ledger (down for a while)",
@@ -123,7 +123,7 @@ CLAUSES = (
         may_suffer="calls refused while it is down (as lost requests); a ledger that is "
                    "still down when the run ends leaves the usage it never received unbilled",
         never="anything it committed lost; " + NEVER_ANYWHERE,
-        seed=(_at("17-21"), _at("1339-1360")),
+        seed=(_at("18-20"), _at("1339-1360")),
     ),
     Clause(
         lab_did="ended the run while live holders held usage not yet billed",
@@ -140,14 +140,14 @@ CLAUSES = (
                    "usage converts it into billed usage",
         never="a lease reclaimed within its grace, units credited back, billed usage "
               "counted as loss",
-        seed=(_at("262-270"), _at("376-383"), _at("566-584")),
+        seed=(_at("264-270"), _at("376-383"), _at("566-584")),
     ),
     Clause(
         lab_did="ran an account near exhaustion with several holders (the shrink cap)",
         cause=STORE_LOGIC,
         may_suffer="grants capped at balance / shrink_divisor, refused spends",
         never="an exchange re-granting less than the credit it restored (GL-109)",
-        seed=(_at("248-256"), _at("344-366"), _at("500-523")),
+        seed=(_at("250-256"), _at("344-366"), _at("500-523")),
     ),
 )
 

@@ -6,7 +6,7 @@ consolidation whose reply was lost, and the mutant, finding the old lease
 released with the same token, "replays" it instead of refusing. The seed:
 ``LeaseNotActive`` gives no authority to resume from the old lease, and the
 exchange applies both halves or neither, once
-(003_fa119f058ec0ffc5.txt:536-542, 500-515)."""
+(003_fa119f058ec0ffc5.txt:534-542, 500-515)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from stores.tollgate.variants import LedgerWrapper
 MUTANT = LedgerMutant(
     name="consolidate_replays_the_exchange",
     breaks="a consolidation re-sent for a lease it closed credits it again and re-grants",
-    seed=("003_fa119f058ec0ffc5.txt:536-542", "003_fa119f058ec0ffc5.txt:500-515"),
+    seed=("003_fa119f058ec0ffc5.txt:534-542", "003_fa119f058ec0ffc5.txt:500-515"),
     exposed_by={"network": {"timeout": "30ms", "retries": 2},
                 "faults": {"schedule": [{"at": "0s", "fault": "lose_reply", "replica": 0,
                                          "call": "consolidate", "count": 2}]}},
