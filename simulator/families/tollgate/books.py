@@ -11,7 +11,6 @@ statement, read after each transaction that touched them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from stores.tollgate.domain import Conservation, LeaseGrant
 
@@ -45,8 +44,8 @@ class LeaseBook:
     reached the ledger before the lease's expiry plus the configured grace."""
     touched_by: set[int] = field(default_factory=set)
     """The requests (tags; ``-1`` for a holder's background loop) whose
-    transactions released, consolidated or billed it: whose faults may have
-    exposed what the ledger did to it."""
+    transactions released, consolidated or billed it, or whose spends were
+    charged to it: whose faults may have exposed what the ledger did to it."""
     refused_return: int = 0
     """Units a release or consolidation refused as not active within the
     grace offered back while the ledger still held the lease active: forfeited
@@ -56,12 +55,12 @@ class LeaseBook:
     billed: int = 0
     loss: int = 0
     settled_at_us: int | None = None
-    settled_by: Any = None
-    """The transaction that settled it, in words (a callable)."""
+    settled_by: str = ""
+    """The transaction that settled it, in words."""
     unbilled_arrived_at_us: int | None = None
     """When an ingest first left usage it received for it unbilled (the store's)."""
-    unbilled_arrived_words: Any = None
-    """That ingest, in words (a callable, resolved at the end)."""
+    unbilled_arrived_words: str = ""
+    """That ingest, in words."""
     credited: int = 0
     """Units the ledger credited back when it settled the lease."""
 

@@ -28,7 +28,7 @@ the ledger's record and the truth first parted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,7 @@ class StoreFinding:
     otherwise: Exposure
     at_us: int
     request: int
-    words: str | Callable[[], str]
+    words: str
 
 
 class LedgerOracle:
@@ -70,7 +70,6 @@ class LedgerOracle:
         self.leases: dict[int, LeaseBook] = {}
         self.usage: dict[str, UsageBook] = {}
         self.counts = Counts()
-        self.faulted: dict[int, set[str]] = {}
         self.aborted_requests: set[int] = set()
         self.holders_lost: set[Source] = set()
         self.refusals: dict[str, int] = {}
@@ -111,7 +110,6 @@ class LedgerOracle:
         """Holders judge expiry by their own clocks; the verdict uses the ledger's."""
 
     def message_fault(self, number: int, what: str, call: str = "") -> None:
-        self.faulted.setdefault(number, set()).add(what)
         self.lab.message(self.now_us, number, what, call)
 
     def aborted(self, number: int, now_us: int) -> None:
@@ -137,6 +135,7 @@ class LedgerOracle:
         lease = self.leases.get(grant.lease_id)
         if lease is not None:
             lease.consumed += units
+            lease.touched_by.add(number)
 
     def refused(self, number: int, refusal: str) -> None:
         self.counts.add("spends_refused")
@@ -156,9 +155,9 @@ class LedgerOracle:
             via = lease.via if lease is not None else "acquire"
             self._found("regrant_shortfall_units", shortfall, {number},
                         (NEAR_EXHAUSTION, via), number,
-                        lambda: f"{via} of lease {grant.lease_id} on replica {source[0]} for "
-                                f"request {number}: gave back {restored:,} units, re-granted "
-                                f"{grant.granted:,}")
+                        f"{via} of lease {grant.lease_id} on replica {source[0]} for "
+                        f"request {number}: gave back {restored:,} units, re-granted "
+                        f"{grant.granted:,}")
 
     # -- the ledger's record (the observer) --------------------------------------
 
@@ -251,12 +250,10 @@ class LedgerOracle:
         if abs(residual) > abs(book.residual_worst):
             book.residual_worst = residual
 
-    # -- the verdict ---------------------------------------------------------------
-
     # -- store-logic findings -------------------------------------------------------
 
     def _found(self, metric: str, amount: int, tags: Iterable[int], otherwise: Exposure,
-               request: int, words: str | Callable[[], str],
+               request: int, words: str,
                at_us: int | None = None) -> None:
         """``amount`` of ``metric`` no clause of the contract allows, first seen
         now (or at ``at_us``) on what requests ``tags`` did."""
@@ -273,17 +270,15 @@ class LedgerOracle:
     def _lease_tags(self, lease: LeaseBook) -> set[int]:
         """The requests whose transactions granted, exchanged, released or
         billed ``lease``, and those whose spends were charged to it."""
-        charged = {int(request_id[1:]) for request_id, book in self.usage.items()
-                   if book.lease_id == lease.grant.lease_id and request_id[1:].isdigit()}
-        return {lease.tag, *lease.touched_by, *charged}
+        return {lease.tag, *lease.touched_by}
 
-    def _words(self, tag: int, what: str) -> Callable[[], str]:
+    def _words(self, tag: int, what: str) -> str:
         """The transaction being filed, in words: the call, the replica that
         sent it (``call_replica``), its request, and ``what`` it did."""
         verb = self.call[0] or "a transaction"
         who = f"replica {self.call_replica}" if self.call_replica is not None else "a holder"
         request = f" for request {tag}" if tag >= 0 else " (its background loop)"
-        return lambda: f"{verb} on {who}{request}: {what}"
+        return f"{verb} on {who}{request}: {what}"
 
     def billed(self, lease: LeaseBook, asked: int) -> None:
         """An ingest carrying ``asked`` units for ``lease`` committed: usage it
@@ -357,8 +352,7 @@ class LedgerOracle:
         for found in [*self.store_found, *extra]:
             fault, call = self.lab.exposed_by(found.tags, found.at_us, found.otherwise)
             exposures.add(found.metric, found.amount, fault, call)
-            words = found.words() if callable(found.words) else found.words
-            exposures.parted(found.at_us, found.request, words)
+            exposures.parted(found.at_us, found.request, found.words)
         return exposures
 
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
@@ -463,7 +457,7 @@ class LedgerOracle:
                 overtaken_at is None or lease.unbilled_arrived_at_us <= overtaken_at):
             return StoreFinding("billing_loss_units", units, frozenset(tags), (None, ""),
                                 lease.unbilled_arrived_at_us, lease.tag,
-                                lease.unbilled_arrived_words or "")
+                                lease.unbilled_arrived_words)
         holder = lease.holder[0] if lease.holder is not None else "?"
         return StoreFinding(
             "billing_loss_units", units, frozenset(tags), (None, ""),
@@ -478,7 +472,7 @@ class LedgerOracle:
                     if book.lease_id == lease.grant.lease_id and book.arrived_at_us is not None]
         settled = lease.settled_at_us if lease.settled_at_us is not None else self.now_us
         at_us = max([settled, *arrivals])
-        settled_by = lease.settled_by() if lease.settled_by is not None else "a transaction: "
+        settled_by = lease.settled_by or "a transaction: "
         words = (f"{settled_by}settled lease {lease.grant.lease_id} ({lease.state}) with a "
                  f"loss of {lease.loss:,} units; the truth, once its usage was in, "
                  f"{lease.loss - excess:,}")
