@@ -94,11 +94,11 @@ def test_a_throwaway_server_dies_with_the_process_that_started_it(postgres_serve
 
 def test_the_fixed_ledger_on_postgresql_is_never_blamed_under_every_fault_class(
         postgres_server):
-    # Issue 24: the same run as in memory (test_tollgate_contract), every fault
+    # Issue 24: the same run as in memory (test_tollgate_fault_contract), every fault
     # class of the lab at once, and nothing filed under store_logic.
     from blame import blamed_on_the_store
     from scenario_data import merge
-    from test_tollgate_contract import _all_together
+    from test_tollgate_fault_contract import _all_together
     from test_tollgate_family import BASE
 
     from simulator.scenario.model import parse_scenario
