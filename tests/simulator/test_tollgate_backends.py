@@ -98,8 +98,8 @@ def test_the_fixed_ledger_on_postgresql_is_never_blamed_under_every_fault_class(
     # class of the lab at once, and nothing filed under store_logic.
     from blame import blamed_on_the_store
     from scenario_data import merge
-    from test_tollgate_fault_contract import _all_together
     from test_tollgate_family import BASE
+    from test_tollgate_fault_contract import _all_together
 
     from simulator.scenario.model import parse_scenario
 
