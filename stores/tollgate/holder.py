@@ -144,14 +144,28 @@ class LeaseHolder:
                 grant.lease_id, grant.fencing_token, lease.unspent,
                 max(self.settings.lease_units, units), units, self.settings.lease_ttl_ms)
         except LOST_AUTHORITY:
-            del self.leases[account]
+            self._forget(account, lease)
             return None
         except AllocateStorage:
-            self._retire(account)  # ambiguous: keep it out of service and release it
+            self._retire(account, lease)  # ambiguous: keep it out of service and release it
             raise
 
-    def _retire(self, account: int) -> None:
-        self.retiring.append(self.leases.pop(account))
+    def _retire(self, account: int, lease: HeldLease | None = None) -> None:
+        """Take ``account``'s lease in service (``lease``, when given) out of
+        service, to be released: once. While a consolidation was in flight the
+        background loop may have retired that very lease (it ran past its
+        spending time): it is not retired again, nor a newer lease in its place."""
+        held = self._forget(account, lease)
+        if held is not None and held not in self.retiring:
+            self.retiring.append(held)
+
+    def _forget(self, account: int, lease: HeldLease | None = None) -> HeldLease | None:
+        """Take ``account``'s lease (``lease``, when given) out of service
+        without releasing it; ``None`` when it is no longer in service."""
+        held = self.leases.get(account)
+        if held is None or (lease is not None and held is not lease):
+            return None
+        return self.leases.pop(account)
 
     # -- the background loop ----------------------------------------------------
 

@@ -90,3 +90,22 @@ def test_a_throwaway_server_dies_with_the_process_that_started_it(postgres_serve
     finally:
         if Path(f"/proc/{postgres}").exists():
             os.kill(postgres, signal.SIGKILL)
+
+
+def test_the_fixed_ledger_on_postgresql_is_never_blamed_under_every_fault_class(
+        postgres_server):
+    # Issue 24: the same run as in memory (test_tollgate_fault_contract), every fault
+    # class of the lab at once, and nothing filed under store_logic.
+    from blame import blamed_on_the_store
+    from scenario_data import merge
+    from test_tollgate_family import BASE
+    from test_tollgate_fault_contract import _all_together
+
+    from simulator.scenario.model import parse_scenario
+
+    scenario = parse_scenario(merge(BASE, _all_together()))
+    in_memory = run_scenario(scenario, backend="memory").summary
+    on_postgres = run_scenario(scenario, backend=postgres_server.dsn).summary
+    assert (in_memory.pop("backend"), on_postgres.pop("backend")) == ("memory", "postgresql")
+    assert on_postgres == in_memory
+    assert blamed_on_the_store(on_postgres) == {}

@@ -15,9 +15,10 @@ import dataclasses
 from typing import Any
 
 import pytest
-from blame import blamed_on_the_lab, blamed_on_the_store
+from blame import blamed_on_the_lab, blamed_on_the_store, store_logic_excess
 from scenario_data import merge
 
+from simulator.families.tollgate.invariants import INVARIANTS
 from simulator.present.report import summary_table
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import ScenarioError, parse_scenario
@@ -243,6 +244,20 @@ def test_each_mutant_is_caught_and_blamed_on_the_store(summaries, mutant):
         assert fixed[metric] == 0, metric
     assert blamed_on_the_store(summary)
     assert not blamed_on_the_store(fixed)
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_a_mutant_s_added_damage_is_at_least_95_percent_the_store_s(summaries, mutant):
+    """Issue 24: on every invariant where the mutant does worse than the fixed
+    ledger under the same (quiet) scenario, store_logic holds >= 95% of it."""
+    summary, fixed = summaries[mutant], summaries[f"fixed beside {mutant}"]
+    judged = []
+    for invariant in INVARIANTS:
+        excess, store = store_logic_excess(invariant, summary, fixed)
+        if excess > 0:
+            judged.append(invariant.metric)
+            assert store >= 0.95 * excess, (invariant.metric, invariant.causes(summary))
+    assert judged
 
 
 def test_the_same_seed_gives_the_same_run_and_another_seed_another():

@@ -28,6 +28,9 @@ class LeaseBook:
     """The request whose transaction granted it (``-1`` for none)."""
     via: str
     """``acquire`` or ``consolidate``: the transaction that granted it."""
+    stale_exchange: bool = False
+    """Granted by a consolidation of a lease no longer active, or presenting
+    another's token: a sound ledger refuses it (no grant to strand)."""
     holder: Source | None = None
     """The holder that received the grant; ``None`` while none has."""
     holder_lost: bool = False
@@ -39,6 +42,10 @@ class LeaseBook:
     returned_in_time: int = 0
     """Truth: units its holder gave back by a release or consolidation that
     reached the ledger before the lease's expiry plus the configured grace."""
+    touched_by: set[int] = field(default_factory=set)
+    """The requests (tags; ``-1`` for a holder's background loop) whose
+    transactions released, consolidated or billed it, or whose spends were
+    charged to it: whose faults may have exposed what the ledger did to it."""
     refused_return: int = 0
     """Units a release or consolidation refused as not active within the
     grace offered back while the ledger still held the lease active: forfeited
@@ -48,6 +55,12 @@ class LeaseBook:
     billed: int = 0
     loss: int = 0
     settled_at_us: int | None = None
+    settled_by: str = ""
+    """The transaction that settled it, in words."""
+    unbilled_arrived_at_us: int | None = None
+    """When an ingest first left usage it received for it unbilled (the store's)."""
+    unbilled_arrived_words: str = ""
+    """That ingest, in words."""
     credited: int = 0
     """Units the ledger credited back when it settled the lease."""
 
@@ -80,6 +93,13 @@ class UsageBook:
     lease_id: int
     units: int
     arrivals: int = 0
+    source: Source | None = None
+    """The holder that charged it."""
+    order: int = 0
+    """Its place among the events its holder charged (a holder sends them in
+    that order, re-sending a batch unchanged until the ledger answers)."""
+    arrived_at_us: int | None = None
+    """When the first ingest carrying it committed."""
 
 
 @dataclass

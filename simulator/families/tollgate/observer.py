@@ -47,15 +47,19 @@ class LedgerObserver:
 
     def executed(self, observed: tuple, now_us: int, tag: int) -> None:
         verb, args, reply = observed
+        self.oracle.transaction(now_us, tag, verb, args)
         refused = isinstance(reply, Exception)
         touched_leases: list[int] = []
+        stale = False
         if verb in ("release", "consolidate"):
             lease_id, token, unspent = args[0], args[1], args[2]
             book = self.oracle.leases.get(lease_id)
             accepted = not refused
             if book is not None:
+                book.touched_by.add(tag)
                 if accepted and (book.state != "active" or token != book.grant.fencing_token):
-                    self.oracle.fencing_violation()
+                    stale = True
+                    self.oracle.fencing_violation(book)
                 self.oracle.returned(book, unspent, now_us, accepted,
                                      not_active=isinstance(reply, LeaseNotActive))
                 if accepted:
@@ -63,7 +67,7 @@ class LedgerObserver:
         if refused:
             return
         if isinstance(reply, Allocation):
-            self.oracle.granted(reply.grant, now_us, tag, verb)
+            self.oracle.granted(reply.grant, now_us, tag, verb, stale_exchange=stale)
             touched_leases.append(reply.grant.lease_id)
         elif isinstance(reply, ReclaimBatch):
             touched_leases += [lease.lease_id for lease in reply.reclaimed]
@@ -72,6 +76,8 @@ class LedgerObserver:
                 self.oracle.usage_arrived(event.request_id)
             touched_leases += sorted({event.lease_id for event in args[0]
                                       if event.lease_id in self.oracle.leases})
+            for lease_id in touched_leases:
+                self.oracle.leases[lease_id].touched_by.add(tag)
         billed_before = {lease_id: self.oracle.leases[lease_id].billed
                          for lease_id in touched_leases if lease_id in self.oracle.leases}
         accounts = set()
@@ -79,6 +85,11 @@ class LedgerObserver:
             accounts.add(self._seen(lease_id, now_us))
         if verb == "ingest":
             self._check_capabilities(args[0], billed_before)
+            asked: dict[int, int] = {}
+            for event in args[0]:
+                asked[event.lease_id] = asked.get(event.lease_id, 0) + event.units
+            for lease_id in touched_leases:
+                self.oracle.billed(self.oracle.leases[lease_id], asked.get(lease_id, 0))
         if verb in ("release", "consolidate") and args[0] in self.oracle.leases:
             accounts.add(self.oracle.leases[args[0]].grant.account_id)
         for account in sorted(accounts):
@@ -96,7 +107,7 @@ class LedgerObserver:
                 rightful[event.lease_id] = rightful.get(event.lease_id, 0) + event.units
         for lease_id, before in billed_before.items():
             if self.oracle.leases[lease_id].billed - before > rightful.get(lease_id, 0):
-                self.oracle.fencing_violation()
+                self.oracle.fencing_violation(self.oracle.leases[lease_id])
 
     def _seen(self, lease_id: int, now_us: int, credited: int = 0) -> int:
         view = self._read(self._ledger.lease_view(lease_id))

@@ -18,35 +18,91 @@ ledger after every transaction. From those it judges:
   presenting another capability than the lease's, accepted;
 * **units stranded** with no holder until the TTL reclaim, by cause;
 * re-grants smaller than the credit the holder gave back for them.
+
+Damage is filed by the family's fault contract (``contract``): what a clause
+lets a sound ledger and holder suffer from what the lab did stays under the
+clause's cause; the rest is ``store_logic``, kept in ``Exposures`` with the
+fault that exposed it (``exposure.LabLog``) and with the call after which
+the ledger's record and the truth first parted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.engine.runtime import EPOCH_MS
 from simulator.families.tollgate.books import AccountBook, Counts, LeaseBook, Source, UsageBook
 from simulator.families.tollgate.causes import BILLING_LOSS_CAUSES, STRANDED_CAUSES
-from simulator.net.links import CALLER_MAY_NOT_KNOW
+from simulator.families.tollgate.contract import NEAR_EXHAUSTION
+from simulator.families.tollgate.exposure import Exposure, LabLog
+from simulator.families.tollgate.invariants import INVARIANTS
 from simulator.plugin.attribution import STORE_LOGIC
-from simulator.world.requests import KeySpace
+from simulator.plugin.contracts import Exposures
+from simulator.world.requests import REQUESTS_PER_REPLICA, KeySpace
 from stores.tollgate.domain import Conservation, LeaseGrant, LeaseView
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFinding:
+    """Damage no clause of the contract allows: ``amount`` of ``metric``,
+    first seen at ``at_us`` after a call of ``request``, on what requests
+    ``tags`` did (whose faults may have exposed it; ``otherwise``: what did
+    when no fault of the lab's did), the call in ``words``."""
+
+    metric: str
+    amount: int
+    tags: frozenset[int]
+    otherwise: Exposure
+    at_us: int
+    request: int
+    words: str
 
 
 class LedgerOracle:
     """The books of one run (see the module docstring)."""
 
-    def __init__(self, keys: list[tuple[str, str]], grace_ms: int) -> None:
+    def __init__(self, keys: list[tuple[str, str]], grace_ms: int, faults: Any = None) -> None:
         self.grace_ms = grace_ms
         self.accounts = {number: AccountBook(number, key)
                          for number, key in enumerate(keys, start=1)}
         self.leases: dict[int, LeaseBook] = {}
         self.usage: dict[str, UsageBook] = {}
         self.counts = Counts()
-        self.faulted: dict[int, set[str]] = {}
         self.aborted_requests: set[int] = set()
         self.holders_lost: set[Source] = set()
         self.refusals: dict[str, int] = {}
+        self.lab = LabLog(faults)
+        self.now_us = 0
+        """The virtual time of the last transaction the observer reported."""
+        self.call: tuple[str, int, tuple] = ("", -1, ())
+        """That transaction: its verb, request (tag) and arguments."""
+        self.call_replica: int | None = None
+        """The replica that sent it, when known (``_replica_of``)."""
+        self.store_found: list[StoreFinding] = []
+        """Store-logic damage found as the run went (``StoreFinding``)."""
+        self._charged: dict[Source, int] = {}
+
+    def transaction(self, now_us: int, tag: int, verb: str, args: tuple) -> None:
+        """The observer is about to file what a transaction did (``call``)."""
+        self.now_us = now_us
+        self.call = (verb, tag, args)
+        self.call_replica = self._replica_of(tag, verb, args)
+
+    def _replica_of(self, tag: int, verb: str, args: tuple) -> int | None:
+        """The replica that sent a transaction: its request's; for a call of
+        a holder's background loop (no request), the holder of the lease it
+        releases or of the usage it bills; ``None`` for a sweep."""
+        if tag >= 0:
+            return tag // REQUESTS_PER_REPLICA
+        holder: Source | None = None
+        if verb in ("release", "consolidate") and args and args[0] in self.leases:
+            holder = self.leases[args[0]].holder
+        elif verb == "ingest" and args and args[0]:
+            book = self.usage.get(args[0][0].request_id)
+            holder = book.source if book is not None else None
+        return holder[0] if holder is not None else None
 
     # -- the core's facts ------------------------------------------------------
 
@@ -54,13 +110,14 @@ class LedgerOracle:
         """Holders judge expiry by their own clocks; the verdict uses the ledger's."""
 
     def message_fault(self, number: int, what: str, call: str = "") -> None:
-        self.faulted.setdefault(number, set()).add(what)
+        self.lab.message(self.now_us, number, what, call)
 
     def aborted(self, number: int, now_us: int) -> None:
         self.aborted_requests.add(number)
 
     def source_lost(self, source: Any, now_us: int) -> None:
         self.holders_lost.add(source)
+        self.lab.crash(now_us, source[0])
         for lease in self.leases.values():
             if lease.holder == source and lease.state == "active":
                 lease.holder_lost = True
@@ -72,11 +129,13 @@ class LedgerOracle:
         """A spend of ``units`` was charged to ``grant`` by holder ``source``."""
         self.counts.add("spends_admitted")
         self.counts.add("units_consumed", units)
-        self.usage[request_id] = UsageBook(grant.lease_id, units)
+        order = self._charged[source] = self._charged.get(source, 0) + 1
+        self.usage[request_id] = UsageBook(grant.lease_id, units, source=source, order=order)
         self.accounts[grant.account_id].consumed += units
         lease = self.leases.get(grant.lease_id)
         if lease is not None:
             lease.consumed += units
+            lease.touched_by.add(number)
 
     def refused(self, number: int, refusal: str) -> None:
         self.counts.add("spends_refused")
@@ -90,24 +149,43 @@ class LedgerOracle:
             lease.holder = source
             lease.holder_lost = source in self.holders_lost and lease.state == "active"
         if restored > grant.granted:
+            shortfall = restored - grant.granted
             self.counts.add("regrants_below_credit")
-            self.counts.add("regrant_shortfall_units", restored - grant.granted)
+            self.counts.add("regrant_shortfall_units", shortfall)
+            via = lease.via if lease is not None else "acquire"
+            self._found("regrant_shortfall_units", shortfall, {number},
+                        (NEAR_EXHAUSTION, via), number,
+                        f"{via} of lease {grant.lease_id} on replica {source[0]} for "
+                        f"request {number}: gave back {restored:,} units, re-granted "
+                        f"{grant.granted:,}")
 
     # -- the ledger's record (the observer) --------------------------------------
 
-    def granted(self, grant: LeaseGrant, now_us: int, tag: int, via: str) -> None:
+    def granted(self, grant: LeaseGrant, now_us: int, tag: int, via: str,
+                stale_exchange: bool = False) -> None:
+        """The ledger granted ``grant`` by ``via``; ``stale_exchange``: by a
+        consolidation of a lease no longer active (or another's token), which a
+        sound ledger refuses."""
         self.counts.add("leases_granted")
         if via == "consolidate":
             self.counts.add("consolidations")
-        self.leases[grant.lease_id] = LeaseBook(grant, now_us, tag, via)
+        self.leases[grant.lease_id] = LeaseBook(grant, now_us, tag, via,
+                                                stale_exchange=stale_exchange)
 
     def lease_seen(self, view: LeaseView, now_us: int, credited: int = 0) -> None:
         """The lease as the ledger holds it after a transaction; ``credited``:
         the units that transaction credited back, if it settled the lease."""
         lease = self.leases[view.grant.lease_id]
         state = view.state.value
+        if view.usage > max(lease.consumed, lease.billed):
+            # Billed beyond what was consumed under it, by this transaction.
+            extra = view.usage - max(lease.consumed, lease.billed)
+            self._found_on(lease, "double_billed_units", extra,
+                           f"billed {view.usage:,} units to lease {lease.grant.lease_id}, "
+                           f"{lease.consumed:,} consumed under it")
         if lease.state == "active" and state != "active":
             lease.settled_at_us = now_us
+            lease.settled_by = self._words(self.call[1], "")
             lease.credited = credited
             self.counts.add(f"leases_{state}")
             if state == "reclaimed" and lease.refused_return:
@@ -120,6 +198,7 @@ class LedgerOracle:
             return
         book.arrivals += 1
         if book.arrivals == 1:
+            book.arrived_at_us = self.now_us
             self.leases[book.lease_id].arrived += book.units
         else:
             self.counts.add("usage_events_replayed")
@@ -144,9 +223,19 @@ class LedgerOracle:
         lease.returned_in_time += unspent
         self.counts.add("releases_refused_in_grace")
         self.counts.add("units_forfeited_in_grace", unspent)
+        self._found_on(lease, "units_forfeited_in_grace", unspent,
+                       f"forfeited {unspent:,} units of lease {lease.grant.lease_id} given "
+                       f"back within its grace")
 
-    def fencing_violation(self) -> None:
+    def fencing_violation(self, lease: LeaseBook | None = None) -> None:
         self.counts.add("fencing_violations")
+        if lease is not None:
+            self._found_on(lease, "fencing_violations", 1,
+                           f"accepted a stale capability for lease {lease.grant.lease_id} "
+                           f"(token {lease.grant.fencing_token}, {lease.state})")
+        else:
+            self._found("fencing_violations", 1, {self.call[1]}, (None, ""), self.call[1],
+                        self._words(self.call[1], "accepted a stale capability"))
 
     def statement(self, account: int, conservation: Conservation) -> None:
         book = self.accounts[account]
@@ -154,34 +243,121 @@ class LedgerOracle:
         residual = conservation.residual()
         if not conservation.holds():
             self.counts.add("conservation_violations")
+            tag = self.call[1]
+            self._found("conservation_violations", 1, {tag}, (None, ""), tag, self._words(
+                tag, f"account {account} left with a residual of {residual:,} units "
+                     f"(funded {conservation.funded()})"))
         if abs(residual) > abs(book.residual_worst):
             book.residual_worst = residual
 
+    # -- store-logic findings -------------------------------------------------------
+
+    def _found(self, metric: str, amount: int, tags: Iterable[int], otherwise: Exposure,
+               request: int, words: str,
+               at_us: int | None = None) -> None:
+        """``amount`` of ``metric`` no clause of the contract allows, first seen
+        now (or at ``at_us``) on what requests ``tags`` did."""
+        when = self.now_us if at_us is None else at_us
+        self.store_found.append(StoreFinding(metric, amount, frozenset(tags), otherwise,
+                                             when, request, words))
+
+    def _found_on(self, lease: LeaseBook, metric: str, amount: int, what: str) -> None:
+        """Store-logic damage to ``lease`` by the transaction being filed."""
+        tag = self.call[1]
+        self._found(metric, amount, self._lease_tags(lease) | {tag}, (None, ""),
+                    tag if tag >= 0 else lease.tag, self._words(tag, what))
+
+    def _lease_tags(self, lease: LeaseBook) -> set[int]:
+        """The requests whose transactions granted, exchanged, released or
+        billed ``lease``, and those whose spends were charged to it."""
+        return {lease.tag, *lease.touched_by}
+
+    def _words(self, tag: int, what: str) -> str:
+        """The transaction being filed, in words: the call, the replica that
+        sent it (``call_replica``), its request, and ``what`` it did."""
+        verb = self.call[0] or "a transaction"
+        who = f"replica {self.call_replica}" if self.call_replica is not None else "a holder"
+        request = f" for request {tag}" if tag >= 0 else " (its background loop)"
+        return f"{verb} on {who}{request}: {what}"
+
+    def billed(self, lease: LeaseBook, asked: int) -> None:
+        """An ingest carrying ``asked`` units for ``lease`` committed: usage it
+        received and did not bill is the ledger's (no clause allows it)."""
+        gap = lease.arrived - lease.billed
+        if gap > 0 and lease.unbilled_arrived_at_us is None:
+            lease.unbilled_arrived_at_us = self.now_us
+            lease.unbilled_arrived_words = self._words(
+                self.call[1], f"asked to bill {asked:,} units to lease {lease.grant.lease_id}, "
+                              f"{gap:,} of those it received left unbilled "
+                              f"(billed {lease.billed:,})")
+
     # -- the verdict ---------------------------------------------------------------
 
-    def _billing_loss(self, lease: LeaseBook) -> dict[str, int]:
+    def _dropped(self) -> dict[int, tuple[int, int]]:
+        """Usage a live holder gave up on: events that never reached the ledger
+        while a later event of the same holder did (a sound holder re-sends a
+        batch unchanged until the ledger answers, in order). By lease: the
+        units, and when the first later event arrived."""
+        latest: dict[Source, list[tuple[int, int]]] = {}
+        for book in self.usage.values():
+            if book.arrived_at_us is not None and book.source is not None:
+                latest.setdefault(book.source, []).append((book.order, book.arrived_at_us))
+        dropped: dict[int, tuple[int, int]] = {}
+        for book in self.usage.values():
+            if book.arrivals or book.source not in latest:
+                continue
+            later = [at for order, at in latest[book.source] if order > book.order]
+            if later:
+                units, first = dropped.get(book.lease_id, (0, min(later)))
+                dropped[book.lease_id] = (units + book.units, min(first, min(later)))
+        return dropped
+
+    def _billing_loss(self, lease: LeaseBook, dropped: int) -> dict[str, int]:
+        """Units consumed under ``lease`` and never billed, by the contract:
+        usage the ledger received (its ingest committed) and did not bill, and
+        usage its live holder gave up on, are the store's; the rest never
+        reached the ledger, because its holder died (or none received the
+        lease) or the run ended first."""
         unbilled = lease.unbilled
         if not unbilled:
             return {}
         never_arrived = max(0, lease.consumed - lease.arrived)
+        store = min(unbilled, max(0, unbilled - never_arrived) + dropped)
         cause = ("holder_crashed" if lease.holder_lost or lease.holder is None
                  else "unbilled_at_end")
-        split = {cause: min(unbilled, never_arrived)}
-        if unbilled > never_arrived:
-            split[STORE_LOGIC] = unbilled - never_arrived
+        split = {cause: unbilled - store}
+        if store:
+            split[STORE_LOGIC] = store
         return split
 
     def _stranded_cause(self, lease: LeaseBook) -> str | None:
+        """Why ``lease`` had no holder, by the contract: its holder died; or the
+        call that granted it ran without its caller reading the answer (an
+        ``ambiguous_*`` clause). A lost request, a refused or unopened
+        connection never ran, so it strands nothing: the store's."""
         if lease.holder is not None and not lease.holder_lost:
             return None
         if lease.holder_lost or lease.tag in self.aborted_requests:
             return "holder_crashed"
-        if self.faulted.get(lease.tag, set()) & CALLER_MAY_NOT_KNOW:
+        if lease.stale_exchange:
+            return STORE_LOGIC  # a re-sent consolidation is refused, and grants nothing
+        if self.lab.ran_unanswered(lease.tag, lease.via):
             return f"ambiguous_{lease.via}"
         return STORE_LOGIC
 
+    def _exposures(self, extra: list[StoreFinding]) -> Exposures:
+        """Every store-logic finding by the fault that exposed it, and where the
+        ledger's record and the truth first parted."""
+        exposures = Exposures()
+        for found in [*self.store_found, *extra]:
+            fault, call = self.lab.exposed_by(found.tags, found.at_us, found.otherwise)
+            exposures.add(found.metric, found.amount, fault, call)
+            exposures.parted(found.at_us, found.request, found.words)
+        return exposures
+
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
         counts = self.counts
+        found: list[StoreFinding] = []
         out: dict[str, Any] = {name: counts.get(name) for name in (
             "spends_admitted", "spends_refused", "units_consumed", "leases_granted",
             "consolidations", "leases_released", "leases_reclaimed", "usage_events_replayed")}
@@ -194,33 +370,55 @@ class LedgerOracle:
         out["conservation_residual_units"] = sum(s.residual() for s in statements)
         out["conservation_residual_max_units"] = max(
             (abs(book.residual_worst) for book in self.accounts.values()), default=0)
+        violations = [f for f in self.store_found if f.metric == "conservation_violations"]
+        if out["conservation_residual_max_units"] and violations:
+            first = violations[0]
+            found.append(StoreFinding("conservation_residual_max_units",
+                                      out["conservation_residual_max_units"], first.tags,
+                                      first.otherwise, first.at_us, first.request, first.words))
         billing: dict[str, int] = dict.fromkeys(BILLING_LOSS_CAUSES, 0)
         stranded: dict[str, int] = dict.fromkeys(STRANDED_CAUSES, 0)
         stranded_seconds = 0.0
         double_billed = double_billed_leases = 0
         true_loss = unbilled_settled = 0
+        dropped = self._dropped()
         for lease in self.leases.values():
-            for cause, units in self._billing_loss(lease).items():
+            given_up, overtaken_at = dropped.get(lease.grant.lease_id, (0, None))
+            for cause, units in self._billing_loss(lease, given_up).items():
                 billing[cause] += units
+                if cause == STORE_LOGIC:
+                    found.append(self._unbilled_finding(lease, units, given_up, overtaken_at))
             if lease.overbilled:
                 double_billed += lease.overbilled
                 double_billed_leases += 1
             if lease.state != "active":
-                true_loss += max(0, lease.grant.granted - lease.consumed - lease.returned_in_time)
+                lease_true = max(0, lease.grant.granted - lease.consumed - lease.returned_in_time)
+                true_loss += lease_true
                 unbilled_settled += lease.unbilled
+                excess = lease.loss - lease_true - lease.unbilled
+                if excess:
+                    found.append(self._excess_finding(lease, excess))
             cause = self._stranded_cause(lease)
             if cause is not None:
                 units = max(0, lease.grant.granted - lease.consumed)
                 stranded[cause] += units
                 until = lease.settled_at_us if lease.settled_at_us is not None else end_us
                 stranded_seconds += units * (until - lease.granted_at_us) / 1e6
+                if cause == STORE_LOGIC and units:
+                    found.append(self._stranded_finding(lease, units))
         out["billing_loss_units"] = sum(billing.values())
         out.update({f"billing_loss_units_by_{c}": v for c, v in billing.items()})
         out["double_billed_units"] = double_billed
         out["double_billed_units_by_store_logic"] = double_billed
         out["double_billed_leases"] = double_billed_leases
-        overspend = sum(max(0, book.consumed - (book.statement.funded() or 0))
-                        for book in self.accounts.values() if book.statement is not None)
+        overspend = 0
+        for book in self.accounts.values():
+            if book.statement is None:
+                continue
+            over = max(0, book.consumed - (book.statement.funded() or 0))
+            overspend += over
+            if over:
+                found.append(self._overspend_finding(book.account, over))
         out["overspend_units"] = overspend
         out["overspend_units_by_store_logic"] = overspend
         reported = sum(s.settlement_loss for s in statements)
@@ -245,7 +443,55 @@ class LedgerOracle:
         out["regrant_shortfall_units"] = shortfall
         out["regrant_shortfall_units_by_store_logic"] = shortfall
         out["convergence_us"] = None if last_fault_us is None else end_us - last_fault_us
+        store_logic = {invariant.metric: invariant.causes(out).get(STORE_LOGIC, 0)
+                       for invariant in INVARIANTS}
+        out.update(self._exposures(found).summary(store_logic, store_logic))
         return out
+
+    def _unbilled_finding(self, lease: LeaseBook, units: int, given_up: int,
+                          overtaken_at: int | None) -> StoreFinding:
+        """Usage of ``lease`` the ledger received and did not bill, or that its
+        live holder gave up on."""
+        tags = self._lease_tags(lease)
+        if lease.unbilled_arrived_at_us is not None and (
+                overtaken_at is None or lease.unbilled_arrived_at_us <= overtaken_at):
+            return StoreFinding("billing_loss_units", units, frozenset(tags), (None, ""),
+                                lease.unbilled_arrived_at_us, lease.tag,
+                                lease.unbilled_arrived_words)
+        holder = lease.holder[0] if lease.holder is not None else "?"
+        return StoreFinding(
+            "billing_loss_units", units, frozenset(tags), (None, ""),
+            overtaken_at if overtaken_at is not None else self.now_us, lease.tag,
+            f"ingest on replica {holder}: later usage of the same holder arrived, "
+            f"{given_up:,} units charged to lease {lease.grant.lease_id} before it never sent")
+
+    def _excess_finding(self, lease: LeaseBook, excess: int) -> StoreFinding:
+        # The record and the truth part at the settlement, or later, when
+        # usage for the lease arrives: whichever the ledger did last.
+        arrivals = [book.arrived_at_us for book in self.usage.values()
+                    if book.lease_id == lease.grant.lease_id and book.arrived_at_us is not None]
+        settled = lease.settled_at_us if lease.settled_at_us is not None else self.now_us
+        at_us = max([settled, *arrivals])
+        settled_by = lease.settled_by or "a transaction: "
+        words = (f"{settled_by}settled lease {lease.grant.lease_id} ({lease.state}) with a "
+                 f"loss of {lease.loss:,} units; the truth, once its usage was in, "
+                 f"{lease.loss - excess:,}")
+        return StoreFinding("settlement_loss_excess_units", excess,
+                            frozenset(self._lease_tags(lease)), (None, ""), at_us, lease.tag,
+                            words)
+
+    def _stranded_finding(self, lease: LeaseBook, units: int) -> StoreFinding:
+        return StoreFinding(
+            "units_stranded", units, frozenset({lease.tag}), (None, ""), lease.granted_at_us,
+            lease.tag,
+            f"{lease.via} for request {lease.tag}: granted lease {lease.grant.lease_id} "
+            f"({lease.grant.granted:,} units), which no holder received")
+
+    def _overspend_finding(self, account: int, over: int) -> StoreFinding:
+        tags = {tag for lease in self.leases.values() if lease.grant.account_id == account
+                for tag in self._lease_tags(lease)}
+        return StoreFinding("overspend_units", over, frozenset(tags), (None, ""), self.now_us,
+                            -1, f"account {account}: {over:,} units spent beyond its funding")
 
     def sample(self, now_us: int, per_key: bool) -> list[dict[str, Any]]:
         rows = []
@@ -296,4 +542,4 @@ def ledger_oracle(scenario: Any, kind: Any, settings: Any) -> LedgerOracle:
     """``Family.oracle``: one account per key of the workload."""
     keys = scenario.workload.keys
     space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
-    return LedgerOracle(space.keys, settings.reclaim_grace_ms)
+    return LedgerOracle(space.keys, settings.reclaim_grace_ms, scenario.faults)
