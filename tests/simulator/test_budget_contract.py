@@ -218,7 +218,7 @@ def test_a_stray_v1_writer_beside_a_v2_fleet_is_the_operators_not_the_stores():
 
 def test_the_contract_doc_lists_every_clause_and_every_fault_exposed_mutant():
     from mutants.budget import CATALOGUE
-    doc = (REPO / "docs" / "contracts" / "budget.md").read_text()
+    doc = (REPO / "docs" / "contracts" / "axond_budget.md").read_text()
     for clause in CONTRACT.clauses:
         assert f"| {clause.lab_did} |" in doc, clause.lab_did
     for name in CATALOGUE:

@@ -242,7 +242,25 @@ def summaries() -> dict[str, dict[str, Any]]:
     data = {**reapplies.scenario, "migrations": [
         {**reapplies.scenario["migrations"][0], "to": reapplies.kind}]}
     found["mutant_rerun_reapplies_claim"] = run_scenario(parse_scenario(data), seed=1).summary
+    # A store whose settle raises: a finding, the run goes on (issue 24).
+    found["store_raises"] = run_scenario(parse_scenario(exercise(
+        {"store": _raising_kind()})), seed=1).summary
     return found
+
+
+class _RaisesOnBigSettles(RedisBudget):
+    async def settle(self, key, reservation, actual_microdollars):
+        if actual_microdollars > 900:
+            raise KeyError(actual_microdollars)
+        await super().settle(key, reservation, actual_microdollars)
+
+
+def _raising_kind() -> str:
+    name = "every_metric.raises_on_big_settles"
+    if name not in registry.kinds():
+        registry.register(redis_kind(name, "settle raises on a big spend", layout="v2",
+                                     store_class=_RaisesOnBigSettles))
+    return name
 
 
 NOT_MEASURES = {"scenario", "store", "backend", "cap_enforced_per", "trace_fingerprint"}

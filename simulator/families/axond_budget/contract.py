@@ -6,7 +6,7 @@ from each thing the lab does (DESIGN section 12), from its seeds.
 (``001_25c2cca22987a5cc.txt``). The scope oracle files damage inside a clause
 under the clause's cause and everything beyond every clause as
 ``store_logic``, exposed by the fault (and the call) that made it show.
-``docs/contracts/budget.md`` renders this table.
+``docs/contracts/axond_budget.md`` renders this table.
 
 The rule the oracle applies from these clauses, in one line each:
 
@@ -132,4 +132,4 @@ CONTRACT = Contract(family="axond_budget", clauses=(
         never="spend recorded wrong by a command that ran as sent",
         seed=(f"{SEED}:228-236",)),
 ))
-"""The axond budget family's fault contract (see ``docs/contracts/budget.md``)."""
+"""The axond budget family's fault contract (see ``docs/contracts/axond_budget.md``)."""

@@ -471,7 +471,7 @@ class LedgerOracle:
         arrivals = [book.arrived_at_us for book in self.usage.values()
                     if book.lease_id == lease.grant.lease_id and book.arrived_at_us is not None]
         settled = lease.settled_at_us if lease.settled_at_us is not None else self.now_us
-        at_us = max([settled, *arrivals])
+        at_us = max(settled, max(arrivals, default=settled))  # no starred list: Cython
         settled_by = lease.settled_by or "a transaction: "
         words = (f"{settled_by}settled lease {lease.grant.lease_id} ({lease.state}) with a "
                  f"loss of {lease.loss:,} units; the truth, once its usage was in, "
