@@ -116,6 +116,17 @@ the timeout, the call times out as well), a reply after the caller gave up
 (it had timed out). Every family's oracle reads this one set."""
 CALLER_KNOWS = MESSAGE_FAULTS - CALLER_MAY_NOT_KNOW
 
+ANSWERED = "<-"
+"""For a ``misaligned_reply``, the oracle is told ``RECEIVER<-ANSWERED``: the
+call that read the reply, and the call whose reply it was."""
+
+
+def misread(call: str) -> tuple[str, str]:
+    """``(receiver, answered)`` of a ``misaligned_reply``'s call (``answered``
+    empty for any other fault's)."""
+    receiver, _, answered = call.partition(ANSWERED)
+    return receiver, answered
+
 
 class FaultClock:
     """When the last fault of the run happened (losses included), for the
@@ -224,7 +235,10 @@ class Link:
         self.trace.record(self.kernel.now, self.replica, self.incarnation, call.process.tag,
                           kind, outcome=outcome, detail=call.command.label)
         if kind in MESSAGE_FAULTS:
-            self.faults.hit(call.process.tag, kind, call.command.label)
+            label = call.command.label
+            if kind == "misaligned_reply":  # the outcome names whose reply it read
+                label = f"{label}{ANSWERED}{outcome}"
+            self.faults.hit(call.process.tag, kind, label)
 
     def _held_by_pause(self, callback: object, *args: object) -> bool:
         """The replica's driver runs inside the replica: while it is paused,

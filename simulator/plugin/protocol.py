@@ -81,7 +81,9 @@ class Oracle(Protocol):
         the lab killed the migration; ``what`` names the fault
         (``simulator.net.links.MESSAGE_FAULTS``, ``migration_killed``) and
         ``call`` the command it hit: its label (a script's name, a verb;
-        ``connect`` for a connection that failed to open), empty when none."""
+        ``connect`` for a connection that failed to open), empty when none;
+        for a ``misaligned_reply``, ``RECEIVER<-ANSWERED``, the call that read
+        the reply and the one it belonged to (``simulator.net.links.misread``)."""
 
     def aborted(self, number: int, now_us: int) -> None:
         """Request ``number`` ended without finishing (its replica crashed)."""

@@ -134,16 +134,8 @@ def test_every_clause_files_under_a_cause_the_oracle_knows():
 # -- a sound store is never blamed ------------------------------------------------
 
 
-MISREAD_RELEASE = pytest.mark.xfail(strict=True, reason=(
-    "a release that read another release's reply (an integer: the seed's release echoes "
-    "nothing) is taken for done by a sound store; the oracle is told only the receiver's "
-    "call of a misaligned reply, not the answered one's, and guesses it from the order of "
-    "misaligned replies on the replica, which dropped waiters and resets break: one such "
-    "lease is filed store_logic here (the lab would need the answered call's label)"))
-
-
 @pytest.mark.parametrize("name", [*sorted(FAULT_CLASSES),
-                                  pytest.param("all_together", marks=MISREAD_RELEASE)])
+                                  "all_together"])
 def test_the_fixed_store_is_never_blamed_under_a_fault_class(name):
     summary = run(RUNS[name])
     assert summary["requests_completed"] > 0

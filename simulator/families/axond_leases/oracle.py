@@ -72,6 +72,7 @@ from simulator.families.axond_leases.leaks import (
     leak_of,
     peak_concurrent,
 )
+from simulator.net.links import misread
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import Exposures
 from simulator.scenario.model import Scenario
@@ -125,9 +126,6 @@ class LeaseOracle:
         self.holding_peak = 0
         self.now_us = 0
         """The latest time a fact was heard at (a message fault comes with none)."""
-        self.misaligned_release: dict[int, LeaseRequest] = {}
-        """The last release a misaligned reply hit, per replica, until the
-        next misaligned reply there says whose reply it read."""
         self.accepted_misaligned: list[tuple[int, int]] = []
         """``(request, when)``: each caller that took another command's grant."""
         self.provisional_false_denials = 0
@@ -153,13 +151,14 @@ class LeaseOracle:
         command ``call``: to its acquire while it waited or held (or, late,
         once it was over), to its compensation once denied, to its release
         once completed."""
+        call, answered = misread(call)
         if what == "misaligned_reply":
             self.counts["misaligned_replies"] += 1
         request = self.requests.get(number)
         if request is None:
             return
         if what == "misaligned_reply":
-            self._shifted(request, call)
+            self._shifted(request, call, answered)
         fault = Fault(what, call, self.now_us)
         if self._hits_release(request, call):
             # Its release, or the compensation of a denied acquire.
@@ -205,20 +204,14 @@ class LeaseOracle:
         lease = request.lease
         return lease is None or not lease.counts_at(now_us)
 
-    def _shifted(self, request: LeaseRequest, call: str) -> None:
-        """A reply misaligned onto ``request``'s ``call``. A release that read
-        another release's reply (an integer, like its own: the release script
-        echoes nothing) cannot tell it from its own success; one that read an
-        acquire's reply (a pair) knows its attempt failed, and must retry.
-        Replies on a shared connection go to its waiters in order, so when
-        the next reply misaligned on the same replica lands on an acquire,
-        the release before it read that acquire's reply."""
-        previous = self.misaligned_release.pop(request.replica, None)
-        if previous is not None and call in ACQUIRE_CALLS:
-            previous.release_misaligned = False
+    def _shifted(self, request: LeaseRequest, call: str, answered: str) -> None:
+        """``answered``'s reply misaligned onto ``request``'s ``call``. A
+        release that read another release's reply (an integer, like its own:
+        the release script echoes nothing) cannot tell it from its own
+        success; one that read an acquire's reply (a pair) knows its attempt
+        failed, and must retry."""
         if self._hits_release(request, call):
-            request.release_misaligned = True
-            self.misaligned_release[request.replica] = request
+            request.release_misaligned = answered not in ACQUIRE_CALLS
 
     def aborted(self, number: int, now_us: int) -> None:
         """Request ``number``'s replica crashed: it stops waiting or holding;
