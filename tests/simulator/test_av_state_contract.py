@@ -25,7 +25,7 @@ from scenario_data import merge
 
 from simulator.families import invariants_for
 from simulator.families.av_state import causes
-from simulator.families.av_state.contract import CONTRACT, SEED
+from simulator.families.av_state.contract import CONTRACT
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import BEGAN, exposed_by_key
 from simulator.run.compose import run_scenario
@@ -112,17 +112,6 @@ def run(data: dict, seed: int = 1):
 
 
 # -- the contract, as data -------------------------------------------------------
-
-
-def test_every_clause_cites_seed_lines_that_exist():
-    seed_lines = (SEEDS / SEED).read_text().count("\n") + 1
-    for clause in CONTRACT.clauses:
-        assert clause.seed, clause.lab_did
-        for citation in clause.seed:
-            path, _, span = citation.partition(":")
-            assert path == SEED and (SEEDS / path).exists()
-            first, _, last = span.partition("-")
-            assert 1 <= int(first) <= int(last or first) <= seed_lines, citation
 
 
 def test_every_cause_the_oracle_files_is_one_a_clause_allows():

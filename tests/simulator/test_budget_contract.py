@@ -36,21 +36,6 @@ SCENARIOS = REPO / "data" / "scenarios"
 # -- the contract's citations -------------------------------------------------
 
 
-def test_every_clause_cites_seed_lines_that_exist():
-    assert CONTRACT.clauses
-    for clause in CONTRACT.clauses:
-        assert clause.seed, clause.lab_did
-        for citation in clause.seed:
-            name, _, lines = citation.partition(":")
-            match = re.fullmatch(r"(\d+)(?:-(\d+))?", lines)
-            assert match, citation
-            first, last = int(match[1]), int(match[2] or match[1])
-            seed = SEEDS / name
-            if not seed.exists():
-                pytest.skip(f"the seeds are not beside the repository ({seed})")
-            assert 1 <= first <= last <= len(seed.read_text().splitlines()), citation
-
-
 def test_every_contract_cause_is_one_the_family_files():
     from simulator.families.axond_budget.causes import CAUSES, DENIAL_CAUSES, LEAK_CAUSES
     known = {*CAUSES, *DENIAL_CAUSES, *LEAK_CAUSES, "message_lost", "replica_crash",

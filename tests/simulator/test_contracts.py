@@ -4,6 +4,7 @@ verdict line that names both."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,27 @@ def test_the_story_and_the_timeline_start_where_the_store_s_damage_began():
     assert story.events[0]["time_us"] >= row["time_us"] > 0 and story.earlier > 0
     figure = timeline_figure(timeline_of(result))
     assert any(shape.line.color == BEGAN_COLOUR for shape in figure.layout.shapes)
+
+
+SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+"""The seeds the contracts cite, beside the repository when it has them."""
+FAMILIES = ("axond_budget", "axond_leases", "av_state", "tollgate")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_contract_clause_cites_seed_lines_that_exist(family):
+    import importlib
+    contract = importlib.import_module(f"simulator.families.{family}.contract").CONTRACT
+    assert contract.clauses
+    for clause in contract.clauses:
+        assert clause.seed, f"{clause.lab_did!r} cites nothing"
+        for citation in clause.seed:
+            match = re.fullmatch(r"(\d{3}_[0-9a-f]{16}\.txt):(\d+)(?:-(\d+))?", citation)
+            assert match, f"{clause.lab_did!r}: {citation!r} is not FILE:FIRST[-LAST]"
+            first, last = int(match[2]), int(match[3] or match[2])
+            assert 1 <= first <= last, citation
+            seed = SEEDS / match[1]
+            if not seed.exists():
+                # A clean clone has no seeds beside it: the form is checked, the lines not.
+                continue
+            assert last <= len(seed.read_text(encoding="utf-8").splitlines()), citation

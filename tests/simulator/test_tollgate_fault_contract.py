@@ -11,7 +11,6 @@ to what issue 24 asks of it:
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from scenario_data import merge
 from test_tollgate_family import BASE
 
 from simulator.families.tollgate.causes import BILLING_LOSS_CAUSES, STORE_ONLY, STRANDED_CAUSES
-from simulator.families.tollgate.contract import CONTRACT, SEED
+from simulator.families.tollgate.contract import CONTRACT
 from simulator.families.tollgate.invariants import INVARIANTS
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.run.compose import run_scenario
@@ -30,20 +29,6 @@ REPO = Path(__file__).resolve().parents[2]
 SEEDS = REPO.parent / "shared" / "seeds"
 SCENARIOS = sorted((REPO / "data" / "scenarios").glob("tollgate*.toml")) + sorted(
     (REPO / "data" / "scenarios" / "hunt").glob("tollgate*.toml"))
-
-
-def test_every_clause_cites_seed_lines_that_exist():
-    seed = SEEDS / SEED
-    if not seed.exists():
-        pytest.skip(f"the seeds are not beside the repository ({seed})")
-    lines = len(seed.read_text().splitlines())
-    for clause in CONTRACT.clauses:
-        assert clause.seed, f"{clause.lab_did!r} cites nothing"
-        for cite in clause.seed:
-            match = re.fullmatch(rf"{re.escape(SEED)}:(\d+)(?:-(\d+))?", cite)
-            assert match, cite
-            first, last = int(match[1]), int(match[2] or match[1])
-            assert 1 <= first <= last <= lines, cite
 
 
 def test_every_clause_files_under_a_cause_the_invariants_split_by():
