@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 OPERATORS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
              "<": operator.lt, ">": operator.gt}
-_NUMBER = r"-?[0-9][0-9_]*(?:\.[0-9]+)?(?:e-?[0-9]+)?"
+_NUMBER = r"-?[0-9][0-9_]*(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?"
 _EXPRESSION = re.compile(rf"^\s*(<=|>=|==|!=|<|>)\s*({_NUMBER})\s*$")
 _TOKEN = re.compile(rf"\s*(?:(?P<paren>[()])|(?P<operator><=|>=|==|!=|<|>)|(?P<number>{_NUMBER})"
                     r"|(?P<word>[A-Za-z_][A-Za-z0-9_]*))")
@@ -67,8 +67,11 @@ class Expectation:
 
     @property
     def comparison(self) -> str:
-        """``< 0``: the threshold without its metric, as ``[expect]`` writes it."""
-        return f"{self.operator} {self.threshold:g}"
+        """``< 0``: the threshold without its metric, as ``[expect]`` writes it
+        (and reads it back: ``> 100000000``, never ``> 1e+08``)."""
+        threshold = float(self.threshold)
+        written = str(int(threshold)) if threshold.is_integer() else repr(threshold)
+        return f"{self.operator} {written}"
 
     def __str__(self) -> str:
         return f"{self.metric} {self.comparison}"

@@ -153,3 +153,14 @@ def test_the_html_report_says_inconclusive_first(plugin, tmp_path):
     lines = verdict_lines(run_scenario(load_scenario(path)).summary)
     assert lines[0].startswith("INCONCLUSIVE no replica booted its store")
     assert not any(line.startswith("HELD") for line in lines)
+
+
+def test_hunt_writes_a_race_report_for_a_store_that_raised_and_it_replays(plugin, tmp_path,
+                                                                          capsys):
+    path = scenario_file(tmp_path, "plugtest.raises_on_big_settles", duration="1s")
+    report = tmp_path / "race.toml"
+    main(["hunt", str(path), "--invariant", "cap_overshoot_microdollars_total > 100000000",
+          "--out", str(report)])
+    assert "broken with 0 fault(s)" in capsys.readouterr().out
+    assert main(["replay", str(report)]) == 0
+    assert "REPRODUCED: the store raised KeyError" in capsys.readouterr().out

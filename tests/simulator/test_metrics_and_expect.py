@@ -174,3 +174,14 @@ def test_run_exits_3_and_names_the_expectation_that_failed(tmp_path):
 def test_a_bad_scheduled_fault_says_what_is_missing(fault, message):
     with pytest.raises(ScenarioError, match=message.replace("`", "`")):
         parse_scenario({**SMALL, "faults": {"schedule": [fault]}})
+
+
+def test_a_threshold_is_written_as_it_is_read_back():
+    """A hunt writes its breaking condition into the race report, which reads
+    it back: no ``1e+08`` for a hundred million (issue 24's hunt on a store
+    that raised could not write its report)."""
+    from simulator.scenario.conditions import Expectation
+    for text in ("> 100000000", "< -0.5", "== 0", ">= 1.5e-07", "<= 1.5e+20"):
+        expectation = Expectation.parse("metric", text)
+        assert Expectation.parse("metric", expectation.comparison) == expectation
+    assert Expectation.parse("metric", "> 100_000_000").comparison == "> 100000000"
