@@ -40,6 +40,7 @@ class Sampler:
 
     def write_parquet(self, path: Path) -> None:
         # Imported here: only a run that writes its samples needs pyarrow.
-        import pyarrow as pa
         import pyarrow.parquet as pq
-        pq.write_table(pa.Table.from_pylist(self.rows), path, compression="zstd")
+
+        from simulator.run.results import rows_table
+        pq.write_table(rows_table(self.rows), path, compression="zstd")

@@ -77,6 +77,16 @@ def write_results(out: Path, writers: Mapping[str, Callable[[Path], None]]) -> l
     return [out / name for name in RESULT_FILES if name in writers]
 
 
+def rows_table(rows: list[dict[str, Any]]) -> Any:
+    """A pyarrow table of ``rows`` with every column any row has (absent: null).
+    pyarrow alone takes the columns of the first row and drops the rest: a
+    metric that appears only as it happens (a refusal kind, an exposure, an
+    inconclusive run's reason) would vanish from a sweep's results."""
+    import pyarrow as pa
+    columns = list(dict.fromkeys(name for row in rows for name in row))
+    return pa.Table.from_pylist([{name: row.get(name) for name in columns} for row in rows])
+
+
 def json_writer(value: Any) -> Callable[[Path], None]:
     """Writes ``value`` as indented JSON."""
     return lambda path: path.write_text(json.dumps(value, indent=2) + "\n")

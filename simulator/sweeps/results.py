@@ -31,6 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simulator.run.results import rows_table
 from simulator.scenario.model import ScenarioError
 from simulator.sweeps.design import Sweep, Task, numeric_columns
 
@@ -72,7 +73,7 @@ class ResultsDir:
         """Keep one finished run: its metric series, then its row (which marks it done)."""
         if metric_rows:
             key = {"point": task.point.point_id, "seed": task.seed}
-            table = pa.Table.from_pylist([{**key, **row} for row in metric_rows])
+            table = rows_table([{**key, **row} for row in metric_rows])
             _write_table(table, self.metrics / f"{task.run_id}.parquet")
         _write_table(pa.Table.from_pylist([row_of(task, summary, run_info)]),
                      self.runs / f"{task.run_id}.parquet")
@@ -83,7 +84,7 @@ class ResultsDir:
                 for task in tasks
                 if (path := self.runs / f"{task.run_id}.parquet").exists()]
         target = self.root / RESULTS_FILE
-        _write_table(pa.Table.from_pylist(rows), target)
+        _write_table(rows_table(rows), target)
         return target
 
 

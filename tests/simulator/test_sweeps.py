@@ -328,3 +328,12 @@ def test_raising_a_work_limit_keeps_the_sweeps_results_reusable():
     changed = load_sweep(path, set_fields={"duration": "4s"})
     assert raised.fingerprint == plain.fingerprint
     assert changed.fingerprint != plain.fingerprint
+
+
+def test_a_metric_only_some_runs_have_is_kept_in_the_results(tmp_path):
+    """pyarrow alone takes the first row's columns: a metric that appears as it
+    happens (a refusal kind, an exposure) in a later run would be dropped."""
+    from simulator.run.results import rows_table
+    table = rows_table([{"point": "a", "x": 1}, {"point": "b", "x": 2, "spends_refused_by_z": 3}])
+    assert table.column_names == ["point", "x", "spends_refused_by_z"]
+    assert table.column("spends_refused_by_z").to_pylist() == [None, 3]
