@@ -11,8 +11,8 @@ the damage is the store's, exposed by the refusal path.
 from __future__ import annotations
 
 from mutants.av_state import Mutant, register_mutant
-from mutants.av_state.paths import beside
 from stores.av_state.redis_store import SCRIPTS
+from stores.scripts import Patch
 
 MUTANT = Mutant(
     name="refusal_charges_earlier_keys",
@@ -24,4 +24,19 @@ MUTANT = Mutant(
     exposed_by="refusal on try_spend",
 )
 
-KIND = register_mutant(MUTANT, scripts=SCRIPTS.replacing(try_spend=beside(MUTANT.name)))
+CHARGE_AS_CHECKED = Patch(
+    "        return {-1, i}\n    end\nend\n",
+    # The bug: the counter is charged in the loop that checks the next ones.
+    "        return {-1, i}\n    end\n"
+    "    redis.call('INCRBY', key, amount)\n"
+    "    redis.call('EXPIRE', key, ${COUNTER_TTL_SECONDS})\nend\n")
+"""Each counter charged as soon as it is checked."""
+READ_NOT_CHARGED = Patch(
+    "    local new = redis.call('INCRBY', key, amount)\n"
+    "    redis.call('EXPIRE', key, ${COUNTER_TTL_SECONDS})\n"
+    "    local remaining = limit - new\n",
+    "    local remaining = limit - tonumber(redis.call('GET', key))\n")
+"""...so the commit loop only reads the headroom."""
+
+KIND = register_mutant(MUTANT, scripts=SCRIPTS.patching(
+    try_spend=(CHARGE_AS_CHECKED, READ_NOT_CHARGED)))

@@ -15,16 +15,13 @@ filed under ``store_logic``, exposed by the fault
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from mutants import Mutant
 from stores.axond_budget import SCRIPTS, redis_kind
 from stores.axond_budget.contract import NamespaceCapSettings
 from stores.registry import StoreKind, get, load_plugins, register
-
-HERE = Path(__file__).resolve().parent
-"""Where the Lua mutants' scripts are, beside their modules."""
+from stores.scripts import Patch
 
 CATALOGUE = (
     "settle_resent_after_lost_reply",
@@ -46,14 +43,14 @@ exposure is something else (a migration's kill, the lab's idle eviction)
 defines its own ``QUIET``."""
 
 
-def register_exposed(mutant: Mutant, **options: Any) -> StoreKind:
+def register_exposed(mutant: Mutant, patch: Patch | None = None, **options: Any) -> StoreKind:
     """Register ``mutant`` as a Redis kind in its fixed kind's layout (see
-    ``mutants.register_redis_mutant``); its script, when it ``replaces`` one,
-    is ``<name>.lua`` beside its module here."""
+    ``mutants.register_redis_mutant``); a Lua mutant is the seam ``patch``
+    changes in the shipped script it ``replaces``, not a copy of it."""
     fixed = get(mutant.derived_from)
     layout = "v2" if fixed.settings_model is NamespaceCapSettings else "v1"
-    if mutant.replaces is not None:
-        options["scripts"] = SCRIPTS.replacing(**{mutant.replaces: HERE / f"{mutant.name}.lua"})
+    if patch is not None:
+        options["scripts"] = SCRIPTS.patching(**{mutant.replaces: patch})
     return register(redis_kind(mutant.kind, mutant.breaks, layout=layout, **options))
 
 

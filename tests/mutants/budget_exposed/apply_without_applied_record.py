@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from mutants import Mutant
 from mutants.budget_exposed import register_exposed
+from stores.scripts import Patch
 
 MUTANT = Mutant(
     name="apply_without_applied_record",
@@ -32,4 +33,11 @@ QUIET = {"migrations.0.crash_after_commands": None}
 """The migration left to finish: nothing to expose the bug."""
 
 
-KIND = register_exposed(MUTANT)
+KIND = register_exposed(MUTANT, Patch(
+    "-- Recording the token is the test: it succeeds only the first time.\n"
+    "local first_time = redis.call('HSETNX', KEYS[3], token, claimed)\n"
+    "if first_time == 0 then\n"
+    "  return 0\n"
+    "end\n",
+    # The bug: no record read or written, so a resumed run applies it again.
+    ""))

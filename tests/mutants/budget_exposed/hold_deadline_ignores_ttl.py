@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from mutants import Mutant
 from mutants.budget_exposed import register_exposed
+from stores.scripts import Patch
 
 MUTANT = Mutant(
     name="hold_deadline_ignores_ttl",
@@ -28,4 +29,11 @@ MUTANT = Mutant(
 )
 
 
-KIND = register_exposed(MUTANT)
+KIND = register_exposed(MUTANT, Patch(
+    "redis.call('HSET', KEYS[2], reservation_id, estimate .. ':' .. (now_ms + ttl_ms))\n"
+    "-- The hash as a whole outlives its newest hold, so an idle subject's holds\n"
+    "-- vanish even if no later reserve comes to reclaim them.\n"
+    "redis.call('PEXPIRE', KEYS[2], ttl_ms * 2)",
+    # The bug: the deadline (and the hash's expiry) ten TTLs out.
+    "redis.call('HSET', KEYS[2], reservation_id, estimate .. ':' .. (now_ms + ttl_ms * 10))\n"
+    "redis.call('PEXPIRE', KEYS[2], ttl_ms * 20)"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from mutants import Mutant
 from mutants.budget_exposed import register_exposed
+from stores.scripts import Patch
 
 MUTANT = Mutant(
     name="retried_reserve_holds_twice",
@@ -28,4 +29,11 @@ MUTANT = Mutant(
 )
 
 
-KIND = register_exposed(MUTANT)
+KIND = register_exposed(MUTANT, Patch(
+    "redis.call('HSET', KEYS[2], reservation_id, estimate .. ':' .. (now_ms + ttl_ms))",
+    # The bug: a second execution takes its own id to be someone else's.
+    "local id = reservation_id\n"
+    "if redis.call('HEXISTS', KEYS[2], id) == 1 then\n"
+    "  id = id .. '~again'\n"
+    "end\n"
+    "redis.call('HSET', KEYS[2], id, estimate .. ':' .. (now_ms + ttl_ms))"))
