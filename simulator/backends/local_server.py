@@ -32,7 +32,9 @@ class ThrowawayRedis:
         self.directory = Path(tempfile.mkdtemp(prefix="lab-redis-"))
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory)],
+             "--appendonly", "no", "--dir", str(self.directory),
+             # DEBUG SLEEP, from this machine only: tests make the server hang.
+             "--enable-debug-command", "local"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self._wait_until_ready()
@@ -54,6 +56,14 @@ class ThrowawayRedis:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("redis-server did not answer within 10 s")
+
+    def restart(self) -> None:
+        """Stop the server at once and start it again, empty, on the same port."""
+        self.process.kill()
+        self.process.wait()
+        self.process = subprocess.Popen(self.process.args, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        self._wait_until_ready()
 
     def stop(self) -> None:
         self.process.terminate()

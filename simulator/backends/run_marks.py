@@ -13,8 +13,10 @@ that long ago (a run on another host cannot be seen to be alive). A key, a
 library or a schema without the lab's mark is never touched, whatever its
 name; a library is the lab's only with a mark *and* the lab's own code (the
 virtual-expiry shim), a schema only with a mark *and* the ledger's layout
-column. The lab's leftovers in the temp directory (throwaway servers'
-directories) go when no live process uses them.
+column. The lab's leftovers in the temp directory go too: throwaway
+servers' directories no live process uses, and the ``pymp-*`` directories
+of the lab's parallel commands (multiprocessing's, removed at a normal exit)
+that hold the lab's mark and whose process is gone.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ SHIM_SIGNATURE = "local lab_shim = "
 """A line only the lab's own Functions library code holds (``functions_library``)."""
 TEMP_PREFIXES = ("lab-redis-", "lab-postgres-")
 """The lab's throwaway servers' directories in the temp directory."""
+PROCESS_TEMP_PREFIX = "pymp-"
+"""multiprocessing's per-process temp directories (``util.get_temp_dir``)."""
+PROCESS_TEMP_MARK = "lab-mark.json"
+"""The file that makes a ``pymp-*`` directory the lab's: its process's mark."""
 
 
 def mark_now() -> dict[str, Any]:
@@ -194,16 +200,48 @@ async def schema_leftovers(connection: Any, older_than_s: float | None,
 # -- the temp directory -----------------------------------------------------
 
 
+def mark_process_temp_dir() -> Path:
+    """Mark this process's multiprocessing temp directory (made now if it is
+    not yet) as the lab's: a parallel command killed outright leaves it, and
+    ``clean`` removes it once this process is gone. Other programs'
+    ``pymp-*`` directories carry no mark and are never touched."""
+    import multiprocessing.util
+
+    directory = Path(multiprocessing.util.get_temp_dir())
+    mark = directory / PROCESS_TEMP_MARK
+    if not mark.exists():
+        mark.write_text(json.dumps(mark_now()))
+    return directory
+
+
+def _process_temp_mark(directory: Path) -> Mark | None:
+    try:
+        return Mark.parse(json.loads((directory / PROCESS_TEMP_MARK).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def temp_leftovers(dry_run: bool, root: Path | None = None,
                    processes: Iterable[str] | None = None) -> list[str]:
-    """The lab's throwaway servers' directories that no live process uses."""
+    """The lab's leftovers in the temp directory: throwaway servers'
+    directories no live process uses, and marked ``pymp-*`` directories of
+    processes gone from this host."""
     root = Path(tempfile.gettempdir()) if root is None else root
     commands = list(_command_lines() if processes is None else processes)
     lines = []
     for directory in sorted(root.iterdir()):
-        if not directory.is_dir() or not directory.name.startswith(TEMP_PREFIXES):
+        if not directory.is_dir():
             continue
-        if any(str(directory) in command for command in commands):
+        if directory.name.startswith(PROCESS_TEMP_PREFIX):
+            mark = _process_temp_mark(directory)
+            if mark is None:
+                continue  # another program's, or one of the lab's still being made
+            if mark.over(None) is None:
+                lines.append(f"kept {directory}: {mark.running()}")
+                continue
+        elif not directory.name.startswith(TEMP_PREFIXES):
+            continue
+        elif any(str(directory) in command for command in commands):
             lines.append(f"kept {directory}: a live process uses it")
             continue
         if not dry_run:

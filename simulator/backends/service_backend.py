@@ -13,6 +13,7 @@ script, a test or a notebook (whose own loop is already running).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import secrets
 import threading
@@ -32,6 +33,20 @@ def step_to_end(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return done.value
     coroutine.close()
     raise RuntimeError("an in-process service awaited in the middle of a transaction")
+
+
+def what_happened(error: BaseException) -> str:
+    """A failed transaction in words. asyncpg reports a connection the server
+    terminated mid-transaction as an internal state error ("cannot switch to
+    state 15", MagicStack/asyncpg#784), which names nothing a reader knows."""
+    causes = [error]
+    while causes[-1].__cause__ is not None and len(causes) < 10:
+        causes.append(causes[-1].__cause__)
+    if any(type(cause).__name__ in {"InternalClientError", "ConnectionDoesNotExistError"}
+           for cause in causes):
+        return (f"the server closed the run's connection mid-transaction "
+                f"({type(causes[-1]).__name__}: {causes[-1]})")
+    return f"{type(error).__name__}: {error}"
 
 
 DRIVER_LOGGER = "asyncpg"
@@ -119,7 +134,7 @@ class ServiceRunner:
             if self.loop is None:
                 raise  # the in-process service: a lab bug, with its traceback
             raise BackendError(f"the lab lost its {self.where} backend: "
-                               f"{type(error).__name__}: {error}") from error
+                               f"{what_happened(error)}") from error
 
     @property
     def leftovers(self) -> str:
@@ -170,6 +185,21 @@ async def _mark(url: str, schema: str) -> None:
         await connection.close()
 
 
+OPEN_WITHIN_S = 30
+"""How long a run told to stop while its service opens waits for the opening,
+to close what it opened (its schema) rather than leave it."""
+
+
+def _close_once_open(opened: concurrent.futures.Future, loop: LoopThread) -> None:
+    """Close the service ``opened`` opens, once it has (best effort, bounded):
+    a run stopped while opening leaves nothing behind either."""
+    try:
+        service = opened.result(timeout=OPEN_WITHIN_S)
+        loop.run(service.close())
+    except Exception:  # noqa: BLE001, S110 - failed to open, or to close: nothing more to do
+        pass
+
+
 def open_service_backend(kind: Any, url: str | None, settings: Any,
                          keys: Sequence[Any], throwaway: bool = False) -> ServiceRunner:
     """The service of ``kind`` for one run, provisioned for ``keys``: in the
@@ -182,17 +212,24 @@ def open_service_backend(kind: Any, url: str | None, settings: Any,
     # Random, not seeded: it only keeps concurrent runs on one database apart
     # and never reaches a result.
     name = f"lab_run_{secrets.token_hex(6)}"
+    opened: concurrent.futures.Future | None = None
     try:
         opening = kind.service(url, settings, list(keys), name)
-        service = step_to_end(opening) if loop is None else loop.run(opening)
-        if url is not None and owned is None:
-            loop.run(_mark(url, name))  # for clean, should the run be killed
-    except Exception as error:
+        if loop is None:
+            service = step_to_end(opening)
+        else:
+            opened = asyncio.run_coroutine_threadsafe(opening, loop.loop)
+            service = opened.result()
+            if owned is None:
+                loop.run(_mark(url, name))  # for clean, should the run be killed
+    except BaseException as error:
+        if opened is not None and not isinstance(error, Exception):
+            _close_once_open(opened, loop)  # told to stop: its schema goes as at any end
         if loop is not None:
             loop.close()
         if owned is not None:
             owned.stop()
-        if url is None:
+        if url is None or not isinstance(error, Exception):
             raise
         raise BackendError(f"cannot open the service on {url}: "
                            f"{type(error).__name__}: {error}") from None

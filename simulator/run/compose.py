@@ -11,7 +11,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,9 +163,14 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     keys = scenario.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
     with quiet_store_logs():
-        side = _open_server_side(scenario, spec, family, oracle, kernel, trace, streams,
-                                 key_space, allow_remote_redis, pipelined, record_scripts,
-                                 record_transactions)
+        try:
+            side = _open_server_side(scenario, spec, family, oracle, kernel, trace, streams,
+                                     key_space, allow_remote_redis, pipelined,
+                                     record_scripts, record_transactions)
+        except KeyboardInterrupt as stopped:  # told to stop while opening: it closed
+            stopped.add_note(f"the run had not begun (seed {seed}); nothing was written, "
+                             "and it cleaned up")
+            raise
     store_observer = family.replica_observer(oracle)
     # While the server holds queued commands, the world reports its facts to
     # the oracle behind them, in order (simulator.net.pipeline).
@@ -345,26 +350,9 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
     kind, settings = scenario.kind, scenario.settings
     if spec.family == "redis":
         backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
-        backend.recording = record_scripts
-        settings = _prefixed(settings, backend)
-        migrations = [
-            PreparedMigration(index, step, registry.get(step.to),
-                              _prefixed(scenario.settings_after(step), backend),
-                              tuple(step.namespaces or key_space.namespaces))
-            for index, step in enumerate(scenario.migrations)]
-        layouts = [(kind, settings)] + [(m.kind, m.settings) for m in migrations]
-        observer = family.server_observer(oracle, layouts, key_space.keys)
-        server_settings = scenario.server
-        eviction = None
-        if server_settings.maxmemory_keys:
-            eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
-                                streams.get("server", "eviction"))
-        server = Server(kernel, backend, trace, observer=observer, eviction=eviction,
-                        pipelined=pipelined)
-        observer.attach(server)
-        return ServerSide(settings, server, observer, redis_backend=backend,
-                          migrations=migrations,
-                          script_seconds_before=backend.server_script_seconds())
+        with _closed_unless_returned(backend):
+            return _redis_side(scenario, backend, family, oracle, kernel, trace, streams,
+                               key_space, pipelined, record_scripts)
     if kind.service is not None:
         if spec.url is not None:
             try:
@@ -374,12 +362,51 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
                 raise ScenarioError(f"backend: {error}") from None
         runner = open_service_backend(kind, spec.url, settings, key_space.keys,
                                       throwaway=spec.kind == "postgresql" and spec.url is None)
-        runner.recording = record_transactions
-        observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
-        server = ServiceNode(kernel, runner, trace, observer=observer)
-        observer.attach(server)
-        return ServerSide(settings, server, observer, service_backend=runner)
+        with _closed_unless_returned(runner):
+            runner.recording = record_transactions
+            observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
+            server = ServiceNode(kernel, runner, trace, observer=observer)
+            observer.attach(server)
+            return ServerSide(settings, server, observer, service_backend=runner)
     return ServerSide(settings)
+
+
+@contextlib.contextmanager
+def _closed_unless_returned(backend: Any) -> Iterator[None]:
+    """A backend just opened is closed again if what follows fails or is told
+    to stop before the run takes it over: its keys, library or schema go."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            backend.close()
+        raise
+
+
+def _redis_side(scenario: Scenario, backend: Any, family: Family, oracle: Oracle,
+                kernel: Kernel, trace: Trace, streams: Streams, key_space: KeySpace,
+                pipelined: bool, record_scripts: list | None) -> ServerSide:
+    """The server side of a run on a Redis backend (fakeredis or a real server)."""
+    backend.recording = record_scripts
+    settings = _prefixed(scenario.settings, backend)
+    migrations = [
+        PreparedMigration(index, step, registry.get(step.to),
+                          _prefixed(scenario.settings_after(step), backend),
+                          tuple(step.namespaces or key_space.namespaces))
+        for index, step in enumerate(scenario.migrations)]
+    layouts = [(scenario.kind, settings)] + [(m.kind, m.settings) for m in migrations]
+    observer = family.server_observer(oracle, layouts, key_space.keys)
+    server_settings = scenario.server
+    eviction = None
+    if server_settings.maxmemory_keys:
+        eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
+                            streams.get("server", "eviction"))
+    server = Server(kernel, backend, trace, observer=observer, eviction=eviction,
+                    pipelined=pipelined)
+    observer.attach(server)
+    return ServerSide(settings, server, observer, redis_backend=backend,
+                      migrations=migrations,
+                      script_seconds_before=backend.server_script_seconds())
 
 
 def _simulate(scenario: Scenario, kernel: Kernel, streams: Streams, oracle: Oracle,

@@ -58,6 +58,8 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from types import TracebackType
 
+from simulator.backends.run_marks import mark_process_temp_dir
+
 CUT_EXIT_CODE = 75
 """A worker's exit status when its lifeline was cut (EX_TEMPFAIL: run it again later)."""
 
@@ -67,6 +69,10 @@ class Lifeline:
 
     def __init__(self) -> None:
         self._reader, self._writer = multiprocessing.Pipe(duplex=False)
+        # The pools' forkserver keeps its socket in this process's pymp-*
+        # directory, which a driver killed outright leaves: marked, ``clean``
+        # knows it for the lab's.
+        mark_process_temp_dir()
 
     def pool(self, workers: int, context: BaseContext) -> ProcessPoolExecutor:
         """A process pool whose every worker exits when this lifeline is cut."""

@@ -6,6 +6,8 @@ running."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -129,3 +131,29 @@ def test_the_temp_directory_s_leftovers_go_unless_a_live_process_uses_them(tmp_p
                                      processes=[f"postgres -D {used}/data"])
     assert lines == [f"kept {used}: a live process uses it", f"removed {gone}"]
     assert not gone.exists() and used.exists() and other.exists()
+
+
+def test_a_marked_pymp_directory_goes_once_its_process_is_gone(tmp_path):
+    gone = tmp_path / "pymp-gone"
+    live = tmp_path / "pymp-live"
+    unmarked = tmp_path / "pymp-other"
+    for directory, pid in ((gone, dead_pid()), (live, os.getpid()), (unmarked, None)):
+        directory.mkdir()
+        if pid is not None:
+            mark = {**run_marks.mark_now(), "pid": pid}
+            (directory / run_marks.PROCESS_TEMP_MARK).write_text(json.dumps(mark))
+    lines = run_marks.temp_leftovers(False, root=tmp_path, processes=[])
+    assert lines[0] == f"removed {gone}"
+    assert lines[1].startswith(f"kept {live}: started ") and len(lines) == 2
+    assert not gone.exists() and live.exists() and unmarked.exists()
+
+
+def test_the_lab_s_parallel_commands_mark_their_pymp_directory():
+    import multiprocessing.util
+
+    from simulator.sweeps.lifeline import Lifeline
+
+    with Lifeline():
+        directory = Path(multiprocessing.util.get_temp_dir())
+        mark = json.loads((directory / run_marks.PROCESS_TEMP_MARK).read_text())
+    assert directory.name.startswith("pymp-") and mark["pid"] == os.getpid()

@@ -9,10 +9,10 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from processes import Proc, left_behind, session_processes
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "data" / "sweeps" / "smoke.toml"
@@ -27,37 +27,9 @@ seeds = 1
 duration = ["3s", "600s"]
 """
 """Two runs: one of seconds, then one of many minutes, under way when the sweep is stopped."""
-GONE_WITHIN_S = 10.0
-TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="finds a sweep's processes through Linux's /proc")
-
-
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    ppid: int
-    cpu_s: float
-
-
-def session_processes(session: int) -> dict[int, Proc]:
-    """Every live process of a session (a zombie has exited: only its entry is left)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # exited while we looked
-        # After "pid (comm) ": state ppid pgrp session ... utime stime (fields 3-15).
-        fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] in "ZX" or int(fields[3]) != session:
-            continue
-        cpu_s = (int(fields[11]) + int(fields[12])) / TICKS_PER_S
-        found[int(entry.name)] = Proc(int(entry.name), int(fields[1]), cpu_s)
-    return found
 
 
 def start_sweep(sweep: Path, out: Path, *overrides: str, workers: int) -> subprocess.Popen:
@@ -85,14 +57,6 @@ def workers_running(driver: subprocess.Popen, count: int) -> list[Proc]:
             return workers
         assert time.monotonic() < deadline, f"no {count} busy workers: {processes}"
         time.sleep(0.1)
-
-
-def left_behind(session: int) -> dict[int, Proc]:
-    """The session's processes still alive ``GONE_WITHIN_S`` from now, if any."""
-    deadline = time.monotonic() + GONE_WITHIN_S
-    while (remaining := session_processes(session)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return remaining
 
 
 def end_session(driver: subprocess.Popen) -> None:

@@ -1,5 +1,7 @@
-"""A server that dies mid-run ends the run in one line (issue 25): Redis
-killed, PostgreSQL stopped fast or immediately. Exit 2, no traceback, the
+"""A server that dies, hangs or refuses mid-run ends the run in one line
+(issue 25): Redis killed, restarted empty or asleep (``DEBUG SLEEP``), the
+run's connections to it killed; PostgreSQL stopped fast or immediately, or
+the run's connections terminated. Exit 2, no traceback, the
 line naming the server, when the run stopped and that nothing was written,
 and what the failed cleanup left behind. Each test starts its own server (it
 is killed) and waits until the run is under way on it (its keys or its schema
@@ -7,11 +9,14 @@ exist), never for a wall-clock time: the run is ten virtual minutes long."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import asyncpg
 import pytest
 import redis
 from postgres_server import serve_postgres
@@ -77,30 +82,79 @@ def test_redis_killed_mid_run_ends_it_in_one_line(own_redis, tmp_path):
     assert "the cleanup failed too" in line and "stay on" in line
 
 
+def test_redis_restarted_mid_run_ends_it_in_one_line(own_redis, tmp_path):
+    out = tmp_path / "out"
+    run = start_run("demo.toml", own_redis.url, out)
+    client = redis.Redis.from_url(own_redis.url)
+    wait_until(lambda: client.dbsize() > 100, run)
+    own_redis.restart()  # empty: the run's keys and library are gone
+    assert_one_line_end(run, out, own_redis.url)
+
+
+def test_redis_asleep_mid_run_ends_it_in_one_line_and_cleans_up(own_redis, tmp_path):
+    out = tmp_path / "out"
+    run = start_run("demo.toml", own_redis.url, out)
+    client = redis.Redis.from_url(own_redis.url)
+    wait_until(lambda: client.dbsize() > 100, run)
+    # Longer than the lab's socket timeout (30 s); the server wakes in time
+    # for the cleanup. Sent raw: a client would time out and re-send it.
+    with socket.create_connection(("127.0.0.1", own_redis.port)) as connection:
+        connection.sendall(b"DEBUG SLEEP 40\r\n")
+    line = assert_one_line_end(run, out, own_redis.url)
+    assert "Timeout" in line
+    assert client.dbsize() == 0
+    assert not client.function_list()
+
+
+def test_redis_dropping_the_run_s_connections_ends_it_in_one_line(own_redis, tmp_path):
+    out = tmp_path / "out"
+    run = start_run("demo.toml", own_redis.url, out)
+    client = redis.Redis.from_url(own_redis.url)
+    wait_until(lambda: client.dbsize() > 100, run)
+    for _ in range(3):  # what reconnects is dropped again
+        client.client_kill_filter(_type="normal", skipme=True)
+        time.sleep(0.05)
+    line = assert_one_line_end(run, out, own_redis.url)
+    assert own_redis.url in line
+
+
 @pytest.fixture
 def own_postgres():
     yield from serve_postgres()
 
 
+def run_schemas(dsn: str) -> int:
+    """How many runs' schemas the database holds."""
+    return asyncio.run(_sql(dsn, "SELECT count(*) FROM information_schema.schemata "
+                                 "WHERE schema_name LIKE 'lab_run_%'"))
+
+
+async def _sql(dsn: str, query: str) -> object:
+    connection = await asyncpg.connect(dsn)
+    try:
+        return await connection.fetchval(query)
+    finally:
+        await connection.close()
+
+
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
 def test_postgresql_stopped_mid_run_ends_it_in_one_line(own_postgres, tmp_path, mode):
-    import asyncio
-
-    import asyncpg
-
-    async def schemas() -> int:
-        connection = await asyncpg.connect(own_postgres.dsn)
-        try:
-            return await connection.fetchval(
-                "SELECT count(*) FROM information_schema.schemata "
-                "WHERE schema_name LIKE 'lab_run_%'")
-        finally:
-            await connection.close()
-
     out = tmp_path / "out"
     run = start_run("tollgate.toml", own_postgres.dsn, out)
-    wait_until(lambda: asyncio.run(schemas()) > 0, run)
+    wait_until(lambda: run_schemas(own_postgres.dsn) > 0, run)
     subprocess.run(own_postgres._command(own_postgres.binaries.pg_ctl, "stop", "-D",
                                          str(own_postgres.data), "-m", mode),
                    capture_output=True, check=False)
     assert_one_line_end(run, out, own_postgres.dsn, or_opening=True)
+
+
+def test_postgresql_terminating_the_run_s_connections_ends_it_in_one_line(own_postgres, tmp_path):
+    out = tmp_path / "out"
+    run = start_run("tollgate.toml", own_postgres.dsn, out)
+    wait_until(lambda: run_schemas(own_postgres.dsn) > 0, run)
+    asyncio.run(_sql(own_postgres.dsn, "SELECT count(pg_terminate_backend(pid)) "
+                                       "FROM pg_stat_activity "
+                                       "WHERE application_name LIKE 'limiter-lab %'"))
+    line = assert_one_line_end(run, out, own_postgres.dsn, or_opening=True)
+    # asyncpg's "cannot switch to state 15" is said in words.
+    assert "state 15" not in line or "closed the run's connection" in line, line
