@@ -11,6 +11,11 @@ ratio and its target (issue 18's, for the lines it names):
   its own ceiling, the same way: on real Redis when the bench has a server,
   else on fakeredis (the line says which), with the budget family's targets
   (``families``).
+* **Time per event** — the lab's CPU and wall time per kernel event of whole
+  runs, on each backend, at the sizes the README names: the demo (300
+  replicas) in memory, on fakeredis and on real Redis, 10,000 replicas in
+  memory and on fakeredis, the ledger family in memory and on PostgreSQL
+  (``per_event``).
 * **tollgate memory**, **tollgate PostgreSQL** — the ledger family's scenario
   in transactions/s against the same transactions replayed straight against
   a fresh ledger: in process, and on a throwaway PostgreSQL when one can be
@@ -51,6 +56,7 @@ def run_bench(backend: str = "auto", quick: bool = False,
     )
     from simulator.bench.hunt_speed import measure_hunt_throughput
     from simulator.bench.kernel import measure_kernel
+    from simulator.bench.per_event import measure_per_event
     from simulator.bench.redis_ceiling import measure_backend
     from simulator.bench.scale import measure_scale
 
@@ -73,6 +79,7 @@ def run_bench(backend: str = "auto", quick: bool = False,
                              FAKEREDIS_DIRECT_TARGET))
         for name, workload in REDIS_FAMILIES.items():
             done(measure_redis_family(name, workload, url, quick))
+        done(measure_per_event(url, quick))
     done(measure_tollgate_memory(quick))
     done(measure_tollgate_postgres(quick))
     done(measure_kernel(quick))

@@ -152,7 +152,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     transaction as ``(verb, args, now_ms)``. ``estimate``: the run's work as
     preflight already estimated it (``simulator.run.preflight.examine``), so it
     is not estimated twice."""
-    started = time.perf_counter()
+    started = (time.perf_counter(), time.process_time())
     seed = scenario.seed if seed is None else seed
     spec = resolve_backend(scenario, backend)
     family = _family_of(scenario)
@@ -452,22 +452,33 @@ def _findings(world: World) -> dict[str, str]:
     return found
 
 
-def _run_info(started: float, end_us: int, kernel: Kernel, spec: BackendSpec,
+def _run_info(started: tuple[float, float], end_us: int, kernel: Kernel, spec: BackendSpec,
               backend_work: dict[str, float]) -> dict[str, Any]:
-    """What the run cost on this machine (``run_info.json``)."""
-    wall_seconds = time.perf_counter() - started
+    """What the run cost on this machine (``run_info.json``). ``started``: the
+    wall clock and this process's CPU time when the run began."""
+    wall_seconds = time.perf_counter() - started[0]
+    cpu_seconds = time.process_time() - started[1]
+    events = max(1, kernel.events_run)
     return {
         "wall_seconds": round(wall_seconds, 3),
+        "cpu_seconds": round(cpu_seconds, 3),
         # Three significant digits: a long run at 10,000 replicas is slower
         # than real time (0.0123), a quiet small one far faster (1,230).
-        "virtual_seconds_per_wall_second": float(f"{end_us / 1e6 / wall_seconds:.3g}"),
+        "virtual_seconds_per_wall_second": _three_digits(end_us / 1e6 / wall_seconds),
         "kernel_events": kernel.events_run,
         "kernel_events_per_wall_second": round(kernel.events_run / wall_seconds),
+        # The lab's own CPU (a real server's is its own process's, not counted).
+        "wall_ms_per_event": _three_digits(wall_seconds * 1e3 / events),
+        "cpu_ms_per_event": _three_digits(cpu_seconds * 1e3 / events),
         "peak_rss_mib": round(_peak_rss_mib(), 1),
         "python": sys.version.split()[0],
         "backend": str(spec),
         **backend_work,
     }
+
+
+def _three_digits(value: float) -> float:
+    return float(f"{value:.3g}")
 
 
 def _build_world(scenario: Scenario, kernel: Kernel, streams: Streams, trace: Trace,

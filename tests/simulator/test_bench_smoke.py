@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^(?P<name>[A-Za-z_ ]+): .+ -> .+ = (?P<ratio>\S+)( \(target .+\))?$")
 SKIPPED = re.compile(r"^(?P<name>[A-Za-z_ ]+): skipped \(.+\)$")
 
-REDIS_LINES = ["Redis ceiling", "fakeredis", "axond_leases", "av_state"]
-"""The budget family's two lines, then each other Redis family's."""
+REDIS_LINES = ["Redis ceiling", "fakeredis", "axond_leases", "av_state", "time per event"]
+"""The budget family's two lines, then each other Redis family's, then the
+cost of an event on each backend."""
 LEDGER_LINES = ["tollgate memory", "tollgate PostgreSQL"]
 LAB_LINES = ["kernel", "scale", "hunt"]
 """The lab's own lines."""
