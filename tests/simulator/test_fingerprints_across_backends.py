@@ -46,3 +46,28 @@ def test_a_redis_family_s_race_report_replays_on_a_real_server(path, redis_url):
     found = replay(load_report(path), backend=redis_url)
     assert found.divergence is None
     assert found.reproduced
+
+
+def test_runs_side_by_side_on_one_server_give_the_fingerprint_of_a_lone_run(redis_url, tmp_path):
+    """Two runs at once on one server (each its own processes and key prefix)
+    give what the same run gives alone on fakeredis: the migrating budget
+    scenario, whose refusals name its keys."""
+    import json
+    import subprocess
+    import sys
+
+    name = "migrate-v1-to-v2.toml"
+    command = [sys.executable, "-m", "simulator", "run", str(SCENARIOS / name), "--quiet",
+               "--backend", redis_url]
+    for field, value in SHORT[name].items():
+        command += ["--set", f"{field}={value}"]
+    runs = [subprocess.Popen([*command, "--out", str(tmp_path / str(index))], cwd=REPO,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            for index in range(2)]
+    for run in runs:
+        _, stderr = run.communicate(timeout=600)
+        assert run.returncode in (0, 3), stderr  # 3: an [expect] of the scenario failed
+    lone = run_scenario(load_scenario(SCENARIOS / name, SHORT[name]), backend="fakeredis")
+    for index in range(2):
+        summary = json.loads((tmp_path / str(index) / "summary.json").read_text())
+        assert summary["trace_fingerprint"] == lone.summary["trace_fingerprint"]
