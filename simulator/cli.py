@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--reference", metavar="KIND",
                      help="also run the reference store KIND under the same scenario, seed "
                      "and faults, and print, per invariant, how much worse this store did "
-                     "beside what the oracle filed under store_logic (also reference.json)")
+                     "beside what the oracle filed under store_logic (also reference.json); "
+                     "PATH=KIND puts it elsewhere than the store, e.g. migrations.0.to=KIND")
     run.add_argument("--counterfactual", action="store_true",
                      help="then re-run the same seed once per fault class the scenario "
                      "injects, that class removed, and print the damage each removal takes "
@@ -180,7 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--reference", metavar="KIND",
                           help="a store kind of the same family: a schedule breaks when the "
                           "scenario's store does worse than it on one of the family's "
-                          "invariants (with --invariant: when either says so)")
+                          "invariants (with --invariant: when either says so); "
+                          "PATH=KIND puts it elsewhere than the store, e.g. "
+                          "migrations.0.to=KIND for a migration's target")
+    hunt_cmd.add_argument("--set", dest="overrides", type=_override, action="append",
+                          default=[], metavar="PATH=VALUE",
+                          help="override a scenario field for every run of the hunt, and in "
+                          "its race report (repeatable)")
     hunt_cmd.add_argument("--examples", type=int, default=100,
                           help="schedules to try before giving up (default 100)")
     hunt_cmd.add_argument("--seed", type=int, default=0, help="the hunt's own seed")
@@ -451,7 +458,8 @@ def _hunt(args: argparse.Namespace) -> int:
                 time_budget_s=budget_s, max_faults=args.max_faults,
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
                 progress=each_run if args.verbose else phases, workers=args.workers,
-                scheduler=args.scheduler, plugins=args.plugins)
+                scheduler=args.scheduler, plugins=args.plugins,
+                overrides=dict(args.overrides))
     for path, value in _limit_overrides(args).items():
         set_dotted(hunt.data, path, value)  # every run of the hunt has them
     try:
@@ -626,13 +634,14 @@ def _reference_scenario(args: argparse.Namespace, scenario: Scenario) -> Scenari
     from simulator.families import refuse_other_family
     from simulator.run.compose import resolve_backend
     from simulator.scenario.model import load_scenario
+    from simulator.scenario.stand_in import reference_kind, stand_in
     from stores import registry
     try:
-        refuse_other_family(scenario.kind, registry.get(args.reference))
+        refuse_other_family(scenario.kind, registry.get(reference_kind(args.reference)))
     except ValueError as error:
         raise ValueError(f"--reference: {error}") from None
     reference = load_scenario(args.scenario, dict(args.overrides) | _limit_overrides(args)
-                              | {"store": args.reference})
+                              | stand_in(args.reference))
     resolve_backend(reference, args.backend)
     return reference
 

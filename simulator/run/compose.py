@@ -393,7 +393,7 @@ def _redis_side(scenario: Scenario, backend: Any, family: Family, oracle: Oracle
         PreparedMigration(index, step, registry.get(step.to),
                           _prefixed(scenario.settings_after(step), backend),
                           tuple(step.namespaces or key_space.namespaces))
-        for index, step in enumerate(scenario.migrations)]
+        for index, step in enumerate(scenario.operations)]
     layouts = [(scenario.kind, settings)] + [(m.kind, m.settings) for m in migrations]
     observer = family.server_observer(oracle, layouts, key_space.keys)
     server_settings = scenario.server
@@ -418,7 +418,7 @@ def _simulate(scenario: Scenario, kernel: Kernel, streams: Streams, oracle: Orac
     oracle.replica_clocks(world.clocks)
     world.fault_clock.listener = world_oracle.message_fault
     world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us, streams),
-                migrations)
+                migrations, scenario.rolling_restarts)
     sampler.start()
     step_us = max(1, end_us // 100)
     with long_lived_frozen():

@@ -263,6 +263,15 @@ STORE_RAISED = "store_raised"
 (absent when none did): any run with it is broken (``Verdict.raised``)."""
 
 
+NOISE = 0.01
+"""An invariant's noise margin against a reference, unless it states its own:
+1% of the reference's value (none at all where the reference did no damage)."""
+NOISY = 0.10
+"""The margin of the noisy invariants: counts of denials and refusals, and
+what leaked holds and leases cost in time (a hold leaks until the next call
+on its key reclaims it, so any change of timing moves its cost)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Invariant:
     """A summary metric a family promises to keep down, and which way is worse:
@@ -280,9 +289,18 @@ class Invariant:
     """Damage only the store can do, whatever the lab does (the fault
     contracts excuse none of it): all of it is ``store_logic``, and the
     summary has no parts by cause for it."""
+    noise: float = NOISE
+    """Against a reference, the candidate is worse only by more than this
+    share of the reference's badness (``margin``): two stores whose runs part
+    after a fault differ a little on every continuous metric by chance of
+    timing, and a count of denials moves with any change of who waits."""
 
     def badness(self, value: float) -> float:
         return abs(value) if self.worse == "further_from_zero" else value
+
+    def margin(self, reference_value: float) -> float:
+        """How much worse than the reference's ``reference_value`` is still noise."""
+        return self.noise * self.badness(reference_value)
 
     @property
     def cause_pattern(self) -> str:
@@ -292,7 +310,7 @@ class Invariant:
         """The same invariant measured in another scope, whose metrics carry
         ``prefix`` (``namespace_``)."""
         return Invariant(prefix + self.metric, self.worse, prefix + self.cause_pattern,
-                         self.store_only)
+                         self.store_only, self.noise)
 
     def causes(self, summary: Mapping[str, Any]) -> dict[str, Any]:
         """Its parts in ``summary`` by cause (zeros included), in the summary's order."""
@@ -318,25 +336,29 @@ class Worse:
     candidate: float
     reference: float
     by: float
+    margin: float = 0.0
+    """The noise margin it was worse beyond (``Invariant.margin``)."""
 
     def __str__(self) -> str:
+        beyond = f", beyond its noise margin of {self.margin:g}" if self.margin else ""
         return (f"{self.metric} ({self.candidate!r} against {self.reference!r}, "
-                f"worse by {self.by:g})")
+                f"worse by {self.by:g}{beyond})")
 
 
 def worse_than_reference(invariants: Iterable[Invariant], candidate: Mapping[str, Any],
                          reference: Mapping[str, Any]) -> tuple[Worse, ...]:
-    """The invariants on which ``candidate`` did strictly worse than
-    ``reference``; one absent from either summary (a namespace metric of a run
-    without namespace caps) is not compared."""
+    """The invariants on which ``candidate`` did worse than ``reference`` by
+    more than the invariant's noise margin; one absent from either summary (a
+    namespace metric of a run without namespace caps) is not compared."""
     found = []
     for invariant in invariants:
         mine, theirs = candidate.get(invariant.metric), reference.get(invariant.metric)
         if mine is None or theirs is None:
             continue
         by = invariant.badness(mine) - invariant.badness(theirs)
-        if by > 0:
-            found.append(Worse(invariant.metric, mine, theirs, by))
+        margin = invariant.margin(theirs)
+        if by > margin:
+            found.append(Worse(invariant.metric, mine, theirs, by, margin))
     return tuple(found)
 
 

@@ -26,6 +26,12 @@ slow_reply             that call's reply takes ``extra`` longer
 dropped_waiter         that call's waiter is dropped from its connection's
                        queue: on a multiplexed connection the replies behind
                        it reach the wrong callers (``simulator.net.connections``)
+migrate                (an operator's action) run the ``[[migrations]]`` entry
+                       ``step`` at ``at``, with this entry's ``restart_after``,
+                       ``keep_running``, ``crash_after_commands``, ``stop_fleet``
+rolling_restart        (an operator's action) restart the replicas gracefully
+                       one after another, ``every`` apart, each down for
+                       ``down_for`` (``replicas``: which; default all)
 =====================  ==================================================
 
 The four connection faults also come from per-replica rates, each hitting
@@ -78,6 +84,9 @@ class FaultKind:
     """Its rate table is a class of its own the counterfactual mode removes."""
     persistence_decides: bool = False
     """What it loses is what the server's persistence model does not keep."""
+    operator: bool = False
+    """An operator's action, not a fault: the run's operations carry it out
+    (``Scenario.operations``), and the fault planner leaves it alone."""
 
 
 FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
@@ -98,6 +107,8 @@ FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
                 connection=True)
       for name, armed in (("connection_stall", "stall"), ("connection_reset", "reset"),
                           ("slow_reply", "slow"), ("dropped_waiter", "drop_waiter"))),
+    FaultKind("migrate", targets_replicas=False, rated=False, operator=True),
+    FaultKind("rolling_restart", targets_replicas=False, rated=False, operator=True),
 )}
 """Every fault kind, by name, in the order the docs list them."""
 
@@ -109,6 +120,10 @@ FaultName = Literal[tuple(FAULT_KINDS)]  # type: ignore[valid-type]
 CONNECTION_FAULT_NAMES = tuple(name for name, kind in FAULT_KINDS.items() if kind.connection)
 Direction = Literal["both", "to-server", "from-server"]
 
+MAX_STEPS = 1_000
+"""The highest ``[[migrations]]`` index a ``migrate`` entry may name."""
+MAX_STEP_COMMANDS = 1_000_000_000
+"""The most commands a ``migrate`` entry lets its migration run before it is killed."""
 MAX_CALLS_HIT = 1_000_000
 """The most calls one scheduled fault hits (``count``)."""
 MAX_KEYS = 1_000_000_000
@@ -168,7 +183,8 @@ class ScheduledFault(Model):
     at: DurationUs = Field(description="When, in virtual time.")
     fault: FaultName = Field(description="crash, pause, partition, server_restart, failover, "
                              "latency_spike, lose_request, lose_reply, connection_stall, "
-                             "connection_reset, slow_reply or dropped_waiter.")
+                             "connection_reset, slow_reply or dropped_waiter; or an "
+                             "operator's migrate or rolling_restart.")
     replica: ReplicaIndex | None = Field(None, description="The replica it hits (from 0, below "
                                          "fleet.replicas).")
     replicas: list[ReplicaIndex] = Field(default_factory=list, description="Several replicas "
@@ -185,9 +201,23 @@ class ScheduledFault(Model):
                            description="lose_* and connection faults: how many calls.")
     migration: Flag = Field(False, description="lose_*: hit the operator's migration process "
                             "instead of a replica.")
+    step: Integer | None = Field(None, ge=0, le=MAX_STEPS, description="migrate: the "
+                                 "[[migrations]] entry it runs (from 0).")
+    keep_running: list[ReplicaIndex] | None = Field(
+        None, description="migrate: replicas the operator forgets to stop (stray writers).")
+    crash_after_commands: Integer | None = Field(
+        None, ge=1, le=MAX_STEP_COMMANDS, description="migrate: kill the migration after this "
+        "many of its commands ran.")
+    stop_fleet: Flag | None = Field(None, description="migrate: stop the fleet first.")
+    every: DurationUs = Field("1s", description="rolling_restart: from one replica's restart "
+                              "to the next's.")
 
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:
+        if self.fault == "migrate" and self.step is None:
+            raise ValueError("a scheduled migrate needs `step`: the [[migrations]] entry it runs")
+        if FAULT_KINDS[self.fault].operator:
+            return self
         if self.migration:
             if FAULT_KINDS[self.fault].armed not in ("request", "reply"):
                 raise ValueError("only lose_request and lose_reply can hit the migration")
@@ -331,6 +361,8 @@ def plan(faults: Faults, replicas: int, until_us: int, streams) -> list[PlannedF
                 extra = max(0, spec.extra.sample(rng)) if name == "slow_reply" else 0
                 planned.append(PlannedFault(at, name, (index,), extra_us=extra, call=spec.call))
     for item in faults.schedule:
+        if FAULT_KINDS[item.fault].operator:
+            continue  # the run's operations carry it out (``Scenario.operations``)
         targets = tuple(item.replicas) or ((item.replica,) if item.replica is not None else ())
         duration = item.duration if item.duration is not None else item.down_for
         planned.append(PlannedFault(item.at, item.fault, targets, duration_us=duration,

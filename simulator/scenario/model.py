@@ -35,7 +35,7 @@ from simulator.scenario.base import MAX_REPLICAS, Model, ReplicaIndex
 from simulator.scenario.conditions import parse_expectation
 from simulator.scenario.distributions import DurationDistribution, PpmDistribution
 from simulator.scenario.domains import describe, field_at, field_path
-from simulator.scenario.faults import Faults, ServerSettings
+from simulator.scenario.faults import Faults, ScheduledFault, ServerSettings
 from simulator.scenario.limits import Limits
 from simulator.scenario.sessions import MAX_RETRIES
 from simulator.scenario.workload import Workload
@@ -162,6 +162,9 @@ class MigrationStep(Model):
         "many of its commands ran; the operator runs it again.")
     rerun_after: DurationUs = Field("1s", description="How soon a killed migration is re-run.")
     restart_after: DurationUs = Field("1s", description="Fleet downtime after the migration.")
+    scheduled: Flag = Field(False, description="Run it only when, and as often as, the fault "
+                            "schedule's migrate entries name it, at their instants and with "
+                            "their timings (hunt --faults migrate draws them).")
 
     @field_validator("to")
     @classmethod
@@ -274,6 +277,28 @@ class Scenario(Model):
             {**self.store_settings, **step.settings})
 
     @property
+    def operations(self) -> list[MigrationStep]:
+        """The migrations this run performs, in time order: each declared one
+        not ``scheduled``, and one per ``migrate`` entry of the fault schedule
+        (its step, at the entry's instant, with the entry's timings)."""
+        steps = [step for step in self.migrations if not step.scheduled]
+        for entry in self.faults.schedule:
+            if entry.fault != "migrate" or entry.step is None:
+                continue
+            changes: dict[str, Any] = {"at": entry.at, "scheduled": False}
+            for name in ("restart_after", "keep_running", "crash_after_commands",
+                         "stop_fleet"):
+                if getattr(entry, name) is not None:
+                    changes[name] = getattr(entry, name)
+            steps.append(self.migrations[entry.step].model_copy(update=changes))
+        return sorted(steps, key=lambda step: step.at)
+
+    @property
+    def rolling_restarts(self) -> list[ScheduledFault]:
+        """The operator's rolling restarts, from the fault schedule."""
+        return [entry for entry in self.faults.schedule if entry.fault == "rolling_restart"]
+
+    @property
     def kind(self) -> registry.StoreKind:
         return registry.get(self.store)
 
@@ -301,6 +326,9 @@ def _replicas_in_the_fleet(scenario: Scenario) -> Iterator[str]:
     named += [(f"migrations.{index}.keep_running.{position}", replica)
               for index, step in enumerate(scenario.migrations)
               for position, replica in enumerate(step.keep_running)]
+    named += [(f"faults.schedule.{index}.keep_running.{position}", replica)
+              for index, fault in enumerate(scenario.faults.schedule)
+              for position, replica in enumerate(fault.keep_running or ())]
     for path, replica in named:
         if replica >= replicas:
             yield (f"{path}: expected a replica from 0 to {replicas - 1} (fleet.replicas is "
@@ -324,6 +352,17 @@ def _instants_in_the_run(scenario: Scenario) -> Iterator[str]:
                    f"{format_duration_us(at_us)} (it would never happen)")
 
 
+def _migrate_names_a_step(scenario: Scenario) -> Iterator[str]:
+    """A scheduled migrate names one of the scenario's [[migrations]] (its step)."""
+    steps = len(scenario.migrations)
+    for index, fault in enumerate(scenario.faults.schedule):
+        if fault.fault == "migrate" and fault.step is not None and fault.step >= steps:
+            declared = (f"from 0 to {steps - 1}" if steps
+                        else "but the scenario declares no [[migrations]]")
+            yield (f"faults.schedule.{index}.step: expected a [[migrations]] entry, "
+                   f"{declared}, got {fault.step}")
+
+
 def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:
     """A fixed list of arrivals names replicas of the fleet, and times before the
     duration."""
@@ -334,7 +373,7 @@ def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:
 
 
 CROSS_FIELD_CHECKS: tuple[Callable[[Scenario], Iterator[str]], ...] = (
-    _replicas_in_the_fleet, _instants_in_the_run, _arrivals_fit_the_run)
+    _replicas_in_the_fleet, _instants_in_the_run, _migrate_names_a_step, _arrivals_fit_the_run)
 """The rules between fields, checked when a scenario is read (after each
 field's own domain)."""
 

@@ -59,7 +59,14 @@ from simulator.run.compose import RunResult, resolve_backend, run_scenario
 from simulator.run.limits import refuse_workers_beyond, run_limits
 from simulator.run.preflight import known_metrics, refuse_unknown, work
 from simulator.scenario.conditions import Condition, Invariant, Verdict, check_metrics, judge
-from simulator.scenario.model import Scenario, parse_scenario, read_toml
+from simulator.scenario.model import (
+    Scenario,
+    ScenarioError,
+    parse_scenario,
+    read_toml,
+    set_dotted,
+)
+from simulator.scenario.stand_in import reference_kind, stand_in
 from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
 from simulator.search.race_report import RaceReport, ReportInvariant
 from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
@@ -163,7 +170,11 @@ class Judge:
         return run_scenario(parse_scenario(data), seed=self.seed)
 
     def with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
-        return {**data, "store": self.reference}
+        """``data`` with the reference kind where it stands in (``stand_in``)."""
+        data = copy.deepcopy(data)
+        for path, kind in stand_in(self.reference).items():
+            set_dotted(data, path, kind)
+        return data
 
     def run_judged(self, schedule: list[dict[str, Any]], complete: bool
                    ) -> tuple[RunResult, Verdict]:
@@ -201,7 +212,7 @@ class Hunt:
                  kinds: tuple[str, ...] = REPLICA_FAULTS, target: str = "any",
                  progress: Progress | None = None, reference: str | None = None,
                  workers: int = 1, scheduler: str | None = None,
-                 plugins: Sequence[str] = ()) -> None:
+                 plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
@@ -209,6 +220,13 @@ class Hunt:
             raise ValueError(f"--workers: at least 1, got {workers}")
         self.scenario_path = scenario_path
         self.data = read_toml(scenario_path)
+        self.overrides = dict(overrides or {})
+        """``--set``: scenario fields every run of the hunt has, and its report."""
+        for path, value in self.overrides.items():
+            try:
+                set_dotted(self.data, path, value)
+            except ScenarioError as error:
+                raise ScenarioError(f"{scenario_path}: {error}") from None
         self.scenario: Scenario = parse_scenario(self.data, source=str(scenario_path))
         self.invariant = invariant
         self.reference = reference
@@ -225,8 +243,10 @@ class Hunt:
         self.progress = progress
         self.workers = workers
         self.scheduler = scheduler
+        if "migrate" in kinds:
+            self._operator_draws_migrations()
         kinds_used = [self.scenario.store, *(step.to for step in self.scenario.migrations),
-                      *filter(None, [reference])]
+                      *([reference_kind(reference)] if reference else [])]
         self.plugins = tuple(dict.fromkeys([*plugins, *self.scenario.plugins,
                                             *registry.plugins_for(kinds_used)]))
         self.runs = 0
@@ -250,14 +270,26 @@ class Hunt:
 
     def _check_reference(self, reference: str) -> None:
         """The reference must be of the candidate's family and take its scenario."""
-        kind = registry.get(reference)
+        kind = registry.get(reference_kind(reference))
         refuse_other_family(self.scenario.kind, kind)
         if not self.invariants:
             raise ValueError(f"reference {reference!r}: the family {family_of(kind).name!r} "
                              f"declares no invariants to compare")
         # Its settings and backend are checked now, not after a search's worth of runs.
-        resolve_backend(parse_scenario({**self.data, "store": reference}, source=(
-            f"{self.scenario_path} with the reference store {reference!r}")), None)
+        data = copy.deepcopy(self.data)
+        try:
+            for path, stand in stand_in(reference).items():
+                set_dotted(data, path, stand)
+            resolve_backend(parse_scenario(data, source=(
+                f"{self.scenario_path} with the reference store {reference!r}")), None)
+        except ScenarioError as error:
+            if self.scenario.migrations and "=" not in reference:
+                targets = ",".join(f"migrations.{index}.to={reference}"
+                                   for index in range(len(self.scenario.migrations)))
+                raise ScenarioError(
+                    f"{error} (the reference replaced the fleet's store; to compare the "
+                    f"migrations' target instead, give --reference {targets})") from None
+            raise
 
     def _tell(self, phase: str, line: str) -> None:
         if self.progress is not None:
@@ -272,18 +304,32 @@ class Hunt:
     def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
         """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
         scenario = self.scenario
-        migration = bool(scenario.migrations) and self.target != "replicas"
+        migration = bool(scenario.operations) and self.target != "replicas"
         return fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
                                kinds=self.kinds, migration=migration,
                                max_faults=self.max_faults,
                                only_migration=self.target == "migration",
-                               migration_calls=calls.migration)
+                               migration_calls=calls.migration,
+                               timescales=timescales(scenario),
+                               steps=len(scenario.migrations) if "migrate" in self.kinds else 0)
+
+    def _operator_draws_migrations(self) -> None:
+        """``--faults migrate``: the scenario's [[migrations]] are what the
+        operator may run, each only when and as a drawn ``migrate`` entry says
+        (``scheduled``); the baseline runs none. The report says so too."""
+        if not self.scenario.migrations:
+            raise ValueError("--faults migrate: the scenario declares no [[migrations]] for "
+                             "the operator to run (add one: its target and settings)")
+        for index in range(len(self.scenario.migrations)):
+            self.overrides[f"migrations.{index}.scheduled"] = True
+            set_dotted(self.data, f"migrations.{index}.scheduled", True)
+        self.scenario = parse_scenario(self.data, source=str(self.scenario_path))
 
     def search(self) -> Found | None:
         scenario = self.scenario
         if self.invariant is not None:
             refuse_unknown(self.invariant, known_metrics(scenario))
-        if self.target == "migration" and not scenario.migrations:
+        if self.target == "migration" and not scenario.operations:
             raise ValueError("--target migration: the scenario runs no migration")
         if self.scheduler is None:
             # Local workers each hold a run: together they must fit the memory
@@ -374,18 +420,21 @@ class Hunt:
         """The race report of ``found``, to be written at ``out`` (its scenario
         path is relative to ``out``'s directory)."""
         scenario_ref = os.path.relpath(self.scenario_path.resolve(), out.parent.resolve())
-        variant = {"store": self.scenario.store}
+        variant = {**self.overrides, "store": self.scenario.store}
         variant.update({f"migrations.{index}.to": step.to
                         for index, step in enumerate(self.scenario.migrations)})
         # What replay must import: the plugins the report's kinds came from.
-        plugins = registry.plugins_for([*variant.values(), *filter(None, [self.reference])])
+        plugins = registry.plugins_for([*variant.values(),
+                                        *([reference_kind(self.reference)]
+                                          if self.reference else [])])
         return RaceReport(
             title=f"Hunted: {self.question}, with {len(found.schedule)} fault(s)",
             story=_story(found.schedule, found.verdict), scenario=scenario_ref,
             seed=self.scenario.seed, plugins=plugins,
             fingerprint=found.result.summary["trace_fingerprint"], variant=variant,
             # A reference hunt's reference is the fixed store: what the engineer ships.
-            fixed={} if self.reference is None else {"store": self.reference},
+            fixed={} if self.reference is None else {**self.overrides,
+                                                      **stand_in(self.reference)},
             schedule=copy.deepcopy(found.schedule),
             invariant=ReportInvariant.of(self.invariant, self.reference))
 
@@ -396,6 +445,19 @@ class Hunt:
         found.result.trace.write_parquet(out.with_suffix(".trace.parquet"))
 
 
+def timescales(scenario: Scenario) -> list[int]:
+    """The scenario's own durations, in µs, that a fault must be measured
+    against to matter: the callers' timeout, every duration among the store's
+    settings (its TTLs, grace, flush and sweep periods) and the migrations'
+    restart times."""
+    found = {scenario.network.timeout_us}
+    for name, value in scenario.settings:
+        if name.endswith("_ms") and isinstance(value, int) and value > 0:
+            found.add(value * 1_000)
+    found.update(step.restart_after for step in scenario.migrations if step.restart_after)
+    return sorted(value for value in found if value <= scenario.end_us)
+
+
 def _key(schedule: list[dict[str, Any]]) -> str:
     """A schedule as a key: its faults' fields in a fixed order."""
     return json.dumps(schedule, sort_keys=True)
@@ -404,7 +466,10 @@ def _key(schedule: list[dict[str, Any]]) -> str:
 def _story(schedule: list[dict[str, Any]], verdict: Verdict) -> str:
     steps = []
     for fault in schedule:
-        target = "the migration" if fault.get("migration") else f"replica {fault.get('replica')}"
+        target = ("the migration" if fault.get("migration") else
+                  f"step {fault['step']}" if fault["fault"] == "migrate" else
+                  f"replicas {fault['replicas']}" if "replicas" in fault else
+                  "the fleet" if fault.get("replica") is None else f"replica {fault['replica']}")
         what = fault["fault"].replace("_", " ")
         call = f" of {fault['call']}" if fault.get("call") else ""
         steps.append(f"at {fault['at']}, {what}{call} on {target}")

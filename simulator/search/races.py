@@ -24,6 +24,7 @@ from simulator.families import invariants_for
 from simulator.run.compose import RunResult, run_scenario
 from simulator.scenario.conditions import Verdict, check_metrics, judge
 from simulator.scenario.model import ScenarioError, parse_scenario
+from simulator.scenario.stand_in import stand_in
 from simulator.search.race_report import RaceReport
 from simulator.search.story import describe_row, focus, tell, trace_rows
 
@@ -79,7 +80,7 @@ def replay(report: RaceReport, against_fixed: bool = False, backend: str | None 
     reference = None
     if report.reference is not None:  # the same scenario, seed and schedule on the reference
         reference = run_scenario(parse_scenario(report.scenario_for(
-            {**changes, "store": report.reference}), source=str(report.path)),
+            {**changes, **stand_in(report.reference)}), source=str(report.path)),
             seed=report.seed, backend=backend).summary
     verdict = judge(result.summary, report.invariant, report.reference, reference,
                     invariants_for(scenario.kind) if reference is not None else ())

@@ -41,13 +41,35 @@ from stores.quantities import parse_duration_us
 REPLICA_FAULTS = HUNTED_FAULTS
 """What a hunt draws unless told otherwise (``FAULT_KINDS``' hunted kinds)."""
 CONNECTION_FAULTS = tuple(name for name, kind in FAULT_KINDS.items() if kind.connection)
-ALL_FAULTS = REPLICA_FAULTS + CONNECTION_FAULTS
+OPERATOR_ACTIONS = tuple(name for name, kind in FAULT_KINDS.items() if kind.operator)
+"""An operator's actions: a migration (a step of the scenario's [[migrations]],
+at a drawn instant with drawn timings, stray replicas left on the old kind, a
+kill part-way), a rolling restart."""
+ALL_FAULTS = REPLICA_FAULTS + ("partition",) + CONNECTION_FAULTS + OPERATOR_ACTIONS
 """Every fault a strategy can draw (``--faults`` on ``hunt``)."""
+SHORT = ("100ms", "1s", "3s")
+"""Pause durations and restart times drawn when the scenario gives no timescales."""
+
+
+def durations_around(timescales: Sequence[int], longest_us: int | None = None) -> list[str]:
+    """Durations to draw pauses, partitions and operators' timings from: a
+    tenth of a second, a second, three, and each of the scenario's own
+    timescales (``timescales``, in µs: its timeout, its store's TTLs and
+    periods) halved, just passed (by a tenth) and doubled, so a pause can
+    outlast a TTL whatever its size; shortest first (what shrinking prefers),
+    none past ``longest_us``."""
+    found = {parse_duration_us(text) for text in SHORT}
+    for scale in timescales:
+        found.update({scale // 2, scale + scale // 10, scale * 2})
+    kept = sorted(value for value in found
+                  if value >= 1_000 and (longest_us is None or value <= longest_us))
+    return [f"{value // 1_000}ms" for value in kept]
 
 
 def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
           kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
-          only_migration: bool = False, migration_calls: Sequence[str] | None = None
+          only_migration: bool = False, migration_calls: Sequence[str] | None = None,
+          timescales: Sequence[int] = (), steps: int = 0
           ) -> st.SearchStrategy[dict[str, Any]]:
     """One scheduled fault on a fleet of ``replicas`` before ``until``.
 
@@ -55,11 +77,15 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     such as ``"settle_v1"`` or verbs such as ``"HDEL"``); ``migration`` lets
     losses hit the operator's migration too, ``only_migration`` only it, aimed
     at ``migration_calls`` (default: ``calls``). A loss may also name no call
-    (the next call of any label).
+    (the next call of any label). Pauses, partitions and an operator's timings
+    are drawn around the scenario's ``timescales`` (``durations_around``);
+    ``migrate`` runs one of the scenario's ``steps`` [[migrations]] entries.
     """
-    until_ms = parse_duration_us(until) // 1_000 if isinstance(until, str) else until // 1_000
+    until_us = parse_duration_us(until) if isinstance(until, str) else until
+    until_ms = until_us // 1_000
     at = st.integers(0, max(0, until_ms - 1)).map(lambda ms: f"{ms}ms")
     replica = st.integers(0, replicas - 1)
+    lasting = st.sampled_from(durations_around(timescales, 2 * until_us))
     call = st.sampled_from([None, *calls])
     migration_call = call if migration_calls is None else st.sampled_from(
         [None, *migration_calls])
@@ -84,8 +110,17 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
             {"at": at, "fault": st.just("crash"), "replica": replica,
              "restart_after": st.sampled_from(["100ms", "1s"])}),
         "pause": st.fixed_dictionaries(
-            {"at": at, "fault": st.just("pause"), "replica": replica,
-             "duration": st.sampled_from(["100ms", "1s", "3s"])}),
+            {"at": at, "fault": st.just("pause"), "replica": replica, "duration": lasting}),
+        "partition": st.fixed_dictionaries(
+            {"at": at, "fault": st.just("partition"),
+             "replicas": st.lists(replica, min_size=1, max_size=3, unique=True).map(sorted),
+             "duration": lasting,
+             "direction": st.sampled_from(["both", "to-server", "from-server"])}),
+        "rolling_restart": st.fixed_dictionaries(
+            {"at": at, "fault": st.just("rolling_restart"), "every": lasting,
+             "down_for": st.sampled_from(["0ms", *durations_around(timescales,
+                                                                    2 * until_us)])}),
+        "migrate": _migrate(at, replica, steps, timescales, until_us),
         "connection_stall": on_calls("connection_stall"),
         "connection_reset": on_calls("connection_reset"),
         "slow_reply": on_calls("slow_reply", extra=st.sampled_from(["300ms", "1s"])),
@@ -94,14 +129,32 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     return st.one_of(*(builders[kind] for kind in kinds)).map(_without_nones)
 
 
+def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps: int,
+             timescales: Sequence[int], until_us: int) -> st.SearchStrategy[dict[str, Any]]:
+    """An operator's migration: one of the ``steps`` declared, at a drawn
+    instant, with a drawn restart time, up to two replicas forgotten on the
+    old kind, maybe killed after some of its commands, the fleet maybe left
+    running (each shrinks toward the plain procedure)."""
+    if steps < 1:
+        return st.nothing()
+    return st.fixed_dictionaries(
+        {"at": at, "fault": st.just("migrate"), "step": st.integers(0, steps - 1),
+         "restart_after": st.sampled_from(["0ms", *durations_around(timescales,
+                                                                     2 * until_us)]),
+         "keep_running": st.lists(replica, max_size=2, unique=True).map(sorted),
+         "crash_after_commands": st.none() | st.integers(1, 50),
+         "stop_fleet": st.sampled_from([True, False])})
+
+
 def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),
                     kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
                     max_faults: int = 4, only_migration: bool = False,
-                    migration_calls: Sequence[str] | None = None
+                    migration_calls: Sequence[str] | None = None,
+                    timescales: Sequence[int] = (), steps: int = 0
                     ) -> st.SearchStrategy[list[dict[str, Any]]]:
     """A schedule of up to ``max_faults`` faults (see ``fault``), in time order."""
     return st.lists(fault(replicas, until, calls, kinds, migration, only_migration,
-                          migration_calls),
+                          migration_calls, timescales, steps),
                     min_size=1,
                     max_size=max_faults).map(
         lambda faults: sorted(faults, key=lambda item: parse_duration_us(item["at"])))

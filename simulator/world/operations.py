@@ -15,6 +15,9 @@ Rules kept here:
 * A migration that fails on its own (a lost reply, a refusal) is also run
   again, after ``rerun_after``; the store's migration must make that safe.
 * Replicas the operator ``keep_running`` stay on the old kind: stray writers.
+
+A rolling restart (``run_rolling_restart``) stops and starts replicas one
+at a time, gracefully, as a deployment or a configuration reload does.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from simulator.engine.traps import Sleep
 from simulator.net.links import Link
 from simulator.net.redis_port import SimRedis
 from simulator.plugin.protocol import MIGRATION
+from simulator.scenario.faults import ScheduledFault
 from simulator.scenario.model import MigrationStep
 from stores.registry import StoreKind
 
@@ -123,6 +127,30 @@ async def run_migration(world: Operated, migration: PreparedMigration) -> None:
     for index in stopped:
         if world.current[index] is None:
             world.restart_replica(index)
+
+
+async def run_rolling_restart(world: Operated, restart: ScheduledFault) -> None:
+    """The operator restarts replicas gracefully one at a time (all of them,
+    or those ``restart`` names): each stops taking requests, finishes those in
+    flight, exits and starts again ``down_for`` later; the next begins
+    ``every`` after the one before it began. A replica already down (crashed,
+    or stopped by a migration) is passed over."""
+    kernel = world.kernel
+    indices = list(restart.replicas) or (
+        [restart.replica] if restart.replica is not None else range(len(world.current)))
+    world.trace.record(kernel.now, SERVER, 0, -1, "rolling_restart_started",
+                       amount=len(indices))
+    for index in indices:
+        began = kernel.now
+        if world.current[index] is not None:
+            world.hold_down([index])
+            await _stop_gracefully(world, [index])
+            await Sleep(restart.down_for)
+            world.let_up([index])
+            world.restart_replica(index)
+        rest = restart.every - (kernel.now - began)
+        if rest > 0:
+            await Sleep(rest)
 
 
 async def _stop_gracefully(world: Operated, indices: list[int]) -> None:

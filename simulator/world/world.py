@@ -29,10 +29,16 @@ from simulator.net.links import FaultClock, LinkSettings, ReplicaNetwork
 from simulator.net.server import Server
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import Oracle, ReplicaObserver
-from simulator.scenario.faults import FAULT_KINDS, PlannedFault, ServerSettings, kept_until
+from simulator.scenario.faults import (
+    FAULT_KINDS,
+    PlannedFault,
+    ScheduledFault,
+    ServerSettings,
+    kept_until,
+)
 from simulator.world.findings import StoreRaised, store_raised
 from simulator.world.fleet import Replica, start_replica
-from simulator.world.operations import PreparedMigration, run_migration
+from simulator.world.operations import PreparedMigration, run_migration, run_rolling_restart
 from simulator.world.requests import RequestSource
 from stores.registry import StoreKind
 
@@ -90,16 +96,22 @@ class World:
     # -- the fleet -------------------------------------------------------------
 
     def start(self, faults: list[PlannedFault],
-              migrations: list[PreparedMigration] = ()) -> None:
+              migrations: list[PreparedMigration] = (),
+              restarts: list[ScheduledFault] = ()) -> None:
         for index in range(len(self.clocks)):
             self._boot(index)
         for fault in faults:
             self.kernel.at(fault.at_us, self.apply, fault)
         for migration in migrations:
             self.kernel.at(migration.step.at, self._begin_migration, migration)
+        for restart in restarts:
+            self.kernel.at(restart.at, self._begin_rolling_restart, restart)
 
     def _begin_migration(self, migration: PreparedMigration) -> None:
         self.kernel.spawn(run_migration(self, migration), self.lab, OPERATOR)
+
+    def _begin_rolling_restart(self, restart: ScheduledFault) -> None:
+        self.kernel.spawn(run_rolling_restart(self, restart), self.lab, OPERATOR)
 
     def hold_down(self, indices: list[int]) -> None:
         """Replicas an operator stopped: fault restarts leave them down."""

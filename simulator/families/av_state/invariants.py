@@ -7,13 +7,13 @@ broken where it does strictly worse.
 
 from __future__ import annotations
 
-from simulator.scenario.conditions import Invariant
+from simulator.scenario.conditions import NOISY, Invariant
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("budget_overshoot_units"),
     Invariant("budget_minted_units"),
     Invariant("double_debits"),
-    Invariant("false_refusals"),
+    Invariant("false_refusals", noise=NOISY),
     Invariant("counters_resurrected"),
     Invariant("counters_without_ttl"),
     Invariant("partial_batches"),

@@ -11,7 +11,7 @@ scope apart, naming the largest part filed by cause.
 
 from __future__ import annotations
 
-from simulator.scenario.conditions import Invariant
+from simulator.scenario.conditions import NOISY, Invariant
 
 _PER_SCOPE = (
     # Their parts by cause carry the unit after the cause (tests/blame.py).
@@ -26,13 +26,13 @@ _PER_SCOPE = (
               by_cause="conservation_undercount_by_{cause}_microdollars"),
     Invariant("conservation_overcount_microdollars_total",
               by_cause="conservation_overcount_by_{cause}_microdollars"),
-    Invariant("leaked_hold_microdollar_seconds"),
+    Invariant("leaked_hold_microdollar_seconds", noise=NOISY),
     Invariant("wrongful_admissions"),
 )
 """Measured for subjects, and for namespaces under a ``namespace_`` prefix."""
 
 INVARIANTS: tuple[Invariant, ...] = (
     *_PER_SCOPE,
-    Invariant("false_denials"),
+    Invariant("false_denials", noise=NOISY),
     *(invariant.in_scope("namespace_") for invariant in _PER_SCOPE),
 )

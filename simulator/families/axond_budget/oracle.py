@@ -176,7 +176,8 @@ def budget_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> BudgetO
     """The oracle of ``scenario`` run on ``kind`` with ``settings``."""
     # A namespace cap judged from the start, even if only a later migration
     # brings a store that enforces it: the overshoot before it is real too.
-    every_settings = [settings] + [scenario.settings_after(step) for step in scenario.migrations]
+    every_settings = [settings] + [scenario.settings_after(step)
+                                   for step in scenario.operations]
     namespace_cap = next((cap for cap in (getattr(each, "namespace_cap_microdollars", None)
                                           for each in every_settings) if cap is not None), None)
     return BudgetOracle(subject_cap=getattr(settings, "subject_cap_microdollars", None),

@@ -11,11 +11,11 @@ prevent, whatever the connection did (``contract``), so no fault excuses it.
 
 from __future__ import annotations
 
-from simulator.scenario.conditions import Invariant
+from simulator.scenario.conditions import NOISY, Invariant
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("concurrency_excess_lease_seconds"),
-    Invariant("leaked_lease_seconds"),
-    Invariant("false_denials"),
+    Invariant("leaked_lease_seconds", noise=NOISY),
+    Invariant("false_denials", noise=NOISY),
     Invariant("misaligned_results_accepted", store_only=True),
 )

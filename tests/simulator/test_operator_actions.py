@@ -1,0 +1,181 @@
+"""An operator's actions as fault-schedule entries (issue 26): a ``migrate``
+entry runs a declared ``[[migrations]]`` step at its instant and with its
+timings (a ``scheduled`` step runs only so), a ``rolling_restart`` restarts
+the fleet gracefully one replica after another; ``hunt --faults`` draws them
+with pauses and partitions sized by the scenario's own timescales, compares a
+migration's target with ``--reference PATH=KIND``, takes ``--set``, and
+judges "worse than the reference" beyond a stated noise margin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from simulator.cli import main
+from simulator.run.compose import run_scenario
+from simulator.scenario.conditions import Invariant, worse_than_reference
+from simulator.scenario.faults import ScheduledFault
+from simulator.scenario.model import ScenarioError, load_scenario
+from simulator.scenario.stand_in import reference_kind, stand_in
+from simulator.search.hunt import Hunt, timescales
+from simulator.search.races import load_report, replay
+from simulator.search.strategies import durations_around, fault_schedules
+from stores.quantities import parse_duration_us
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO / "data" / "scenarios"
+MIGRATE = SCENARIOS / "migrate-v1-to-v2.toml"
+SPLIT = SCENARIOS / "hunt" / "split-settlement-quiet.toml"
+
+
+def summary_of(path: Path, **overrides) -> dict:
+    return run_scenario(load_scenario(path, overrides)).summary
+
+
+def test_a_migrate_entry_at_the_declared_instant_is_the_declared_migration():
+    declared = summary_of(MIGRATE)
+    drawn = summary_of(MIGRATE, **{"migrations.0.scheduled": True,
+                                   "faults.schedule": [{"at": "3s", "fault": "migrate",
+                                                        "step": 0}]})
+    assert declared["migrations_completed"] == 1
+    assert drawn["trace_fingerprint"] == declared["trace_fingerprint"]
+
+
+def test_a_scheduled_step_runs_only_as_often_as_the_schedule_names_it():
+    scheduled = {"migrations.0.scheduled": True}
+    assert summary_of(MIGRATE, **scheduled)["migrations_completed"] == 0
+    twice = summary_of(MIGRATE, **scheduled, **{"faults.schedule": [
+        {"at": "2s", "fault": "migrate", "step": 0},
+        {"at": "5s", "fault": "migrate", "step": 0, "stop_fleet": False,
+         "restart_after": "0ms"}]})
+    assert twice["migrations_completed"] == 2
+    assert twice["conservation_drift_microdollars_total"] == 0  # the fixed migration re-runs
+
+
+def test_a_migrate_entry_s_timings_and_stray_replicas_are_its_own():
+    """The entry's keep_running leaves a replica on v1 beside the v2 fleet:
+    the v2 boot fence is not the stray's, so it keeps writing v1."""
+    stray = summary_of(MIGRATE, **{"migrations.0.scheduled": True, "faults.schedule": [
+        {"at": "2s", "fault": "migrate", "step": 0, "keep_running": [0],
+         "restart_after": "300ms"}]})
+    plain = summary_of(MIGRATE, **{"migrations.0.scheduled": True, "faults.schedule": [
+        {"at": "2s", "fault": "migrate", "step": 0, "restart_after": "300ms"}]})
+    assert stray["trace_fingerprint"] != plain["trace_fingerprint"]
+    assert stray["migrations_completed"] == plain["migrations_completed"] == 1
+
+
+def test_a_migrate_entry_naming_no_declared_step_is_refused_naming_the_field():
+    with pytest.raises(ScenarioError, match=r"faults\.schedule\.0\.step: expected a "
+                                            r"\[\[migrations\]\] entry, from 0 to 0, got 3"):
+        load_scenario(MIGRATE, {"faults.schedule": [{"at": "1s", "fault": "migrate",
+                                                     "step": 3}]})
+    with pytest.raises(ScenarioError, match="needs `step`"):
+        load_scenario(MIGRATE, {"faults.schedule": [{"at": "1s", "fault": "migrate"}]})
+
+
+def test_a_rolling_restart_restarts_each_replica_gracefully_in_turn():
+    restarted = summary_of(SCENARIOS / "demo.toml", **{
+        "duration": "4s", "drain": "2s", "fleet.replicas": 20,
+        "faults.schedule": [{"at": "1s", "fault": "rolling_restart", "every": "100ms",
+                             "down_for": "20ms"}]})
+    assert restarted["replica_restarted_count"] == 20
+    # Graceful: each finished its requests before it went; the books are whole.
+    assert restarted["requests_aborted_by_crash"] == 0
+    assert restarted["conservation_drift_microdollars_total"] == 0
+    some = summary_of(SCENARIOS / "demo.toml", **{
+        "duration": "4s", "drain": "2s", "fleet.replicas": 20,
+        "faults.schedule": [{"at": "1s", "fault": "rolling_restart", "every": "100ms",
+                             "replicas": [3, 7]}]})
+    assert some["replica_restarted_count"] == 2
+
+
+def test_pauses_are_drawn_around_the_scenario_s_own_timescales():
+    scenario = load_scenario(SCENARIOS / "hunt" / "tollgate-reclaim-without-grace-quiet.toml")
+    scales = timescales(scenario)
+    assert scenario.network.timeout_us in scales
+    ttl = scenario.settings.lease_ttl_ms * 1_000
+    assert ttl in scales
+    drawn = [parse_duration_us(text) for text in durations_around(scales)]
+    # Halved, just past and doubled: a pause that outlasts the TTL is drawn.
+    assert {ttl // 2, ttl + ttl // 10, ttl * 2} <= set(drawn)
+    assert drawn == sorted(drawn)  # shortest first: what shrinking prefers
+    assert durations_around(()) == ["100ms", "1000ms", "3000ms"]
+
+
+@settings(max_examples=40, database=None, deadline=None)
+@given(fault_schedules(replicas=5, until="4s", kinds=["migrate", "rolling_restart",
+                                                      "partition", "pause"],
+                       timescales=[200_000, 2_000_000], steps=1))
+def test_drawn_operator_actions_are_valid_schedule_entries(schedule):
+    entries = [ScheduledFault.model_validate(item) for item in schedule]
+    for entry in entries:
+        if entry.fault == "migrate":
+            assert entry.step == 0 and len(entry.keep_running or []) <= 2
+        if entry.fault == "partition":
+            assert entry.replicas and entry.duration is not None
+    load_scenario(MIGRATE, {"migrations.0.scheduled": True, "fleet.replicas": 5,
+                            "faults.schedule": schedule})
+
+
+def test_a_reference_stands_in_for_the_store_or_where_it_is_told():
+    assert stand_in("axond_budget.redis_v1") == {"store": "axond_budget.redis_v1"}
+    assert stand_in("migrations.0.to=K, migrations.1.to=K") == {"migrations.0.to": "K",
+                                                                "migrations.1.to": "K"}
+    assert reference_kind("migrations.0.to=K") == "K"
+    with pytest.raises(ValueError, match="one store kind"):
+        reference_kind("migrations.0.to=A,migrations.1.to=B")
+    with pytest.raises(ValueError, match="PATH=KIND"):
+        stand_in("migrations.0.to=")
+
+
+def test_worse_than_the_reference_means_beyond_the_noise_margin():
+    noisy = Invariant("false_denials", noise=0.10)
+    exact = Invariant("conservation_drift_microdollars_total", worse="further_from_zero")
+    within = worse_than_reference([noisy, exact], {"false_denials": 105,
+                                                   "conservation_drift_microdollars_total": 0},
+                                  {"false_denials": 100,
+                                   "conservation_drift_microdollars_total": 0})
+    assert within == ()
+    (beyond,) = worse_than_reference([noisy], {"false_denials": 111}, {"false_denials": 100})
+    assert beyond.margin == pytest.approx(10.0)
+    assert "beyond its noise margin of 10" in str(beyond)
+    # Where the reference did no damage, any damage is worse: no margin at all.
+    (any_drift,) = worse_than_reference([exact], {"conservation_drift_microdollars_total": -1},
+                                        {"conservation_drift_microdollars_total": 0})
+    assert any_drift.margin == 0 and "margin" not in str(any_drift)
+
+
+def test_a_reference_on_a_migration_s_target_is_hunted_and_replayed(tmp_path):
+    """The variant is what the operator migrates to: the reference stands in
+    there (the fleet's own store would not take the namespace cap)."""
+    with pytest.raises(ScenarioError, match=r"--reference migrations\.0\.to="):
+        Hunt(SCENARIOS / "variant-claim-without-slot.toml", reference="axond_budget.redis_v2",
+             examples=1)
+    hunt = Hunt(SCENARIOS / "hunt" / "claim-without-slot-quiet.toml",
+                reference="migrations.0.to=axond_budget.redis_v2", seed=0, examples=40,
+                time_budget_s=240, kinds=("lose_reply",), target="migration", max_faults=2)
+    found = hunt.search()
+    assert found is not None
+    report_path = tmp_path / "found.toml"
+    hunt.write_report(found, report_path)
+    report = load_report(report_path)
+    assert report.fixed == {"migrations.0.to": "axond_budget.redis_v2"}
+    assert replay(report).reproduced
+    assert not replay(report, against_fixed=True).reproduced
+
+
+def test_hunt_set_changes_every_run_and_the_report_keeps_it(tmp_path, capsys):
+    out = tmp_path / "found.toml"
+    code = main(["hunt", str(SPLIT), "--invariant", "conservation_drift_microdollars_total < 0",
+                 "--faults", "lose_reply", "--examples", "30", "--max-faults", "2",
+                 "--set", "fleet.replicas=3", "--out", str(out)])
+    assert code == 0, capsys.readouterr()
+    report = load_report(out)
+    assert report.variant["fleet.replicas"] == 3
+    found = replay(report)
+    assert found.reproduced and found.result.summary["replicas"] == 3
+    assert main(["hunt", str(SPLIT), "--invariant", "conservation_drift_microdollars_total < 0",
+                 "--set", "fleet.replicas=0", "--examples", "1"]) == 2
+    assert "fleet.replicas" in capsys.readouterr().err
