@@ -15,7 +15,8 @@ is worth (``data/scenarios/av-state-variant-*.toml``), with a race report in
 ``data/races/`` that ``hunt`` found. The last two need sessions that reach
 them: ``refund_many_tonumber`` whole refunds (the "all" amount, clamped to
 ``I64_MAX``: ``workload.sessions.refunds.whole``), and ``add_without_ttl`` a
-tally kept with ``add`` (``workload.sessions.tally``).
+tally kept with ``add`` (``workload.sessions.tally``); ``refusal_without_ttl_refresh``
+needs sessions that outlive the 24 h TTL at their cap, still calling.
 """
 
 from __future__ import annotations
@@ -82,6 +83,27 @@ ADD_WITHOUT_TTL = SCRIPTS.patching(
         "return redis.call('INCRBY', KEYS[1], ARGV[1])\n"),
 )
 
+REFUSAL_WITHOUT_TTL_REFRESH = SCRIPTS.patching(
+    # The bug: a refused spend returns without touching any TTL. A session at
+    # its cap that keeps retrying (every attempt refused, the commit loop never
+    # reached) has its counters expire a day after its last successful spend;
+    # the next attempt reads 0 and commits: the cap resets mid-session. The
+    # fix: refresh the TTL of every existing key of the batch before refusing
+    # (an actively retrying session is not abandoned).
+    try_spend=Patch(
+        "        -- Refresh the TTL of every existing key before refusing. Otherwise a\n"
+        "        -- session at its cap that keeps retrying (every attempt refused, the\n"
+        "        -- commit loop never reached) has its counter expire a day after its\n"
+        "        -- last successful spend, and the next attempt sees 0: the cap\n"
+        "        -- silently resets mid-session. The TTL reclaims abandoned sessions;\n"
+        "        -- an actively retrying session is not abandoned.\n"
+        "        for _, other in ipairs(KEYS) do\n"
+        "            if redis.call('EXISTS', other) == 1 then\n"
+        "                redis.call('EXPIRE', other, ${COUNTER_TTL_SECONDS})\n"
+        "            end\n"
+        "        end\n", ""),
+)
+
 KINDS: tuple[StoreKind, ...] = (
     redis_kind("av_state.variants.refund_without_marker",
                "historical: refunds with no replay marker; a re-sent refund credits twice "
@@ -98,4 +120,8 @@ KINDS: tuple[StoreKind, ...] = (
     redis_kind("av_state.variants.add_without_ttl",
                "historical: add sets no TTL; counters touched only by add never expire",
                scripts=ADD_WITHOUT_TTL),
+    redis_kind("av_state.variants.refusal_without_ttl_refresh",
+               "historical: a refused spend leaves the TTLs as they were; a session retrying "
+               "at its cap loses its counters a day after its last commit (the cap resets)",
+               scripts=REFUSAL_WITHOUT_TTL_REFRESH),
 )

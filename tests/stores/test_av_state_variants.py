@@ -11,6 +11,7 @@ reports are replayed by ``tests/simulator/test_races.py``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass
@@ -24,14 +25,21 @@ from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario
 from stores import registry
 from stores.av_state import variants
-from stores.av_state.contract import COUNTER_TTL_SECONDS, I64_MAX, Refund, Spend
+from stores.av_state.contract import (
+    COUNTER_TTL_SECONDS,
+    I64_MAX,
+    Committed,
+    Refund,
+    Refused,
+    Spend,
+)
 from stores.av_state.redis_store import SCRIPTS, with_ttls
 from stores.scripts import Patch
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "av_state.redis"
 VARIANTS = ("refund_without_marker", "refund_not_exists_gated", "refund_many_tonumber",
-            "add_without_ttl")
+            "add_without_ttl", "refusal_without_ttl_refresh")
 
 
 def kind_name(variant: str) -> str:
@@ -59,6 +67,9 @@ DAMAGE = {
     "add_without_ttl": Damage(
         ("counters_without_ttl", "counters_without_ttl_at_end"),
         ("counters_without_ttl_by_store_logic",)),
+    "refusal_without_ttl_refresh": Damage(
+        ("counter_resets", "budget_overshoot_units"),
+        ("counter_resets_by_store_logic", "budget_overshoot_units_by_store_logic")),
 }
 """Each variant's damage in its scenario, ``data/scenarios/av-state-variant-*.toml``."""
 
@@ -88,7 +99,7 @@ def test_every_variant_is_the_fixed_store_with_a_script_or_two_replaced():
         replaced = {script for script in fixed.scripts
                     if kind.scripts[script] != fixed.scripts[script]}
         assert replaced, f"{name} replaces no script"
-        assert replaced <= {"refund", "refund_many", "add"}
+        assert replaced <= {"refund", "refund_many", "add", "try_spend"}
 
 
 SEAMS = {
@@ -119,6 +130,24 @@ SEAMS = {
                  "redis.call('EXPIRE', KEYS[1], ${COUNTER_TTL_SECONDS})",
                  "return result"],
                 ["return redis.call('INCRBY', KEYS[1], ARGV[1])"]),
+    },
+    "refusal_without_ttl_refresh": {
+        "try_spend": (["        -- Refresh the TTL of every existing key before refusing. "
+                       "Otherwise a",
+                       "        -- session at its cap that keeps retrying (every attempt refused, "
+                       "the",
+                       "        -- commit loop never reached) has its counter expire a day after "
+                       "its",
+                       "        -- last successful spend, and the next attempt sees 0: the cap",
+                       "        -- silently resets mid-session. The TTL reclaims abandoned "
+                       "sessions;",
+                       "        -- an actively retrying session is not abandoned.",
+                       "        for _, other in ipairs(KEYS) do",
+                       "            if redis.call('EXISTS', other) == 1 then",
+                       "                redis.call('EXPIRE', other, ${COUNTER_TTL_SECONDS})",
+                       "            end",
+                       "        end"],
+                      []),
     },
 }
 """Each variant's seam, by script: the shipped lines it takes out, and the
@@ -300,5 +329,36 @@ def test_a_counter_only_add_touches_expires_only_when_add_sets_its_ttl(on_kind, 
             assert COUNTER_TTL_SECONDS * 1_000 - 10_000 < ttl_ms <= COUNTER_TTL_SECONDS * 1_000
         else:
             assert ttl_ms == -1
+
+    on_kind(kind)(scenario)
+
+
+@pytest.mark.parametrize(("kind", "after_the_day"), [
+    (FIXED, Refused(1)),
+    (kind_name("refusal_without_ttl_refresh"), Committed(1)),
+], ids=["fixed", "refusal_without_ttl_refresh"])
+def test_a_session_refused_at_its_cap_keeps_it_only_when_refusals_refresh_the_ttl(
+        on_kind, kind, after_the_day):
+    """A session spends its cap, then keeps calling and is refused; the day
+    its counters were given at its last commit is played as 300 ms left."""
+    async def scenario(bench: Bench) -> None:
+        tokens, calls = bench.key("tokens"), bench.key("calls")
+        call = [Spend(tokens, 100, 10_000), Spend(calls, 1, 2)]
+        for remaining in (1, 0):
+            assert await bench.store.try_spend_many(call) == Committed(remaining)
+        for key in (tokens, calls):
+            await bench.reader.pexpire(key, 300)  # the day since the last commit nearly over
+        assert await bench.store.try_spend_many(call) == Refused(1)  # at its cap, still calling
+        for key in (tokens, calls):
+            ttl_ms = await bench.pttl(key)
+            if kind == FIXED:
+                assert COUNTER_TTL_SECONDS * 1_000 - 10_000 < ttl_ms <= COUNTER_TTL_SECONDS * 1_000
+            else:
+                assert 0 < ttl_ms <= 300, "a refusal left the old TTL running"
+        await asyncio.sleep(0.5)
+        # The variant's counters expired under the session: its cap reset, and
+        # the call it was refused a moment ago commits against a fresh budget.
+        assert await bench.store.try_spend_many(call) == after_the_day
+        assert await counters(bench, tokens, calls) == ([200, 2] if kind == FIXED else [100, 1])
 
     on_kind(kind)(scenario)
