@@ -38,8 +38,12 @@ from stores.scripts import Patch
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "av_state.redis"
-VARIANTS = ("refund_without_marker", "refund_not_exists_gated", "refund_many_tonumber",
-            "add_without_ttl", "refusal_without_ttl_refresh")
+LUA_VARIANTS = ("refund_without_marker", "refund_not_exists_gated", "refund_many_tonumber",
+                "add_without_ttl", "refusal_without_ttl_refresh")
+PYTHON_VARIANTS = {"remove_prefix_noop": (variants.RemovePrefixNoop, {"remove_prefix"})}
+"""Variants whose seam is a method of the store, not a script: the subclass,
+and the methods it overrides."""
+VARIANTS = (*LUA_VARIANTS, *PYTHON_VARIANTS)
 
 
 def kind_name(variant: str) -> str:
@@ -70,6 +74,11 @@ DAMAGE = {
     "refusal_without_ttl_refresh": Damage(
         ("counter_resets", "budget_overshoot_units"),
         ("counter_resets_by_store_logic", "budget_overshoot_units_by_store_logic")),
+    # Its scenario recycles session ids, and where two of an agent's sessions
+    # overlap both stores show shared_prefix damage: the store's part is compared.
+    "remove_prefix_noop": Damage(
+        ("false_refusals_by_store_logic", "counters_present_at_end"),
+        ("false_refusals_by_store_logic",)),
 }
 """Each variant's damage in its scenario, ``data/scenarios/av-state-variant-*.toml``."""
 
@@ -81,7 +90,9 @@ def on_kind(backend_name, request, key_prefix):
     url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
 
     def of(kind: str):
-        return runner(backend_name, url, key_prefix, registry.get(kind).scripts)
+        seam = PYTHON_VARIANTS.get(kind.removeprefix("av_state.variants."))
+        return runner(backend_name, url, key_prefix, registry.get(kind).scripts,
+                      *(seam[0],) if seam else ())
 
     return of
 
@@ -89,10 +100,18 @@ def on_kind(backend_name, request, key_prefix):
 # -- the kinds -------------------------------------------------------------------
 
 
-def test_every_variant_is_the_fixed_store_with_a_script_or_two_replaced():
+def test_every_variant_is_the_fixed_store_with_a_script_or_two_replaced_or_one_method():
     assert {kind.name for kind in variants.KINDS} == {kind_name(name) for name in VARIANTS}
     fixed = registry.get(FIXED)
-    for name in VARIANTS:
+    for name, (store_class, methods) in PYTHON_VARIANTS.items():
+        kind = registry.get(kind_name(name))
+        assert kind.protocol == fixed.protocol
+        assert kind.scripts == fixed.scripts  # the shipped scripts, every one
+        assert store_class.__bases__ == (variants.RedisStateStore,)
+        overridden = {attribute for attribute, value in vars(store_class).items()
+                      if callable(value) and not attribute.startswith("__")}
+        assert overridden == methods
+    for name in LUA_VARIANTS:
         kind = registry.get(kind_name(name))
         assert kind.protocol == fixed.protocol  # run and judged as the av_state family
         assert set(kind.scripts) == set(fixed.scripts)  # every call keeps its label
@@ -160,7 +179,7 @@ def changed_lines(shipped: str, patched: str) -> tuple[Counter, Counter]:
     return before - after, after - before
 
 
-@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("name", LUA_VARIANTS)
 def test_each_variant_is_the_shipped_scripts_with_its_seam_changed_and_nothing_else(name):
     scripts = getattr(variants, name.upper())  # placeholders unsubstituted, as SCRIPTS
     assert registry.get(kind_name(name)).scripts == with_ttls(scripts)
@@ -360,5 +379,30 @@ def test_a_session_refused_at_its_cap_keeps_it_only_when_refusals_refresh_the_tt
         # the call it was refused a moment ago commits against a fresh budget.
         assert await bench.store.try_spend_many(call) == after_the_day
         assert await counters(bench, tokens, calls) == ([200, 2] if kind == FIXED else [100, 1])
+
+    on_kind(kind)(scenario)
+
+
+@pytest.mark.parametrize("kind", [FIXED, kind_name("remove_prefix_noop")],
+                         ids=["fixed", "remove_prefix_noop"])
+def test_a_recycled_session_id_starts_from_zero_only_when_remove_prefix_deletes(on_kind, kind):
+    """A session spends, is cleaned up, and its id opens again: the same keys."""
+    async def scenario(bench: Bench) -> None:
+        tokens, calls = bench.key("tokens"), bench.key("calls")
+        call = [Spend(tokens, 100, 10_000), Spend(calls, 1, 2)]
+        for remaining in (1, 0):
+            assert await bench.store.try_spend_many(call) == Committed(remaining)
+        await bench.store.remove_prefix(f"{bench.prefix}:")
+        if kind == FIXED:
+            assert [await bench.exists(key) for key in (tokens, calls)] == [False, False]
+            # The new incarnation starts from zero: its first call commits.
+            assert await bench.store.try_spend_many(call) == Committed(1)
+        else:
+            # Nothing was deleted: the counters wait, a day's TTL on them, for
+            # the id to open again, and its first call meets the old cap.
+            assert await counters(bench, tokens, calls) == [200, 2]
+            for key in (tokens, calls):
+                assert 0 < await bench.pttl(key) <= COUNTER_TTL_SECONDS * 1_000
+            assert await bench.store.try_spend_many(call) == Refused(1)
 
     on_kind(kind)(scenario)
