@@ -28,6 +28,7 @@ from stores.av_state import variants
 from stores.av_state.contract import (
     COUNTER_TTL_SECONDS,
     I64_MAX,
+    JCS_SAFE_MAX,
     Committed,
     Refund,
     Refused,
@@ -406,3 +407,45 @@ def test_a_recycled_session_id_starts_from_zero_only_when_remove_prefix_deletes(
             assert await bench.store.try_spend_many(call) == Refused(1)
 
     on_kind(kind)(scenario)
+
+
+# -- an earlier version the lab cannot tell from the fixed one ------------------------
+
+SUM_CHECK = SCRIPTS.patching(try_spend=Patch(
+    "    if current > limit or amount > limit - current then\n",
+    "    if current + amount > limit then\n"))
+"""try_spend.lua before it checked by subtraction (seed 004:L31): the sum
+``current + amount``, in a Lua double. Not a kind: within the store's bound
+it decides every spend as the shipped script does (below), so no run could
+show it."""
+
+EDGES = (0, 1, 2, JCS_SAFE_MAX - 1, JCS_SAFE_MAX)
+
+
+@pytest.mark.parametrize("backend", ["fakeredis", "redis"])
+def test_the_sum_check_rounds_yet_decides_as_the_subtraction_within_the_bound(
+        backend, request, key_prefix):
+    """Every stored count, amount and limit at the edges of ``0..JCS_SAFE_MAX``
+    (the store refuses any other amount or limit before the script runs):
+    the sum rounds past 2**53, but a rounded sum past 2**53 is still past any
+    limit the store lets through, so both scripts refuse the same spends."""
+    url = request.getfixturevalue("redis_url") if backend == "redis" else None
+    cases = [(current, amount, limit) for current in EDGES for amount in EDGES
+             for limit in EDGES]
+    decided: dict[str, list] = {}
+    for name, scripts in (("shipped", SCRIPTS), ("sum", SUM_CHECK)):
+        async def scenario(bench: Bench, name=name) -> None:
+            key = bench.key("tokens")
+            # A double holds no odd number past 2**53: the old check's sum rounds.
+            assert await bench.reader.eval(
+                "return tostring(tonumber(ARGV[1]) + tonumber(ARGV[2]))", 0,
+                JCS_SAFE_MAX, 2) in ("9.007199254741e+15", "9007199254740992")
+            decided[name] = []
+            for current, amount, limit in cases:
+                await bench.reader.set(key, current)
+                outcome = await bench.store.try_spend(Spend(key, amount, limit))
+                decided[name].append((type(outcome).__name__, await bench.store.get(key)))
+
+        runner(backend, url, key_prefix, scripts)(scenario)
+    assert decided["sum"] == decided["shipped"]
+    assert {decision for decision, _ in decided["shipped"]} == {"Committed", "Refused"}
