@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stores.registry import StoreKind
-from stores.tollgate.domain import Allocation, IngestReport, UsageEvent
+from stores.tollgate.domain import Allocation, GrantPolicy, IngestReport, UsageEvent
 from stores.tollgate.errors import AllocateStorage, LeaseNotActive
 from stores.tollgate.holder import LOST_AUTHORITY, HeldLease, LeaseHolder
 from stores.tollgate.kinds import ledger_kind
@@ -126,6 +126,35 @@ async def _open_without_grace(url: str | None, settings: TollgateSettings, keys:
     return LedgerService(ledger, dropped_on_close=url is not None)
 
 
+class ShrinksTheHolding(GrantPolicy):
+    """The bug (GL-109): a consolidation re-granted with no floor. Its size is
+    the ordinary policy answer against the restored balance (grown to the
+    refused quote when that balance can fund it), so near exhaustion, for a
+    spend the balance cannot fund, the shrink cap halves the grant below the
+    unspent units the holder gave back. The fix: the re-grant is never
+    smaller than the credit the exchange restored."""
+
+    __slots__ = ()
+
+    def consolidation_grant(self, requested: int, balance: int, floor: int,
+                            needed: int) -> int | None:
+        return super().consolidation_grant(requested, balance, 0, needed)
+
+
+def with_policy(policy_class: type[GrantPolicy]):
+    """A ``StoreKind.service`` opening the fixed ledger with its grant policy
+    (the scenario's settings) sized by ``policy_class`` instead."""
+
+    async def open_service(url: str | None, settings: TollgateSettings, keys: list[Any],
+                           name: str) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys, name)
+        ledger.policy = policy_class(**{field.name: getattr(ledger.policy, field.name)
+                                        for field in dataclasses.fields(ledger.policy)})
+        return LedgerService(ledger, dropped_on_close=url is not None)
+
+    return open_service
+
+
 KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.release_then_acquire",
                 "historical: the holder exchanges a low lease by release then acquire "
@@ -143,4 +172,8 @@ KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.settled_release_succeeds",
                 "historical: releasing a settled lease answers success (a stale holder "
                 "is never told)", service=wrapped(SettledReleaseSucceeds)),
+    ledger_kind("tollgate.variants.consolidation_shrinks_holding",
+                "historical: a consolidation re-granted with no floor (near exhaustion "
+                "the holder gets back less than it gave)",
+                service=with_policy(ShrinksTheHolding)),
 )

@@ -12,6 +12,7 @@ losses aimed at other calls, a pause past the grace) and the damage is gone.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from blame import blamed_on_the_store
 
 from simulator.run.compose import RunResult, run_scenario
 from simulator.scenario.model import load_scenario
+from stores.registry import get
+from stores.tollgate.settings import TollgateSettings
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "tollgate.ledger"
@@ -30,6 +33,7 @@ DAMAGE = {
     "replay-bills-twice": "double_billed_units",
     "reclaim-without-grace": "units_forfeited_in_grace",
     "settled-release-succeeds": "fencing_violations",
+    "consolidation-shrinks-holding": "regrant_shortfall_units",
 }
 """Each variant's scenario, by name, and the metric its damage moves."""
 
@@ -46,6 +50,14 @@ def run(name: str, store: str, **overrides: Any) -> RunResult:
 
 def store_logic(metric: str) -> str:
     return metric if metric.endswith("_by_store_logic") else f"{metric}_by_store_logic"
+
+
+def ledger_of(kind: str, deposit: int, **settings: Any) -> Any:
+    """The ledger ``kind``'s service node runs, in memory: one account, funded
+    with ``deposit`` units."""
+    service = asyncio.run(get(kind).service(
+        None, TollgateSettings(deposit=deposit, **settings), [("ns-0", "subject-0")], "lab_test"))
+    return service.ledger
 
 
 def events(result: RunResult) -> list[dict[str, Any]]:
@@ -143,3 +155,23 @@ def test_the_settled_release_variant_differs_only_in_answering_success_for_a_set
         assert (ours["detail"], ours["outcome"], theirs["outcome"]) == (
             "release", "nil", "lease not active")
         assert {**ours, "outcome": ""} == {**theirs, "outcome": ""}
+
+
+def test_a_consolidation_without_its_floor_shrinks_only_a_holding_whose_spend_is_unfundable():
+    # 100 units: lease A takes 50 (half the balance), lease B 25 of the rest.
+    # A is exchanged with 49 units unspent: the restored balance is 74.
+    def exchange(kind: str, needed: int) -> int:
+        ledger = ledger_of(kind, 100)
+        a = asyncio.run(ledger.acquire(1, 1_000, 1_000, 0)).grant
+        asyncio.run(ledger.acquire(1, 1_000, 1_000, 0))
+        return asyncio.run(ledger.consolidate(a.lease_id, a.fencing_token, 49, 1_000, needed,
+                                              1_000, 1)).grant.granted
+
+    variant = kind_of("consolidation-shrinks-holding")
+    # A spend of 100 the restored 74 cannot fund: the variant sizes the
+    # exchange like an acquire, 37, below the 49 given back; the fixed
+    # ledger keeps the holding.
+    assert (exchange(variant, 100), exchange(FIXED, 100)) == (37, 49)
+    # A spend of 60 it can fund is proven demand: both grow to it, so the
+    # variant changed the floor and nothing else.
+    assert exchange(variant, 60) == exchange(FIXED, 60) == 60
