@@ -20,6 +20,7 @@ from stores.tollgate.domain import Allocation, GrantPolicy, IngestReport, UsageE
 from stores.tollgate.errors import AllocateStorage, LeaseNotActive
 from stores.tollgate.holder import LOST_AUTHORITY, HeldLease, LeaseHolder
 from stores.tollgate.kinds import ledger_kind
+from stores.tollgate.memory import LeaseRecord, MemoryLedger
 from stores.tollgate.service import LedgerService, open_ledger
 from stores.tollgate.settings import TollgateSettings
 
@@ -155,6 +156,32 @@ def with_policy(policy_class: type[GrantPolicy]):
     return open_service
 
 
+class ReclaimCreditsBack(MemoryLedger):
+    """The bug (GL-136): the expiry sweep settles a lease as if its holder had
+    released every unit it has not billed, crediting them back to the balance.
+    A holder that never released proves nothing unspent: one paused (or cut
+    off) through the expiry and the grace may still hold work it committed and
+    did not flush. Those units are leased again, and its late usage finds no
+    provisional loss to land in: refused, billed nowhere. The fix: a reclaim
+    credits nothing and records ``granted - usage`` as provisional loss."""
+
+    @staticmethod
+    def _reclaim_unspent(lease: LeaseRecord) -> int:
+        return lease.unbilled()
+
+
+def with_rules(rules: type[MemoryLedger]):
+    """A ``StoreKind.service`` opening the fixed ledger with each call run by
+    ``rules``, a subclass of ``MemoryLedger`` (on PostgreSQL too)."""
+
+    async def open_service(url: str | None, settings: TollgateSettings, keys: list[Any],
+                           name: str) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys, name, rules=rules)
+        return LedgerService(ledger, dropped_on_close=url is not None)
+
+    return open_service
+
+
 KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.release_then_acquire",
                 "historical: the holder exchanges a low lease by release then acquire "
@@ -176,4 +203,8 @@ KINDS: tuple[StoreKind, ...] = (
                 "historical: a consolidation re-granted with no floor (near exhaustion "
                 "the holder gets back less than it gave)",
                 service=with_policy(ShrinksTheHolding)),
+    ledger_kind("tollgate.variants.reclaim_credits_back",
+                "historical: the expiry sweep credits a lease's unbilled units back (a "
+                "late holder's usage is refused, billed nowhere)",
+                service=with_rules(ReclaimCreditsBack)),
 )

@@ -22,6 +22,7 @@ from blame import blamed_on_the_store
 from simulator.run.compose import RunResult, run_scenario
 from simulator.scenario.model import load_scenario
 from stores.registry import get
+from stores.tollgate.domain import UsageEvent
 from stores.tollgate.settings import TollgateSettings
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
@@ -34,6 +35,7 @@ DAMAGE = {
     "reclaim-without-grace": "units_forfeited_in_grace",
     "settled-release-succeeds": "fencing_violations",
     "consolidation-shrinks-holding": "regrant_shortfall_units",
+    "reclaim-credits-back": "billing_loss_units_by_store_logic",
 }
 """Each variant's scenario, by name, and the metric its damage moves."""
 
@@ -175,3 +177,39 @@ def test_a_consolidation_without_its_floor_shrinks_only_a_holding_whose_spend_is
     # A spend of 60 it can fund is proven demand: both grow to it, so the
     # variant changed the floor and nothing else.
     assert exchange(variant, 60) == exchange(FIXED, 60) == 60
+
+
+def test_a_sweep_crediting_unbilled_units_back_leaves_late_usage_nowhere_to_land():
+    # A lease of 50 units (TTL 1 s, grace 500 ms) with 10 billed; 15 more
+    # were consumed and are still on their way when the sweep runs at 2 s.
+    def reclaim_then_bill_late(kind: str) -> tuple[int, int, int, int]:
+        ledger = ledger_of(kind, 100, reclaim_grace="500ms")
+        lease = asyncio.run(ledger.acquire(1, 50, 1_000, 0)).grant
+
+        def usage(request_id: str, units: int) -> UsageEvent:
+            return UsageEvent(request_id, lease.lease_id, 1, lease.fencing_token, units)
+
+        asyncio.run(ledger.ingest([usage("r1", 10)], 100))
+        (reclaimed,) = asyncio.run(ledger.reclaim_expired_batch(2_000, 10)).reclaimed
+        late = asyncio.run(ledger.ingest([usage("r2", 15)], 2_100))
+        books = asyncio.run(ledger.conservation(1))
+        return reclaimed.forfeited, books.balance, late.accepted, books.settled_usage
+
+    # The fixed sweep credits nothing: 40 units of provisional loss, which
+    # the late 15 convert into billed usage. The variant credits the 40
+    # back to the balance (90 of the 100 deposited): the 15 are refused.
+    assert reclaim_then_bill_late(FIXED) == (40, 50, 1, 25)
+    assert reclaim_then_bill_late(kind_of("reclaim-credits-back")) == (0, 90, 0, 10)
+
+
+def test_the_crediting_sweep_changes_nothing_for_a_lease_its_holder_released():
+    # A holder that releases in time proves what it did not spend: both
+    # ledgers credit it and settle alike; the variant differs in the sweep only.
+    def release(kind: str) -> Any:
+        ledger = ledger_of(kind, 100)
+        lease = asyncio.run(ledger.acquire(1, 50, 1_000, 0)).grant
+        asyncio.run(ledger.release(lease.lease_id, lease.fencing_token, 30, 900))
+        asyncio.run(ledger.reclaim_expired_batch(60_000, 10))
+        return asyncio.run(ledger.conservation(1))
+
+    assert release(kind_of("reclaim-credits-back")) == release(FIXED)
