@@ -142,6 +142,21 @@ class ShrinksTheHolding(GrantPolicy):
         return super().consolidation_grant(requested, balance, 0, needed)
 
 
+class IgnoresRefusedQuote(GrantPolicy):
+    """The bug (GL-131): a consolidation re-granted no larger than the ordinary
+    policy answer and its floor, whatever quote the holder already failed to
+    fund. Under a shrink divisor of two a holder can never reach a quote above
+    half the restored balance: a 60-unit balance re-grants 30, again and
+    again, however often a spend of 51 was refused. The fix: the grant grows
+    to the refused quote when the restored balance can fund it."""
+
+    __slots__ = ()
+
+    def consolidation_grant(self, requested: int, balance: int, floor: int,
+                            needed: int) -> int | None:
+        return super().consolidation_grant(requested, balance, floor, 0)
+
+
 def with_policy(policy_class: type[GrantPolicy]):
     """A ``StoreKind.service`` opening the fixed ledger with its grant policy
     (the scenario's settings) sized by ``policy_class`` instead."""
@@ -207,4 +222,8 @@ KINDS: tuple[StoreKind, ...] = (
                 "historical: the expiry sweep credits a lease's unbilled units back (a "
                 "late holder's usage is refused, billed nowhere)",
                 service=with_rules(ReclaimCreditsBack)),
+    ledger_kind("tollgate.variants.consolidation_ignores_demand",
+                "historical: a consolidation never grows to the quote the holder could not "
+                "fund (a spend the balance can fund is refused, again and again)",
+                service=with_policy(IgnoresRefusedQuote)),
 )

@@ -36,6 +36,7 @@ DAMAGE = {
     "settled-release-succeeds": "fencing_violations",
     "consolidation-shrinks-holding": "regrant_shortfall_units",
     "reclaim-credits-back": "billing_loss_units_by_store_logic",
+    "consolidation-ignores-demand": "demand_shortfall_units",
 }
 """Each variant's scenario, by name, and the metric its damage moves."""
 
@@ -213,3 +214,45 @@ def test_the_crediting_sweep_changes_nothing_for_a_lease_its_holder_released():
         return asyncio.run(ledger.conservation(1))
 
     assert release(kind_of("reclaim-credits-back")) == release(FIXED)
+
+
+def test_a_consolidation_ignoring_the_refused_quote_re_grants_the_same_half_forever():
+    # The seed's case (GL-131): a lease of 30 exchanged for a spend of 51
+    # into a restored balance of 60. 60 units deposited, lease A takes 30
+    # (half of them), then A is exchanged with all 30 unspent, again and
+    # again, each time for the spend of 51 it could not fund.
+    def exchanges(kind: str, needed: int, times: int = 3) -> list[int]:
+        ledger = ledger_of(kind, 60)
+        lease = asyncio.run(ledger.acquire(1, 1_000, 10_000, 0)).grant
+        granted = []
+        for now in range(1, times + 1):
+            lease = asyncio.run(ledger.consolidate(lease.lease_id, lease.fencing_token,
+                                                   lease.granted, 1_000, needed, 10_000,
+                                                   now)).grant
+            granted.append(lease.granted)
+        return granted
+
+    variant = kind_of("consolidation-ignores-demand")
+    assert exchanges(variant, 51) == [30, 30, 30]
+    assert exchanges(FIXED, 51) == [51, 51, 51]
+    # A quote the restored balance cannot fund grows nothing, on either:
+    # the variant changed the growth to a fundable quote and nothing else.
+    assert exchanges(variant, 61) == exchanges(FIXED, 61) == [30, 30, 30]
+
+
+def test_the_oracle_counts_a_shortfall_only_against_a_quote_the_restored_balance_funds():
+    from simulator.families.tollgate.oracle import LedgerOracle
+    from stores.tollgate.domain import LeaseGrant
+
+    oracle = LedgerOracle([("ns-0", "subject-0")], grace_ms=1_000)
+    oracle.transaction(0, 7, "consolidate", ())
+
+    def sized(granted: int, needed: int, balance_left: int) -> int:
+        oracle.exchange_sized(LeaseGrant(1, 1, 1, granted, 10_000), needed, balance_left)
+        return oracle.counts.get("demand_shortfall_units")
+
+    assert sized(30, 51, 30) == 21      # 60 restored funds 51: 21 short
+    assert sized(30, 61, 30) == 21      # 60 cannot fund 61: nothing more
+    assert sized(51, 51, 9) == 21       # grown to the quote: nothing more
+    assert oracle.counts.get("regrants_below_demand") == 1
+    assert [found.metric for found in oracle.store_found] == ["demand_shortfall_units"]
