@@ -3,7 +3,10 @@ comments say the fixed ones must not do, each changing one thing.
 
 Holder-side variants subclass ``LeaseHolder``; ledger-side ones wrap the
 ledger the service node runs (``MemoryLedger`` or ``PostgresLedger`` alike),
-so every variant runs on both backends. The lab runs a variant and the fixed
+size its grants with a ``GrantPolicy`` subclass (``with_policy``), or run
+its calls by a ``MemoryLedger`` subclass changing one rule (``with_rules``;
+``PostgresLedger`` runs the same rules over the rows it loaded), so every
+variant runs on both backends. The lab runs a variant and the fixed
 kind on the same scenario and seed to show what the rule is worth
 (``data/scenarios/tollgate-variant-*.toml``), with a race report in
 ``data/races/`` that ``hunt`` found.
