@@ -11,6 +11,7 @@ process ended by that signal (``stopped_exit``: 130 for SIGINT, 143 for SIGTERM)
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +69,15 @@ def terminate_as_interrupt() -> Iterator[None]:
         _requested.append(signum)
         raise KeyboardInterrupt
 
+    def quiet_when_told(unraisable: sys.UnraisableHookArgs) -> None:
+        # A signal's exception raised where Python cannot raise it (a garbage
+        # collector's callback, a finaliser) is printed as "Exception
+        # ignored"; the request it left is honoured at the next safe point.
+        if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and _requested):
+            previous_hook(unraisable)
+
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = quiet_when_told
     previous = signal.signal(signal.SIGTERM, terminate)
     # Ctrl-C likewise, unless the caller ignores it (a job in the background).
     previous_int = signal.getsignal(signal.SIGINT)
@@ -80,4 +90,5 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         if previous_int is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous_int)
+        sys.unraisablehook = previous_hook
         _requested.clear()

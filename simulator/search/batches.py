@@ -55,6 +55,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from simulator.engine.kernel import SimulationError
+from simulator.run.stopping import raise_if_told
 from stores import registry
 
 Schedule = list[dict[str, Any]]
@@ -177,6 +178,7 @@ class _Drawing:
                 or time.monotonic() > self.deadline)
 
     def __call__(self, schedule: Schedule) -> bool:
+        raise_if_told()  # a stop whose signal landed where Python swallowed it
         if self.stopped:
             return True  # every call from now on, Hypothesis's final one too
         self.search.drawn.append(schedule)

@@ -1,27 +1,32 @@
 """Historical variants of the Redis state store: the bugs the seed's comments
 say the fixed one fixed.
 
-Each variant is ``RedisStateStore`` running the shipped scripts with one
-thing changed: one script, or the two refund scripts where the fix went into
-both, patched back at the seam the fix changed (``stores.scripts.Patch``: the
+Most are ``RedisStateStore`` running the shipped scripts with one thing
+changed: one script, or the two refund scripts where the fix went into both,
+patched back at the seam the fix changed (``stores.scripts.Patch``: the
 shipped lines, and what they were before the fix), so a variant states its
 bug and nothing else, and a shipped script edited where a variant patches it
-fails at import instead of leaving the variant fixed. The Python is the fixed
-store's, so the calls, their keys and their arguments are the same; only what
-the server does with them differs. Each registers through ``KINDS`` here with
-``kinds.redis_kind``; the package's ``KINDS`` includes them. The lab runs a
-variant and the fixed store on the same scenario and seed to show what the fix
-is worth (``data/scenarios/av-state-variant-*.toml``), with a race report in
-``data/races/`` that ``hunt`` found. The last two need sessions that reach
-them: ``refund_many_tonumber`` whole refunds (the "all" amount, clamped to
-``I64_MAX``: ``workload.sessions.refunds.whole``), and ``add_without_ttl`` a
-tally kept with ``add`` (``workload.sessions.tally``).
+fails at import instead of leaving the variant fixed. Their Python is the
+fixed store's, so the calls, their keys and their arguments are the same;
+only what the server does with them differs. Where the fix was in the store's
+own code (``remove_prefix_noop``), the variant is a subclass overriding that
+one method, running the shipped scripts. Each registers through ``KINDS``
+here with ``kinds.redis_kind``; the package's ``KINDS`` includes them. The
+lab runs a variant and the fixed store on the same scenario and seed to show
+what the fix is worth (``data/scenarios/av-state-variant-*.toml``), with a
+race report in ``data/races/`` that ``hunt`` found. Some need sessions that
+reach them: ``refund_many_tonumber`` whole refunds (the "all" amount, clamped
+to ``I64_MAX``: ``workload.sessions.refunds.whole``), ``add_without_ttl`` a
+tally kept with ``add`` (``workload.sessions.tally``),
+``refusal_without_ttl_refresh`` sessions that stay at their cap, still
+calling, past the 24 h TTL, and ``remove_prefix_noop`` session ids opened
+again (``workload.sessions.prefix_from = "subject"``).
 """
 
 from __future__ import annotations
 
 from stores.av_state.kinds import redis_kind
-from stores.av_state.redis_store import SCRIPTS
+from stores.av_state.redis_store import SCRIPTS, RedisStateStore
 from stores.registry import StoreKind
 from stores.scripts import Patch
 
@@ -82,6 +87,42 @@ ADD_WITHOUT_TTL = SCRIPTS.patching(
         "return redis.call('INCRBY', KEYS[1], ARGV[1])\n"),
 )
 
+REFUSAL_WITHOUT_TTL_REFRESH = SCRIPTS.patching(
+    # The bug: a refused spend returns without touching any TTL. A session at
+    # its cap that keeps retrying (every attempt refused, the commit loop never
+    # reached) has its counters expire a day after its last successful spend;
+    # the next attempt reads 0 and commits: the cap resets mid-session. The
+    # fix: refresh the TTL of every existing key of the batch before refusing
+    # (an actively retrying session is not abandoned).
+    try_spend=Patch(
+        "        -- Refresh the TTL of every existing key before refusing. Otherwise a\n"
+        "        -- session at its cap that keeps retrying (every attempt refused, the\n"
+        "        -- commit loop never reached) has its counter expire a day after its\n"
+        "        -- last successful spend, and the next attempt sees 0: the cap\n"
+        "        -- silently resets mid-session. The TTL reclaims abandoned sessions;\n"
+        "        -- an actively retrying session is not abandoned.\n"
+        "        for _, other in ipairs(KEYS) do\n"
+        "            if redis.call('EXISTS', other) == 1 then\n"
+        "                redis.call('EXPIRE', other, ${COUNTER_TTL_SECONDS})\n"
+        "            end\n"
+        "        end\n", ""),
+)
+
+
+
+class RemovePrefixNoop(RedisStateStore):
+    """The bug: ``remove_prefix`` left as the store interface's default, which
+    does nothing (the 24 h TTL was taken for the only cleanup needed). A
+    finished session's counters stay, and a session opened again under the
+    same id spends on the same keys: it starts with the last one's counts, up
+    to a day of them, where the in-memory twin starts from zero. The fix:
+    ``SCAN`` the prefix and ``DEL`` every key it finds. The seam is this one
+    method; the scripts are the shipped ones."""
+
+    async def remove_prefix(self, prefix: str) -> None:
+        return None
+
+
 KINDS: tuple[StoreKind, ...] = (
     redis_kind("av_state.variants.refund_without_marker",
                "historical: refunds with no replay marker; a re-sent refund credits twice "
@@ -98,4 +139,12 @@ KINDS: tuple[StoreKind, ...] = (
     redis_kind("av_state.variants.add_without_ttl",
                "historical: add sets no TTL; counters touched only by add never expire",
                scripts=ADD_WITHOUT_TTL),
+    redis_kind("av_state.variants.refusal_without_ttl_refresh",
+               "historical: a refused spend leaves the TTLs as they were; a session retrying "
+               "at its cap loses its counters a day after its last commit (the cap resets)",
+               scripts=REFUSAL_WITHOUT_TTL_REFRESH),
+    redis_kind("av_state.variants.remove_prefix_noop",
+               "historical: remove_prefix does nothing; a session id opened again inherits "
+               "the last session's counters",
+               store_class=RemovePrefixNoop),
 )

@@ -265,10 +265,17 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
                          key=lambda lease: (lease.grant.expires_at, lease.grant.lease_id))
         reclaimed = []
         for lease in due[:limit]:
-            self._settle(lease, 0, LeaseState.RECLAIMED)
+            self._settle(lease, self._reclaim_unspent(lease), LeaseState.RECLAIMED)
             reclaimed.append(ReclaimedLease(lease.grant.lease_id, lease.grant.account_id,
                                             lease.loss))
         return ReclaimBatch.try_new(reclaimed, limit)
+
+    @staticmethod
+    def _reclaim_unspent(lease: LeaseRecord) -> int:
+        """Units a reclaim takes as unspent (credited back): none. Its holder
+        never released it, so nothing proves a unit of it unspent -- work
+        committed and not yet billed may still arrive, into the loss."""
+        return 0
 
     def _spendable(self, account: int) -> AccountRecord:
         state = self._books.accounts.get(account)

@@ -84,6 +84,10 @@ Work = Callable[[TransactionBooks], Awaitable[T]]
 class PostgresLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
     """The ledger in one schema of a PostgreSQL database. Build it with ``open``."""
 
+    rules: type[MemoryLedger] = MemoryLedger
+    """The rules each transaction runs over the books it loaded; a variant's
+    ledger sets its subclass of ``MemoryLedger`` here, so it runs on both."""
+
     def __init__(self, pool: asyncpg.Pool, schema: str, policy: GrantPolicy) -> None:
         self._pool = pool
         self.schema = schema
@@ -174,7 +178,7 @@ class PostgresLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
         """One call: ``work`` loads and runs it on ``TransactionBooks``, then
         what it changed is written back, in the same transaction."""
         async def transaction(connection: asyncpg.Connection) -> T:
-            books = TransactionBooks(connection)
+            books = TransactionBooks(connection, rules=self.rules)
             result = await work(books)
             await books.write_back()
             return result
@@ -183,7 +187,7 @@ class PostgresLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
     async def _read(self, work: Work[T]) -> T:
         """One consistent snapshot, no locks, nothing written."""
         async def transaction(connection: asyncpg.Connection) -> T:
-            return await work(TransactionBooks(connection, locking=False))
+            return await work(TransactionBooks(connection, locking=False, rules=self.rules))
         return await self._with_connection(transaction, _as_is, readonly=True)
 
     # -- allocator -------------------------------------------------------------

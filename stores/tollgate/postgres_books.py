@@ -140,6 +140,8 @@ class TransactionBooks:
 
     connection: asyncpg.Connection
     locking: bool = True
+    rules: type[MemoryLedger] = MemoryLedger
+    """The rules a call runs (``MemoryLedger``, or a variant's subclass of it)."""
     books: Books = field(default_factory=Books)
     _accounts_before: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     _leases_before: dict[int, tuple[Any, ...]] = field(default_factory=dict)
@@ -222,7 +224,7 @@ class TransactionBooks:
         self._leases_before = {i: lease_row(r) for i, r in self.books.leases.items()}
         self._requests_before = frozenset(self.books.requests)
         self._lease_counter_before = self.books.next_lease_id
-        return MemoryLedger(policy, self.books)
+        return self.rules(policy, self.books)
 
     async def write_back(self) -> None:
         """Persist what the call changed: accounts, then leases, then request

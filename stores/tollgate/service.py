@@ -61,16 +61,18 @@ async def fund_accounts(ledger: Any, accounts: int, deposit: int) -> None:
 
 
 async def open_ledger(url: str | None, settings: TollgateSettings, keys: Sequence[Any],
-                      name: str) -> Any:
+                      name: str, rules: type[MemoryLedger] = MemoryLedger) -> Any:
     """A fresh, funded ledger for one run: in process for ``None``, else on the
-    PostgreSQL at ``url`` in the schema ``name`` (dropped by ``drop``)."""
+    PostgreSQL at ``url`` in the schema ``name`` (dropped by ``drop``). Each
+    call runs ``rules`` (a variant's subclass of ``MemoryLedger``) on both."""
     policy = settings.policy()
     if url is None:
-        ledger: Any = MemoryLedger(policy)
+        ledger: Any = rules(policy)
     else:
         from stores.tollgate.postgres import PostgresLedger  # only runs that ask for it need it
 
         ledger = await PostgresLedger.open(url, name, policy)
+        ledger.rules = rules
     await fund_accounts(ledger, len(keys), settings.deposit)
     return ledger
 

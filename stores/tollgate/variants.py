@@ -3,7 +3,10 @@ comments say the fixed ones must not do, each changing one thing.
 
 Holder-side variants subclass ``LeaseHolder``; ledger-side ones wrap the
 ledger the service node runs (``MemoryLedger`` or ``PostgresLedger`` alike),
-so every variant runs on both backends. The lab runs a variant and the fixed
+size its grants with a ``GrantPolicy`` subclass (``with_policy``), or run
+its calls by a ``MemoryLedger`` subclass changing one rule (``with_rules``;
+``PostgresLedger`` runs the same rules over the rows it loaded), so every
+variant runs on both backends. The lab runs a variant and the fixed
 kind on the same scenario and seed to show what the rule is worth
 (``data/scenarios/tollgate-variant-*.toml``), with a race report in
 ``data/races/`` that ``hunt`` found.
@@ -16,10 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from stores.registry import StoreKind
-from stores.tollgate.domain import Allocation, IngestReport, UsageEvent
+from stores.tollgate.domain import Allocation, GrantPolicy, IngestReport, UsageEvent
 from stores.tollgate.errors import AllocateStorage, LeaseNotActive
 from stores.tollgate.holder import LOST_AUTHORITY, HeldLease, LeaseHolder
 from stores.tollgate.kinds import ledger_kind
+from stores.tollgate.memory import LeaseRecord, MemoryLedger
 from stores.tollgate.service import LedgerService, open_ledger
 from stores.tollgate.settings import TollgateSettings
 
@@ -126,6 +130,76 @@ async def _open_without_grace(url: str | None, settings: TollgateSettings, keys:
     return LedgerService(ledger, dropped_on_close=url is not None)
 
 
+class ShrinksTheHolding(GrantPolicy):
+    """The bug (GL-109): a consolidation re-granted with no floor. Its size is
+    the ordinary policy answer against the restored balance (grown to the
+    refused quote when that balance can fund it), so near exhaustion, for a
+    spend the balance cannot fund, the shrink cap halves the grant below the
+    unspent units the holder gave back. The fix: the re-grant is never
+    smaller than the credit the exchange restored."""
+
+    __slots__ = ()
+
+    def consolidation_grant(self, requested: int, balance: int, floor: int,
+                            needed: int) -> int | None:
+        return super().consolidation_grant(requested, balance, 0, needed)
+
+
+class IgnoresRefusedQuote(GrantPolicy):
+    """The bug (GL-131): a consolidation re-granted no larger than the ordinary
+    policy answer and its floor, whatever quote the holder already failed to
+    fund. Under a shrink divisor of two a holder can never reach a quote above
+    half the restored balance: a 60-unit balance re-grants 30, again and
+    again, however often a spend of 51 was refused. The fix: the grant grows
+    to the refused quote when the restored balance can fund it."""
+
+    __slots__ = ()
+
+    def consolidation_grant(self, requested: int, balance: int, floor: int,
+                            needed: int) -> int | None:
+        return super().consolidation_grant(requested, balance, floor, 0)
+
+
+def with_policy(policy_class: type[GrantPolicy]):
+    """A ``StoreKind.service`` opening the fixed ledger with its grant policy
+    (the scenario's settings) sized by ``policy_class`` instead."""
+
+    async def open_service(url: str | None, settings: TollgateSettings, keys: list[Any],
+                           name: str) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys, name)
+        ledger.policy = policy_class(**{field.name: getattr(ledger.policy, field.name)
+                                        for field in dataclasses.fields(ledger.policy)})
+        return LedgerService(ledger, dropped_on_close=url is not None)
+
+    return open_service
+
+
+class ReclaimCreditsBack(MemoryLedger):
+    """The bug (GL-136): the expiry sweep settles a lease as if its holder had
+    released every unit it has not billed, crediting them back to the balance.
+    A holder that never released proves nothing unspent: one paused (or cut
+    off) through the expiry and the grace may still hold work it committed and
+    did not flush. Those units are leased again, and its late usage finds no
+    provisional loss to land in: refused, billed nowhere. The fix: a reclaim
+    credits nothing and records ``granted - usage`` as provisional loss."""
+
+    @staticmethod
+    def _reclaim_unspent(lease: LeaseRecord) -> int:
+        return lease.unbilled()
+
+
+def with_rules(rules: type[MemoryLedger]):
+    """A ``StoreKind.service`` opening the fixed ledger with each call run by
+    ``rules``, a subclass of ``MemoryLedger`` (on PostgreSQL too)."""
+
+    async def open_service(url: str | None, settings: TollgateSettings, keys: list[Any],
+                           name: str) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys, name, rules=rules)
+        return LedgerService(ledger, dropped_on_close=url is not None)
+
+    return open_service
+
+
 KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.release_then_acquire",
                 "historical: the holder exchanges a low lease by release then acquire "
@@ -143,4 +217,16 @@ KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.settled_release_succeeds",
                 "historical: releasing a settled lease answers success (a stale holder "
                 "is never told)", service=wrapped(SettledReleaseSucceeds)),
+    ledger_kind("tollgate.variants.consolidation_shrinks_holding",
+                "historical: a consolidation re-granted with no floor (near exhaustion "
+                "the holder gets back less than it gave)",
+                service=with_policy(ShrinksTheHolding)),
+    ledger_kind("tollgate.variants.reclaim_credits_back",
+                "historical: the expiry sweep credits a lease's unbilled units back (a "
+                "late holder's usage is refused, billed nowhere)",
+                service=with_rules(ReclaimCreditsBack)),
+    ledger_kind("tollgate.variants.consolidation_ignores_demand",
+                "historical: a consolidation never grows to the quote the holder could not "
+                "fund (a spend the balance can fund is refused, again and again)",
+                service=with_policy(IgnoresRefusedQuote)),
 )

@@ -118,6 +118,18 @@ VARIANTS = {
     "av_state.variants.add_without_ttl": (
         {"workload": {"sessions": {"tally": "tool_calls"}}},
         {"counters_without_ttl_by_store_logic"}),
+    "av_state.variants.refusal_without_ttl_refresh": (
+        # Sessions of more than a day, calling every hour or so, at their cap
+        # within hours: refused for the rest, still calling.
+        {"drain": "41h", "workload": {"arrivals": "poisson(8/h)", "sessions": {
+            "lifetime": "uniform(30h, 40h)", "call_every": "exponential(1h)",
+            "cleanup_after": "10m"}}},
+        # A counter expiring under its calling session, and the cap spent again.
+        {"counter_resets_by_store_logic", "budget_overshoot_units_by_store_logic"}),
+    "av_state.variants.remove_prefix_noop": (
+        # Sessions of a subject reuse its prefix: what a cleanup leaves, the
+        # next one inherits, and is refused calls its budget had room for.
+        SHARED, {"false_refusals_by_store_logic"}),
 }
 """Historical variants (``stores.av_state.variants``): the scenario that shows
 each one's damage, and the metrics it must move. The fixed store, same

@@ -152,9 +152,7 @@ def _throwaway_ledger_open(temp: Path, user: str) -> bool:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_hunt_told_to_stop_says_so_in_one_line(tmp_path, signum):
-    temp = tmp_path / "temp"
-    temp.mkdir()
+def test_a_hunt_told_to_stop_says_so_in_one_line(tmp_path, temp, signum):
     hunt = started("hunt", str(SCENARIOS / "hunt" / "split-settlement-quiet.toml"), "--invariant",
                    "conservation_drift_microdollars_total < -100000000", "--examples", "50000",
                    "--workers", "2", "--verbose", "--out", str(tmp_path / "out"), temp=temp)

@@ -12,6 +12,7 @@ losses aimed at other calls, a pause past the grace) and the damage is gone.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ from blame import blamed_on_the_store
 
 from simulator.run.compose import RunResult, run_scenario
 from simulator.scenario.model import load_scenario
+from stores.registry import get
+from stores.tollgate.domain import UsageEvent
+from stores.tollgate.settings import TollgateSettings
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "tollgate.ledger"
@@ -30,6 +34,9 @@ DAMAGE = {
     "replay-bills-twice": "double_billed_units",
     "reclaim-without-grace": "units_forfeited_in_grace",
     "settled-release-succeeds": "fencing_violations",
+    "consolidation-shrinks-holding": "regrant_shortfall_units",
+    "reclaim-credits-back": "billing_loss_units_by_store_logic",
+    "consolidation-ignores-demand": "demand_shortfall_units",
 }
 """Each variant's scenario, by name, and the metric its damage moves."""
 
@@ -46,6 +53,14 @@ def run(name: str, store: str, **overrides: Any) -> RunResult:
 
 def store_logic(metric: str) -> str:
     return metric if metric.endswith("_by_store_logic") else f"{metric}_by_store_logic"
+
+
+def ledger_of(kind: str, deposit: int, **settings: Any) -> Any:
+    """The ledger ``kind``'s service node runs, in memory: one account, funded
+    with ``deposit`` units."""
+    service = asyncio.run(get(kind).service(
+        None, TollgateSettings(deposit=deposit, **settings), [("ns-0", "subject-0")], "lab_test"))
+    return service.ledger
 
 
 def events(result: RunResult) -> list[dict[str, Any]]:
@@ -143,3 +158,101 @@ def test_the_settled_release_variant_differs_only_in_answering_success_for_a_set
         assert (ours["detail"], ours["outcome"], theirs["outcome"]) == (
             "release", "nil", "lease not active")
         assert {**ours, "outcome": ""} == {**theirs, "outcome": ""}
+
+
+def test_a_consolidation_without_its_floor_shrinks_only_a_holding_whose_spend_is_unfundable():
+    # 100 units: lease A takes 50 (half the balance), lease B 25 of the rest.
+    # A is exchanged with 49 units unspent: the restored balance is 74.
+    def exchange(kind: str, needed: int) -> int:
+        ledger = ledger_of(kind, 100)
+        a = asyncio.run(ledger.acquire(1, 1_000, 1_000, 0)).grant
+        asyncio.run(ledger.acquire(1, 1_000, 1_000, 0))
+        return asyncio.run(ledger.consolidate(a.lease_id, a.fencing_token, 49, 1_000, needed,
+                                              1_000, 1)).grant.granted
+
+    variant = kind_of("consolidation-shrinks-holding")
+    # A spend of 100 the restored 74 cannot fund: the variant sizes the
+    # exchange like an acquire, 37, below the 49 given back; the fixed
+    # ledger keeps the holding.
+    assert (exchange(variant, 100), exchange(FIXED, 100)) == (37, 49)
+    # A spend of 60 it can fund is proven demand: both grow to it, so the
+    # variant changed the floor and nothing else.
+    assert exchange(variant, 60) == exchange(FIXED, 60) == 60
+
+
+def test_a_sweep_crediting_unbilled_units_back_leaves_late_usage_nowhere_to_land():
+    # A lease of 50 units (TTL 1 s, grace 500 ms) with 10 billed; 15 more
+    # were consumed and are still on their way when the sweep runs at 2 s.
+    def reclaim_then_bill_late(kind: str) -> tuple[int, int, int, int]:
+        ledger = ledger_of(kind, 100, reclaim_grace="500ms")
+        lease = asyncio.run(ledger.acquire(1, 50, 1_000, 0)).grant
+
+        def usage(request_id: str, units: int) -> UsageEvent:
+            return UsageEvent(request_id, lease.lease_id, 1, lease.fencing_token, units)
+
+        asyncio.run(ledger.ingest([usage("r1", 10)], 100))
+        (reclaimed,) = asyncio.run(ledger.reclaim_expired_batch(2_000, 10)).reclaimed
+        late = asyncio.run(ledger.ingest([usage("r2", 15)], 2_100))
+        books = asyncio.run(ledger.conservation(1))
+        return reclaimed.forfeited, books.balance, late.accepted, books.settled_usage
+
+    # The fixed sweep credits nothing: 40 units of provisional loss, which
+    # the late 15 convert into billed usage. The variant credits the 40
+    # back to the balance (90 of the 100 deposited): the 15 are refused.
+    assert reclaim_then_bill_late(FIXED) == (40, 50, 1, 25)
+    assert reclaim_then_bill_late(kind_of("reclaim-credits-back")) == (0, 90, 0, 10)
+
+
+def test_the_crediting_sweep_changes_nothing_for_a_lease_its_holder_released():
+    # A holder that releases in time proves what it did not spend: both
+    # ledgers credit it and settle alike; the variant differs in the sweep only.
+    def release(kind: str) -> Any:
+        ledger = ledger_of(kind, 100)
+        lease = asyncio.run(ledger.acquire(1, 50, 1_000, 0)).grant
+        asyncio.run(ledger.release(lease.lease_id, lease.fencing_token, 30, 900))
+        asyncio.run(ledger.reclaim_expired_batch(60_000, 10))
+        return asyncio.run(ledger.conservation(1))
+
+    assert release(kind_of("reclaim-credits-back")) == release(FIXED)
+
+
+def test_a_consolidation_ignoring_the_refused_quote_re_grants_the_same_half_forever():
+    # The seed's case (GL-131): a lease of 30 exchanged for a spend of 51
+    # into a restored balance of 60. 60 units deposited, lease A takes 30
+    # (half of them), then A is exchanged with all 30 unspent, again and
+    # again, each time for the spend of 51 it could not fund.
+    def exchanges(kind: str, needed: int, times: int = 3) -> list[int]:
+        ledger = ledger_of(kind, 60)
+        lease = asyncio.run(ledger.acquire(1, 1_000, 10_000, 0)).grant
+        granted = []
+        for now in range(1, times + 1):
+            lease = asyncio.run(ledger.consolidate(lease.lease_id, lease.fencing_token,
+                                                   lease.granted, 1_000, needed, 10_000,
+                                                   now)).grant
+            granted.append(lease.granted)
+        return granted
+
+    variant = kind_of("consolidation-ignores-demand")
+    assert exchanges(variant, 51) == [30, 30, 30]
+    assert exchanges(FIXED, 51) == [51, 51, 51]
+    # A quote the restored balance cannot fund grows nothing, on either:
+    # the variant changed the growth to a fundable quote and nothing else.
+    assert exchanges(variant, 61) == exchanges(FIXED, 61) == [30, 30, 30]
+
+
+def test_the_oracle_counts_a_shortfall_only_against_a_quote_the_restored_balance_funds():
+    from simulator.families.tollgate.oracle import LedgerOracle
+    from stores.tollgate.domain import LeaseGrant
+
+    oracle = LedgerOracle([("ns-0", "subject-0")], grace_ms=1_000)
+    oracle.transaction(0, 7, "consolidate", ())
+
+    def sized(granted: int, needed: int, balance_left: int) -> int:
+        oracle.exchange_sized(LeaseGrant(1, 1, 1, granted, 10_000), needed, balance_left)
+        return oracle.counts.get("demand_shortfall_units")
+
+    assert sized(30, 51, 30) == 21      # 60 restored funds 51: 21 short
+    assert sized(30, 61, 30) == 21      # 60 cannot fund 61: nothing more
+    assert sized(51, 51, 9) == 21       # grown to the quote: nothing more
+    assert oracle.counts.get("regrants_below_demand") == 1
+    assert [found.metric for found in oracle.store_found] == ["demand_shortfall_units"]

@@ -84,10 +84,11 @@ def client(backend: str, url: str | None, server: Any) -> Any:
 Scenario = Callable[[Bench], Awaitable[None]]
 
 
-def runner(backend: str, url: str | None, prefix: str,
-           scripts: ScriptSet | None = None) -> Callable[..., None]:
+def runner(backend: str, url: str | None, prefix: str, scripts: ScriptSet | None = None,
+           store_class: type[RedisStateStore] = RedisStateStore) -> Callable[..., None]:
     """``run(scenario, runtime=None)``: the scenario against a fresh store
-    (on Redis, running ``scripts``: a variant's, or by default the shipped)."""
+    (on Redis, a ``store_class`` running ``scripts``: a variant's, or by
+    default the shipped store and scripts)."""
 
     def run(scenario: Scenario, runtime: AsyncioRuntime | None = None) -> None:
         async def main() -> None:
@@ -96,7 +97,7 @@ def runner(backend: str, url: str | None, prefix: str,
                 return
             server = fakeredis.FakeServer()
             data, reader = client(backend, url, server), client(backend, url, server)
-            store = await RedisStateStore.connect(data, runtime or AsyncioRuntime(), scripts)
+            store = await store_class.connect(data, runtime or AsyncioRuntime(), scripts)
             try:
                 await scenario(Bench(store, reader, prefix))
             finally:

@@ -27,7 +27,7 @@ def _at(lines: str) -> str:
 
 NEVER_ANYWHERE = ("a conservation violation, a double bill, an overspend, a stale capability "
                   "accepted, a release within the grace forfeited, a re-grant below the "
-                  "credit restored")
+                  "credit restored or below a refused quote the restored balance funds")
 """What no clause ever allows: the damage ``STORE_ONLY`` lists."""
 
 CLAUSES = (
@@ -146,8 +146,9 @@ CLAUSES = (
         lab_did="ran an account near exhaustion with several holders (the shrink cap)",
         cause=STORE_LOGIC,
         may_suffer="grants capped at balance / shrink_divisor, refused spends",
-        never="an exchange re-granting less than the credit it restored (GL-109)",
-        seed=(_at("250-256"), _at("344-366"), _at("500-523")),
+        never="an exchange re-granting less than the credit it restored (GL-109), or "
+              "less than a refused quote the restored balance can fund (GL-131)",
+        seed=(_at("250-256"), _at("344-366"), _at("500-532")),
     ),
 )
 

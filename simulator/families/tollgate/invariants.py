@@ -23,4 +23,5 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("fencing_violations", store_only=True),
     Invariant("units_stranded"),
     Invariant("regrant_shortfall_units", store_only=True),
+    Invariant("demand_shortfall_units", store_only=True),
 )

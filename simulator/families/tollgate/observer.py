@@ -94,6 +94,9 @@ class LedgerObserver:
             accounts.add(self.oracle.leases[args[0]].grant.account_id)
         for account in sorted(accounts):
             self.oracle.statement(account, self._read(self._ledger.conservation(account)))
+        if verb == "consolidate" and isinstance(reply, Allocation):
+            statement = self.oracle.accounts[reply.grant.account_id].statement
+            self.oracle.exchange_sized(reply.grant, args[4], statement.balance)
 
     def _check_capabilities(self, events: Any, billed_before: dict[int, int]) -> None:
         """Usage billed to a lease beyond what the events presenting its own

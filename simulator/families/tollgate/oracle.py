@@ -17,7 +17,8 @@ ledger after every transaction. From those it judges:
 * **fencing violations**: a release of a lease no longer active, or usage
   presenting another capability than the lease's, accepted;
 * **units stranded** with no holder until the TTL reclaim, by cause;
-* re-grants smaller than the credit the holder gave back for them.
+* re-grants smaller than the credit the holder gave back for them, and
+  consolidations that refused a quote the balance they restored could fund.
 
 Damage is filed by the family's fault contract (``contract``): what a clause
 lets a sound ledger and holder suffer from what the lab did stays under the
@@ -158,6 +159,24 @@ class LedgerOracle:
                         f"{via} of lease {grant.lease_id} on replica {source[0]} for "
                         f"request {number}: gave back {restored:,} units, re-granted "
                         f"{grant.granted:,}")
+
+    def exchange_sized(self, grant: LeaseGrant, needed: int, balance: int) -> None:
+        """A consolidation for a refused quote of ``needed`` units granted
+        ``grant`` and left ``balance`` unleased, so it sized the grant against
+        ``balance + granted``. When that could fund the quote and the grant
+        falls short of it, demand the holder had already proven was refused:
+        the ledger's own (no clause allows it)."""
+        restored = balance + grant.granted
+        if not grant.granted < needed <= restored:
+            return
+        short = needed - grant.granted
+        self.counts.add("regrants_below_demand")
+        self.counts.add("demand_shortfall_units", short)
+        tag = self.call[1]
+        self._found("demand_shortfall_units", short, {tag}, (NEAR_EXHAUSTION, "consolidate"),
+                    tag, self._words(tag, f"granted lease {grant.lease_id} {grant.granted:,} "
+                                          f"units for a refused quote of {needed:,} that its "
+                                          f"restored balance of {restored:,} could fund"))
 
     # -- the ledger's record (the observer) --------------------------------------
 
@@ -442,6 +461,10 @@ class LedgerOracle:
         out["regrants_below_credit"] = counts.get("regrants_below_credit")
         out["regrant_shortfall_units"] = shortfall
         out["regrant_shortfall_units_by_store_logic"] = shortfall
+        short_of_demand = counts.get("demand_shortfall_units")
+        out["regrants_below_demand"] = counts.get("regrants_below_demand")
+        out["demand_shortfall_units"] = short_of_demand
+        out["demand_shortfall_units_by_store_logic"] = short_of_demand
         out["convergence_us"] = None if last_fault_us is None else end_us - last_fault_us
         store_logic = {invariant.metric: invariant.causes(out).get(STORE_LOGIC, 0)
                        for invariant in INVARIANTS}

@@ -31,6 +31,8 @@ SUMMARY = SummaryLayout(
                         "*fencing_violations_by_", "units_stranded", "*units_stranded_by_",
                         "stranded_unit_seconds", "regrants_below_credit",
                         "regrant_shortfall_units", "*regrant_shortfall_units_by_",
+                        "regrants_below_demand", "demand_shortfall_units",
+                        "*demand_shortfall_units_by_",
                         "convergence_us")),
     ),
 )
