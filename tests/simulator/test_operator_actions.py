@@ -179,3 +179,15 @@ def test_hunt_set_changes_every_run_and_the_report_keeps_it(tmp_path, capsys):
     assert main(["hunt", str(SPLIT), "--invariant", "conservation_drift_microdollars_total < 0",
                  "--set", "fleet.replicas=0", "--examples", "1"]) == 2
     assert "fleet.replicas" in capsys.readouterr().err
+
+
+def test_hunt_finds_the_no_reclaim_wedge_from_a_quiet_fleet():
+    """One crash, drawn and shrunk: the variant keeps counting its dead holds
+    past their deadline; the shipped store drops them (the catalogue's
+    no-reclaim-one-crash-wedges-the-cap)."""
+    hunt = Hunt(SCENARIOS / "hunt" / "no-reclaim-quiet.toml", reference="axond_budget.redis_v1",
+                seed=1, examples=60, time_budget_s=300, kinds=("crash", "pause"), max_faults=3)
+    found = hunt.search()
+    assert found is not None and len(found.schedule) == 1
+    worse = {item.metric: item for item in found.verdict.worse}
+    assert worse["false_denials"].by > worse["false_denials"].margin > 0
