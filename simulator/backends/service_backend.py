@@ -232,6 +232,6 @@ def open_service_backend(kind: Any, url: str | None, settings: Any,
         if url is None or not isinstance(error, Exception):
             raise
         raise BackendError(f"cannot open the service on {url}: "
-                           f"{type(error).__name__}: {error}") from None
+                           f"{what_happened(error)}") from None
     return ServiceRunner(service, loop, owned, where="memory" if url is None else url,
                          schema=name)

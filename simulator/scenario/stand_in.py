@@ -4,8 +4,8 @@
 reference`` run the same scenario, seed and schedule on another kind of the
 same family. Written ``KIND``, it replaces the scenario's ``store``; written
 ``PATH=KIND``, the kind at that dotted path instead, such as a migration's
-target (``migrations.0.to=axond_budget.redis_v2``): the kind under test is
-then the one the operator migrates to, and the fleet's first kind stays.
+target (``migrations.0.to=KIND``): the kind under test is then the one the
+operator migrates to, and the fleet's first kind stays.
 Several paths are joined by commas (a scenario migrating twice).
 """
 

@@ -10,8 +10,9 @@ refund, tally or cleanup); else the latest the lab did to that session (a
 lost request that delayed its calls into a race); else what the lab did to
 the counter without a command (its TTL ran out, an eviction, a restore);
 else the path of the workload's that reached the bug (a tally kept with
-``add``, a whole refund, a refund after the session's cleanup): a path a
-fault-free run takes rarely. Only damage none of these touched reads
+``add``, a whole refund, a refund after the session's cleanup, a session
+opened again on a prefix an earlier one used): a path a fault-free run
+takes rarely. Only damage none of these touched reads
 ``no fault``.
 """
 
@@ -34,7 +35,7 @@ class Context:
     or a lab action without a command (``key_expired``)."""
     via: str = ""
     """The workload's path that reached it, when no fault did (``tally``,
-    ``whole_refund``, ``refund_after_cleanup``)."""
+    ``whole_refund``, ``refund_after_cleanup``, ``recycled_prefix``)."""
     at_us: int = 0
     words: str = ""
     """The call in words, for where the store's damage began."""

@@ -107,6 +107,10 @@ class CounterOracle:
         self.per_replica = per_replica
         """The store keeps counters in each replica (the in-memory twin)."""
         self.sessions: dict[int, SessionBook] = {}
+        self.prefixes_opened: set[tuple[Any, str]] = set()
+        self.recycled: set[int] = set()
+        """Sessions opened on a prefix (of a source) an earlier session had
+        used: what exposes a store whose cleanup left that session's counters."""
         self.ledgers: dict[tuple[Any, str], Ledger] = {}
         self.by_key: dict[str, dict[Any, Ledger]] = {}
         self.sources: dict[Any, dict[str, Ledger]] = {}
@@ -202,6 +206,9 @@ class CounterOracle:
         session = SessionBook(number, prefix, source, where,
                               tuple(prefix + name for name in names), now_us, plan)
         self.sessions[number] = session
+        if (source, prefix) in self.prefixes_opened:
+            self.recycled.add(number)
+        self.prefixes_opened.add((source, prefix))
         self.totals.live_sessions += 1
         self.counts["sessions_opened"] += 1
         self.counts["calls_planned"] += len(plan.calls)
@@ -238,7 +245,9 @@ class CounterOracle:
         intent = self.sessions[number].calls[index]
         self.counts[f"spend_attempts_{answer}"] += 1
         self.context = self._call_context(intent, intent.attempts[-1].faults, "try_spend",
-                                          now_us, f"told {answer}")
+                                          now_us, f"told {answer}",
+                                          via="recycled_prefix" if number in self.recycled
+                                          else "")
         self._answered(intent, answer, refused_index)
 
     def tally_sent(self, number: int, index: int, now_us: int) -> None:
