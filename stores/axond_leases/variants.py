@@ -2,7 +2,8 @@
 
 Each variant is ``LeaseLimiter`` with one thing changed, stating only that
 thing through one of the limiter's seams (``new_lease_id``,
-``_echoes_another_lease``, ``_compensate``, ``release_attempts``), and
+``_echoes_another_lease``, ``_compensate``, ``release_attempts``,
+``_unattributable``), and
 registers through ``KINDS`` here with ``kinds.redis_kind``; the package's
 ``KINDS`` includes them. The lab runs a variant and the fixed store on the
 same scenario and seed to show what the fix is worth
@@ -98,6 +99,24 @@ class ProcessLocalLeaseIds(LeaseLimiter):
         return str(next(self._lease_counter))
 
 
+class UntrustedDenialRefuses(LeaseLimiter):
+    """A refusal from an untrusted generation is answered as a hard refusal.
+
+    The bug: once the shared connection's generation is suspect (or already
+    replaced), a reply that comes back on it cannot be trusted; the store
+    treats an untrusted *grant* so (unavailable, its lease compensated) but
+    takes an untrusted *refusal* at its word and answers "exceeded". That
+    answer overrides the operator's policy for a store that cannot answer:
+    under ``on_unavailable = allow`` the caller should be admitted
+    unenforced, and gets a 429 instead, counted on a key whose count it
+    cannot vouch for. The fix treats every reply from an untrusted
+    generation alike (``LeaseLimiter._unattributable``): unavailable.
+    """
+
+    def _unattributable(self, outcome: InvokeOutcome, result_untrusted: bool) -> bool:
+        return result_untrusted and outcome.granted
+
+
 KINDS: tuple[StoreKind, ...] = (
     redis_kind("axond_leases.variants.uncompensated_abandon",
                "historical: an acquire whose caller gave up, or whose outcome is ambiguous, "
@@ -115,4 +134,8 @@ KINDS: tuple[StoreKind, ...] = (
                "historical: lease ids from a per-process counter; replicas collide and "
                "overwrite each other's live leases",
                store_class=ProcessLocalLeaseIds),
+    redis_kind("axond_leases.variants.untrusted_denial_refuses",
+               "historical: a refusal read from an untrusted generation is answered as "
+               "exceeded, not unavailable (a hard 429 despite on_unavailable = allow)",
+               store_class=UntrustedDenialRefuses),
 )

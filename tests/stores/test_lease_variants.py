@@ -33,6 +33,7 @@ from stores.axond_leases.variants import (
     ReleaseNeverRetried,
     TrustsMisalignedReply,
     UncompensatedAbandon,
+    UntrustedDenialRefuses,
 )
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
@@ -48,9 +49,11 @@ class Damage:
     """Above zero on the variant, zero on the fixed store under the same seed."""
     filed_under: tuple[str, ...]
     """The metrics split by cause that carry it on the variant (each above zero)."""
-    exposed_by: str
+    exposed_by: str | None
     """What exposed it (``<metric>_exposed_by``): each bug needs a fault to
-    show, and the fault contract excuses none of what it adds."""
+    show, and the fault contract excuses none of what it adds. ``None``: the
+    lab files the damage under its own fault (what the store does wrong is
+    out of the oracle's sight), and the fixed store shows none of it."""
 
 
 DAMAGE = {
@@ -69,9 +72,16 @@ DAMAGE = {
     "process_local_lease_ids": Damage(
         "concurrency_excess_lease_seconds", ("concurrency_excess_lease_seconds_by_store_logic",),
         "replicas_sharing_key on acquire"),
+    # A refusal read off a retired generation: the oracle cannot see which
+    # generation a reply came on, so it files the refusal under the leases
+    # of the acquires the slow reply made their callers abandon.
+    "untrusted_denial_refuses": Damage(
+        "false_denials", ("false_denials_by_leaked_leases",), None),
 }
 """Each variant's damage in its scenario, all of it the store's (colliding
-ids need no fault at all: a fleet of replicas on one key exposes them)."""
+ids need no fault at all: a fleet of replicas on one key exposes them),
+except where ``exposed_by`` is ``None``."""
+EXPOSED = [name for name, damage in DAMAGE.items() if damage.exposed_by is not None]
 
 
 @pytest.fixture(scope="module")
@@ -117,12 +127,27 @@ def test_the_variant_breaks_its_metric_and_the_fixed_store_does_not_under_one_se
 
 
 @pytest.mark.parametrize("name", DAMAGE)
+def test_the_damage_is_filed_where_the_variant_says(summaries, name):
+    variant, _ = summaries(name)
+    for split in DAMAGE[name].filed_under:
+        assert variant[split] > 0, f"{name}: {split} = {variant[split]}"
+
+
+@pytest.mark.parametrize("name", EXPOSED)
 def test_the_damage_is_the_stores_exposed_by_the_fault_that_triggered_it(summaries, name):
     variant, _ = summaries(name)
     damage = DAMAGE[name]
-    for split in damage.filed_under:
-        assert variant[split] > 0, f"{name}: {split} = {variant[split]}"
     assert variant[f"{damage.metric}_exposed_by"] == damage.exposed_by
+
+
+def test_the_fixed_store_answers_unavailable_where_the_variant_answers_exceeded(summaries):
+    """The same callers, refused either way: the variant's false denials are
+    the fixed store's fail-closed denials."""
+    variant, fixed = summaries("untrusted_denial_refuses")
+    extra_refusals = variant["requests_denied_exceeded"] - fixed["requests_denied_exceeded"]
+    assert extra_refusals >= variant["false_denials"] > 0
+    assert fixed["fail_closed_denials"] - variant["fail_closed_denials"] == extra_refusals
+    assert variant["requests_denied"] == fixed["requests_denied"]
 
 
 @pytest.mark.parametrize("name", DAMAGE)
@@ -252,5 +277,37 @@ def test_lease_ids_from_a_per_process_counter_let_three_callers_hold_two_slots(
         finally:
             for limiter in limiters:
                 await limiter.aclose()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("cls", [LeaseLimiter, UntrustedDenialRefuses],
+                         ids=["fixed", "untrusted_denial_refuses"])
+def test_a_refusal_from_a_suspect_generation_is_unavailable_only_in_the_fixed_store(
+        relay, key_prefix, cls):
+    """The seed's own case: a first lease fills the limit, the second acquire
+    is held 50 ms at the relay, and its generation is marked suspect before
+    the refusal comes back. Under ``on_unavailable = allow`` the fixed store
+    admits the caller unenforced; the variant answers a hard "exceeded"."""
+    async def scenario() -> None:
+        limiter = await cls.connect(relay, AsyncioRuntime(), lease_settings(
+            key_prefix, timeout="100ms", on_unavailable="allow"))
+        try:
+            holder = await limiter.acquire(KEY)
+            assert holder.is_allowed and holder.permit.enforced
+            relay.delay_ms["acquire"] = 50
+            acquire = asyncio.create_task(limiter.acquire(KEY))
+            await eventually(lambda: relay.count("acquire") >= 2, 1,
+                             "the delayed acquire did not reach the relay")
+            limiter.mark_connection_suspect(limiter.generation)
+
+            admission = await acquire
+            if cls is LeaseLimiter:
+                assert admission.is_allowed and not admission.permit.enforced
+            else:
+                assert admission.denial is Denial.EXCEEDED, \
+                    "the variant should take the untrusted refusal at its word"
+        finally:
+            await relay.aclose()
 
     run(scenario())
