@@ -3,7 +3,7 @@
 Each variant is ``LeaseLimiter`` with one thing changed, stating only that
 thing through one of the limiter's seams (``new_lease_id``,
 ``_echoes_another_lease``, ``_compensate``, ``release_attempts``,
-``_unattributable``), and
+``invoke_deadline_ms``, ``_unattributable``), and
 registers through ``KINDS`` here with ``kinds.redis_kind``; the package's
 ``KINDS`` includes them. The lab runs a variant and the fixed store on the
 same scenario and seed to show what the fix is worth
@@ -99,6 +99,26 @@ class ProcessLocalLeaseIds(LeaseLimiter):
         return str(next(self._lease_counter))
 
 
+class InvokeSharesCallerTimeout(LeaseLimiter):
+    """The owned invoke gets the caller's timeout as its liveness deadline.
+
+    The bug: the caller's timeout is a latency budget (past it the caller is
+    answered unavailable), but here it is also the invoke's deadline, and an
+    invoke that outlives its deadline retires its connection's generation. So
+    a reply that is merely slow, a little past the caller's wait, costs a
+    healthy shared connection: the generation is marked suspect, every
+    acquire still in flight on it gets an untrusted result (unavailable,
+    its lease compensated), new acquires are unavailable until a replacement
+    connection is up, and the replies still owed on the old one are thrown
+    away. The fix gives the invoke a longer deadline
+    (``LeaseLimiter.invoke_deadline_ms``, 4 x the timeout): only an invoke
+    that is really stuck retires its connection.
+    """
+
+    def invoke_deadline_ms(self) -> int:
+        return self.settings.timeout_ms
+
+
 class UntrustedDenialRefuses(LeaseLimiter):
     """A refusal from an untrusted generation is answered as a hard refusal.
 
@@ -134,6 +154,10 @@ KINDS: tuple[StoreKind, ...] = (
                "historical: lease ids from a per-process counter; replicas collide and "
                "overwrite each other's live leases",
                store_class=ProcessLocalLeaseIds),
+    redis_kind("axond_leases.variants.invoke_shares_caller_timeout",
+               "historical: the owned invoke's deadline is the caller's timeout; a reply "
+               "merely slower than the caller's wait retires a healthy shared connection",
+               store_class=InvokeSharesCallerTimeout),
     redis_kind("axond_leases.variants.untrusted_denial_refuses",
                "historical: a refusal read from an untrusted generation is answered as "
                "exceeded, not unavailable (a hard 429 despite on_unavailable = allow)",
