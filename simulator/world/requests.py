@@ -35,6 +35,9 @@ class Request:
     kind: str = "unary"  # "unary", "stream" or "stream_cut" (the client left part way)
     session: SessionPlan | None = None
     """With ``workload.sessions``: the session this arrival opens."""
+    patience_us: int | None = None
+    """With ``workload.patience``: how long its client waits to be admitted
+    before it disconnects (its handler cancelled)."""
 
 
 class KeySpace:
@@ -108,7 +111,11 @@ class RequestSource:
         # No draws without sessions, so other scenarios keep their traces.
         session = (plan_session(sessions, number, fields["subject"], rng)
                    if sessions is not None else None)
-        return Request(number=number, kind=kind, session=session, **fields)
+        # Likewise no draw without patience.
+        patience = workload.patience
+        patience_us = max(0, patience.sample(rng)) if patience is not None else None
+        return Request(number=number, kind=kind, session=session, patience_us=patience_us,
+                       **fields)
 
     def _stream(self) -> tuple[str, float]:
         """The request's kind, and the fraction of it that runs."""

@@ -41,7 +41,7 @@ Rules kept here:
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from stores.axond_leases.contract import (
     Admission,
@@ -180,6 +180,12 @@ class LeaseLimiter:
         (which the fail-open policy admits), never with a hard refusal."""
         return result_untrusted and outcome.answered
 
+    def _caller_cancelled(self, handoff: Handoff[InvokeOutcome], task: Any) -> None:
+        """The caller was cancelled while it waited: stop listening, so the
+        invoke, which runs on in its own task to its own deadline, learns
+        nobody will act on its outcome and compensates a lease it made."""
+        handoff.close()
+
     def _compensate(self, release: LeaseRelease) -> None:
         """Release a lease this acquire may have written that nobody will own:
         its caller gave up or was cancelled, or its outcome is ambiguous."""
@@ -205,9 +211,7 @@ class LeaseLimiter:
         except TimeoutError:
             return self._after_caller_timeout(snapshot.generation, release, handoff)
         except BaseException:
-            # The caller was cancelled: stop listening, so the invoke learns
-            # nobody will act on its outcome and compensates a lease it made.
-            handoff.close()
+            self._caller_cancelled(handoff, task)
             raise
         return self._decide(snapshot.generation, release, handoff.try_take())
 

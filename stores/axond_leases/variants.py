@@ -3,7 +3,7 @@
 Each variant is ``LeaseLimiter`` with one thing changed, stating only that
 thing through one of the limiter's seams (``new_lease_id``,
 ``_echoes_another_lease``, ``_compensate``, ``release_attempts``,
-``invoke_deadline_ms``, ``_unattributable``), and
+``invoke_deadline_ms``, ``_unattributable``, ``_caller_cancelled``), and
 registers through ``KINDS`` here with ``kinds.redis_kind``; the package's
 ``KINDS`` includes them. The lab runs a variant and the fixed store on the
 same scenario and seed to show what the fix is worth
@@ -17,6 +17,7 @@ import itertools
 import logging
 from typing import Any
 
+from stores.axond_leases.handoff import Handoff
 from stores.axond_leases.kinds import redis_kind
 from stores.axond_leases.limiter import LeaseLimiter
 from stores.axond_leases.outcome import InvokeOutcome
@@ -137,6 +138,28 @@ class UntrustedDenialRefuses(LeaseLimiter):
         return result_untrusted and outcome.granted
 
 
+class CancellationDropsInvoke(LeaseLimiter):
+    """A caller's cancellation cancels its invoke with it.
+
+    The bug: the invoke is the caller's, not a task of its own, so when the
+    caller is cancelled (its client disconnects, and the gateway drops the
+    handler's future) the invoke is dropped where it stands, its reply still
+    owed on the shared connection. Leaving the invoke unfinished retires the
+    generation, as an invoke past its deadline does: a healthy connection
+    replaced, acquires in flight on it answered unavailable, new ones
+    unavailable until the replacement is up. And nothing is left to learn
+    what the script did: a lease it wrote is never compensated and holds its
+    slot until the TTL. The fix lets the invoke run on in its own task
+    (``LeaseLimiter._caller_cancelled`` only stops listening): it consumes
+    its reply on a connection that stays trusted, and gives back a grant
+    nobody will take.
+    """
+
+    def _caller_cancelled(self, handoff: Handoff[InvokeOutcome], task: Any) -> None:
+        super()._caller_cancelled(handoff, task)
+        self.runtime.cancel(task)
+
+
 KINDS: tuple[StoreKind, ...] = (
     redis_kind("axond_leases.variants.uncompensated_abandon",
                "historical: an acquire whose caller gave up, or whose outcome is ambiguous, "
@@ -162,4 +185,8 @@ KINDS: tuple[StoreKind, ...] = (
                "historical: a refusal read from an untrusted generation is answered as "
                "exceeded, not unavailable (a hard 429 despite on_unavailable = allow)",
                store_class=UntrustedDenialRefuses),
+    redis_kind("axond_leases.variants.cancellation_drops_invoke",
+               "historical: a cancelled caller cancels its invoke too; the shared connection "
+               "is retired for it and a lease the script wrote is never given back",
+               store_class=CancellationDropsInvoke),
 )

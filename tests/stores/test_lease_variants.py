@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from blame import blamed_on_the_store
 from test_lease_acquire import abort, held_leases
-from test_lease_relay import Relay, backend_connector, eventually, lease_settings, run
+from test_lease_relay import Mode, Relay, backend_connector, eventually, lease_settings, run
 
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario
@@ -29,6 +29,7 @@ from stores.axond_leases import LeaseLimiter, variants
 from stores.axond_leases.contract import Denial, LeaseKey
 from stores.axond_leases.timing import release_timeout_ms
 from stores.axond_leases.variants import (
+    CancellationDropsInvoke,
     InvokeSharesCallerTimeout,
     ProcessLocalLeaseIds,
     ReleaseNeverRetried,
@@ -79,6 +80,10 @@ DAMAGE = {
     # A refusal read off a retired generation: the oracle cannot see which
     # generation a reply came on, so it files the refusal under the leases
     # of the acquires the slow reply made their callers abandon.
+    "cancellation_drops_invoke": Damage(
+        "false_denials",
+        ("false_denials_by_store_logic", "leaked_lease_seconds_by_store_logic"),
+        "slow_reply on acquire"),
     "untrusted_denial_refuses": Damage(
         "false_denials", ("false_denials_by_leaked_leases",), None),
     # A needless "unavailable", which fail-open admits: the lab files the
@@ -359,6 +364,77 @@ def test_a_reply_slower_than_the_wait_retires_the_connection_only_in_the_variant
                 assert len(relay.connections) > connections
             relay.delay_ms["acquire"] = 0
             assert (await limiter.acquire(KEY)).is_allowed
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("cls", [LeaseLimiter, CancellationDropsInvoke],
+                         ids=["fixed", "cancellation_drops_invoke"])
+def test_a_cancelled_caller_leaves_its_invoke_running_only_in_the_fixed_store(
+        relay, key_prefix, cls):
+    """The seed's two cases of an aborted caller (the relay holds its acquire
+    100 ms; the caller's wait is 1 s): the fixed store keeps its generation
+    and gives back the lease written after the caller left; the variant
+    retires the generation and leaves the lease to its TTL."""
+    async def scenario() -> None:
+        limiter = await cls.connect(relay, AsyncioRuntime(),
+                                    lease_settings(key_prefix, timeout="1s"))
+        try:
+            generation = limiter.generation
+            relay.delay_ms["acquire"] = 100
+            acquire = asyncio.create_task(limiter.acquire(KEY))
+            await eventually(lambda: relay.count("acquire") >= 1, 1,
+                             "the acquire did not reach the relay")
+            await abort(acquire)
+            await asyncio.sleep(0.25)  # past the relay's delay: the fixed store's script ran
+            if cls is LeaseLimiter:
+                assert limiter.suspect_generation < generation, \
+                    "abandoning the wait retired a still-running generation"
+                await eventually(lambda: relay.count("release") >= 1, 1,
+                                 "the lease created after its caller left was not released")
+                assert await held_leases(relay.target, limiter) == {}
+            else:
+                assert limiter.suspect_generation >= generation, \
+                    "the variant drops the invoke unfinished, which retires its generation"
+                # The relay closes the retired connection's queue with it, so
+                # here the script may never run; nothing is sent to give back
+                # a lease it might have written (the next test: one it did).
+                assert relay.count("release") == 0
+        finally:
+            await relay.aclose()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("cls", [LeaseLimiter, CancellationDropsInvoke],
+                         ids=["fixed", "cancellation_drops_invoke"])
+def test_the_lease_of_a_cancelled_caller_s_invoke_is_given_back_only_by_the_fixed_store(
+        relay, key_prefix, cls):
+    """The relay runs the acquire but loses every reply (``STALL``); the
+    caller is aborted at once. The fixed store's invoke runs on to its
+    liveness deadline (4 x 100 ms) and compensates the ambiguous outcome;
+    the variant's was cancelled with the caller, and its lease stays."""
+    async def scenario() -> None:
+        limiter = await cls.connect(relay, AsyncioRuntime(),
+                                    lease_settings(key_prefix, timeout="100ms"))
+        try:
+            relay.set_mode(Mode.STALL)
+            acquire = asyncio.create_task(limiter.acquire(KEY))
+            await eventually(lambda: relay.count("acquire") >= 1, 1,
+                             "the acquire did not reach the relay")
+            await abort(acquire)
+            await asyncio.sleep(0.6)  # past the fixed store's invoke deadline and release
+            relay.set_mode(Mode.FORWARD)
+            leases = await held_leases(relay.target, limiter)
+            if cls is LeaseLimiter:
+                await eventually(lambda: relay.count("release") >= 1, 1,
+                                 "the ambiguous acquire was not compensated")
+                assert await held_leases(relay.target, limiter) == {}
+            else:
+                assert relay.count("release") == 0
+                assert len(leases) == 1, "the dropped invoke's lease should wait for its TTL"
         finally:
             await relay.aclose()
 
