@@ -74,7 +74,7 @@ CONTRACT = Contract(
                "shared connection kept",
                "a lease never compensated (store_logic, exposed by caller_cancelled on "
                "acquire)", (lines(65, 69), lines(522, 526), lines(1689, 1727),
-                            lines(1729, 1761))),
+                            lines(1730, 1761))),
         Clause("delivered another command's reply to an acquire (misaligned_reply on acquire)",
                "abandoned_acquire",
                "its own lease held until compensated; the caller unavailable",
