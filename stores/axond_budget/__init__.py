@@ -11,6 +11,8 @@ Kinds registered for the lab (see ``stores.registry``):
   commands, release then charge (``variants.SplitSettlement``);
 * ``axond_budget.variants.no_reclaim`` — historical: never reclaims expired
   holds (``variants.NoReclaim``);
+* ``axond_budget.variants.start_time_reservation_ids`` — historical:
+  reservation ids unique per process only (``variants.StartTimeReservationIds``);
 * ``axond_budget.variants.recomputed_namespace_total`` and
   ``axond_budget.variants.claim_without_slot`` — the v2 store reached by one
   of the two historical migrations (``variants.migrate_*``).
@@ -45,6 +47,7 @@ from stores.axond_budget.redis_budget import (
 from stores.axond_budget.variants import (
     NoReclaim,
     SplitSettlement,
+    StartTimeReservationIds,
     migrate_recomputing_namespace_totals,
     migrate_without_parked_claims,
 )
@@ -149,6 +152,10 @@ KINDS = (
                "historical: reserve never reclaims expired holds (v1 layout); "
                "a crashed replica's holds wedge the budget",
                store_class=NoReclaim, holds_count_past_deadline=True),
+    redis_kind("axond_budget.variants.start_time_reservation_ids",
+               "historical: reservation ids of the process's first-reserve time and a "
+               "counter (v1 layout); replicas starting in one tick overwrite each other's holds",
+               store_class=StartTimeReservationIds),
     # The two historical migrations differ from the fixed one only in the
     # migration they run; the fleet they start is the fixed v2 store.
     redis_kind("axond_budget.variants.recomputed_namespace_total",

@@ -8,8 +8,10 @@ scenario and seed to show what the fix is worth (``data/scenarios/variant-*``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from stores.axond_budget.contract import BudgetKey, Reservation, SharedSettings, require_amount
 from stores.axond_budget.migration import (
@@ -102,6 +104,37 @@ class NoReclaim(RedisBudget):
         "      live = live + amount\n"
         "    end\n",
         "    live = live + tonumber(string.sub(hold, 1, colon - 1))\n"))
+
+
+class StartTimeReservationIds(RedisBudget):
+    """Reservation ids made of the process's clock when it first reserved, in
+    microseconds, and a counter from 1.
+
+    The bug: the id is unique within one process only, though it names a
+    field of a holds hash every replica writes to. Two replicas whose first
+    reservations fall in the same tick carry the same epoch and then count
+    in step, so their n-th reservations share one id: on one key the second
+    ``HSET`` overwrites the first replica's live hold (one hold now stands
+    for two requests) and the first settlement deletes it for both. The
+    store counts less than the requests in flight hold, and admits past the
+    cap with no fault at all. The fix draws ids unique fleet-wide
+    (``RedisBudget.new_reservation_id``: ``Runtime.new_id``).
+
+    The port's clock reads whole milliseconds, so in the lab the tick is a
+    millisecond, where the historical one was a microsecond: the same
+    collision, a thousand times likelier.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # One epoch and one counter per store: per gateway process.
+        self._id_epoch_us: int | None = None
+        self._id_counter = itertools.count(1)
+
+    def new_reservation_id(self) -> str:
+        if self._id_epoch_us is None:
+            self._id_epoch_us = self.runtime.now_ms() * 1_000
+        return f"{self._id_epoch_us:x}-{next(self._id_counter):x}"
 
 
 async def migrate_recomputing_namespace_totals(
