@@ -13,9 +13,10 @@ Kinds registered for the lab (see ``stores.registry``):
   holds (``variants.NoReclaim``);
 * ``axond_budget.variants.start_time_reservation_ids`` — historical:
   reservation ids unique per process only (``variants.StartTimeReservationIds``);
-* ``axond_budget.variants.recomputed_namespace_total`` and
-  ``axond_budget.variants.claim_without_slot`` — the v2 store reached by one
-  of the two historical migrations (``variants.migrate_*``).
+* ``axond_budget.variants.recomputed_namespace_total``,
+  ``axond_budget.variants.claim_without_slot`` and
+  ``axond_budget.variants.guessed_attribution`` — the v2 store reached by one
+  of the three historical migrations (``variants.migrate_*``).
 
 A plugin registers a kind of its own with ``redis_kind`` (a ``RedisBudget``
 subclass, or the shipped class with some of ``SCRIPTS`` replaced).
@@ -48,6 +49,7 @@ from stores.axond_budget.variants import (
     NoReclaim,
     SplitSettlement,
     StartTimeReservationIds,
+    migrate_attributing_by_guesswork,
     migrate_recomputing_namespace_totals,
     migrate_without_parked_claims,
 )
@@ -156,7 +158,7 @@ KINDS = (
                "historical: reservation ids of the process's first-reserve time and a "
                "counter (v1 layout); replicas starting in one tick overwrite each other's holds",
                store_class=StartTimeReservationIds),
-    # The two historical migrations differ from the fixed one only in the
+    # The historical migrations differ from the fixed one only in the
     # migration they run; the fleet they start is the fixed v2 store.
     redis_kind("axond_budget.variants.recomputed_namespace_total",
                "historical: the v2 store, migrated by a migration that recomputes "
@@ -166,4 +168,8 @@ KINDS = (
                "historical: the v2 store, migrated by a migration that parks no claim "
                "(a death between taking and adding the spend loses it)",
                layout="v2", migration=migrate_without_parked_claims),
+    redis_kind("axond_budget.variants.guessed_attribution",
+               "historical: the v2 store, migrated by a migration that splits each v1 tag at "
+               "its first '|' (a namespace id with a '|' loses its spend to another)",
+               layout="v2", migration=migrate_attributing_by_guesswork),
 )

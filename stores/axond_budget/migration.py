@@ -99,6 +99,11 @@ Carry = Callable[[RedisPort, str, BudgetKey, ScriptSet], Awaitable[int]]
 scripts of the kind migrating; the micro-dollars added. A historical variant
 swaps in its own."""
 
+Attribute = Callable[[str, str, str, "list[str] | tuple[str, ...]"], BudgetKey]
+"""How a v1 key (its prefix, the key, its suffix, the configured namespace
+ids) is read as the ``(namespace, subject)`` it belongs to
+(``attribute_v1_key``). A historical variant swaps in its own."""
+
 
 def require_namespace_cap(settings: SharedSettings) -> None:
     """Refuse to migrate for a configuration that could not serve the result."""
@@ -115,11 +120,13 @@ def require_namespace_cap(settings: SharedSettings) -> None:
 async def migrate_redis(data: RedisPort, settings: SharedSettings,
                         namespaces: list[str] | tuple[str, ...],
                         carry: Carry | None = None,
-                        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+                        scripts: ScriptSet = SCRIPTS,
+                        attribute: Attribute | None = None) -> MigrationReport:
     """The migration as a deployment runs it: for the configuration it migrates
     *to*, with that kind's ``scripts`` (``migration_claim``, ``migration_apply``)."""
     require_namespace_cap(settings)
-    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry, scripts)
+    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry, scripts,
+                                  attribute)
 
 
 # -- the two steps of a carry, and their keys ------------------------------
@@ -227,7 +234,8 @@ def unattributable(redis_key: str, reason: str) -> BudgetError:
 async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
                            namespaces: list[str] | tuple[str, ...],
                            carry: Carry | None = None,
-                           scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+                           scripts: ScriptSet = SCRIPTS,
+                           attribute: Attribute | None = None) -> MigrationReport:
     """Carry every v1 ledger under ``key_prefix`` into v2 and stamp the marker.
 
     Run with the fleet stopped. Idempotent, resumable after dying at any step,
@@ -235,7 +243,8 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
     to. On an empty keyspace it only stamps ``v2``.
     """
     try:
-        return await _migrate(data, key_prefix, namespaces, carry or carry_forward, scripts)
+        return await _migrate(data, key_prefix, namespaces, carry or carry_forward, scripts,
+                              attribute or attribute_v1_key)
     except UNREACHABLE as error:
         raise BudgetError(
             BACKEND, f"the server failed during the migration of `{key_prefix}`: {error}. "
@@ -243,7 +252,7 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
 
 
 async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tuple[str, ...],
-                   carry: Carry, scripts: ScriptSet) -> MigrationReport:
+                   carry: Carry, scripts: ScriptSet, attribute: Attribute) -> MigrationReport:
     spent_pattern, holds_pattern = v1_patterns(key_prefix)
     spent_keys = await collect(data, spent_pattern)
     holds_keys = await collect(data, holds_pattern)
@@ -254,11 +263,11 @@ async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tup
     # keyspace exactly as it was. Dict keys: each subject once, in scan order.
     subjects: dict[BudgetKey, None] = {}
     for redis_key in spent_keys:
-        subjects[attribute_v1_key(key_prefix, redis_key, ":spent", namespaces)] = None
+        subjects[attribute(key_prefix, redis_key, ":spent", namespaces)] = None
     for redis_key in parked_claims:
-        subjects[attribute_v1_key(key_prefix, redis_key, CLAIM_SUFFIX, namespaces)] = None
+        subjects[attribute(key_prefix, redis_key, CLAIM_SUFFIX, namespaces)] = None
     for redis_key in holds_keys:
-        attribute_v1_key(key_prefix, redis_key, ":reservations", namespaces)
+        attribute(key_prefix, redis_key, ":reservations", namespaces)
 
     # A carried subject leaves no v1 key behind, so without this stamp a run
     # that died on a later subject would look like plain v1 state with some

@@ -163,6 +163,35 @@ async def migrate_recomputing_namespace_totals(
     return report
 
 
+def split_v1_tag(key_prefix: str, redis_key: str, suffix: str,
+                 namespaces: list[str] | tuple[str, ...]) -> BudgetKey:
+    """The old reading of a v1 key: its ``{namespace|subject}`` tag split at
+    the first ``|``, whatever the configured namespaces are."""
+    tag = redis_key[len(f"{key_prefix}:{{"):len(redis_key) - len(f"}}{suffix}")]
+    namespace, _, subject = tag.partition("|")
+    return BudgetKey(namespace, subject)
+
+
+async def migrate_attributing_by_guesswork(
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
+        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+    """The migration that read each v1 key's owner off its tag (``split_v1_tag``).
+
+    The bug: the v1 tag is not escaped, so a ``|`` may sit in the namespace
+    id as well as between the two halves, and ``{team|west|sub}`` reads as
+    namespace ``team`` or ``team|west``. Splitting at the first ``|`` guesses
+    the former: the spend of subject ``sub`` of namespace ``team|west`` is
+    carried to a subject ``west|sub`` of a namespace ``team`` (which may not
+    even be configured), and then the v1 key, the only evidence, is deleted.
+    The tenant that owns it starts v2 from zero, and its caps let through
+    spend it had already made. The fix (``migration.attribute_v1_key``)
+    matches the tag against the configured namespace ids and refuses anything
+    but exactly one clean match, before writing anything.
+    """
+    return await migrate_redis(data, settings, list(namespaces), scripts=scripts,
+                               attribute=split_v1_tag)
+
+
 async def carry_without_a_parked_claim(data: RedisPort, key_prefix: str, key: BudgetKey,
                                        scripts: ScriptSet = SCRIPTS) -> int:
     """The carry that took a v1 counter (``GET`` then ``DEL``) without parking

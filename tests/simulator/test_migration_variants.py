@@ -1,4 +1,4 @@
-"""The two historical migrations, against the fixed one, on the same scenario and seed."""
+"""The historical migrations, against the fixed one, on the same scenario and seed."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from pathlib import Path
 
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import parse_scenario
+from stores.axond_budget.contract import BudgetKey
+from stores.axond_budget.migration import attribute_v1_key
+from stores.axond_budget.variants import split_v1_tag
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "axond_budget.redis_v2"
@@ -44,3 +47,30 @@ def test_a_recomputed_namespace_total_erases_settlements_made_during_a_recovery(
         assert summary["conservation_drift_microdollars_total"] == 0
     assert variant["namespace_conservation_drift_microdollars_total"] < 0
     assert fixed["namespace_conservation_drift_microdollars_total"] == 0
+
+
+def test_a_tag_split_at_its_first_pipe_names_another_namespace_than_the_configured_one():
+    key = "p:{team|west|sub}:spent"
+    assert split_v1_tag("p", key, ":spent", ["team|west"]) == BudgetKey("team", "west|sub")
+    assert attribute_v1_key("p", key, ":spent", ["team|west"]) == BudgetKey("team|west", "sub")
+    # Without a "|" in the namespace id the two readings agree.
+    assert (split_v1_tag("p", "p:{ops|sub}:spent", ":spent", ["ops"])
+            == attribute_v1_key("p", "p:{ops|sub}:spent", ":spent", ["ops"]))
+
+
+def test_a_guessed_attribution_lets_a_piped_namespace_spend_its_budget_again():
+    variant = run_migrating_to("variant-guessed-attribution.toml",
+                               "axond_budget.variants.guessed_attribution")
+    fixed = run_migrating_to("variant-guessed-attribution.toml", FIXED)
+    for summary in (variant, fixed):
+        assert summary["migrations_completed"] == 1
+        assert summary["migration_reruns"] == 0
+        assert summary["migration_carried_microdollars"] > 0
+    # The carried spend went to ledgers no request reads: gone from the tenant's.
+    assert variant["conservation_drift_microdollars_total"] < 0
+    for scope in ("", "namespace_"):
+        assert variant[f"{scope}cap_overshoot_microdollars_total"] > 0
+        assert variant[f"{scope}cap_overshoot_microdollars_total_exposed_by"] == "no fault"
+        assert fixed[f"{scope}cap_overshoot_microdollars_total"] == 0
+        assert fixed[f"{scope}conservation_drift_microdollars_total"] == 0
+    assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"] > 0
