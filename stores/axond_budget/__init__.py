@@ -14,9 +14,10 @@ Kinds registered for the lab (see ``stores.registry``):
 * ``axond_budget.variants.start_time_reservation_ids`` — historical:
   reservation ids unique per process only (``variants.StartTimeReservationIds``);
 * ``axond_budget.variants.recomputed_namespace_total``,
-  ``axond_budget.variants.claim_without_slot`` and
-  ``axond_budget.variants.guessed_attribution`` — the v2 store reached by one
-  of the three historical migrations (``variants.migrate_*``).
+  ``axond_budget.variants.claim_without_slot``,
+  ``axond_budget.variants.guessed_attribution`` and
+  ``axond_budget.variants.sequences_dropped_first`` — the v2 store reached by
+  one of the four historical migrations (``variants.migrate_*``).
 
 A plugin registers a kind of its own with ``redis_kind`` (a ``RedisBudget``
 subclass, or the shipped class with some of ``SCRIPTS`` replaced).
@@ -50,6 +51,7 @@ from stores.axond_budget.variants import (
     SplitSettlement,
     StartTimeReservationIds,
     migrate_attributing_by_guesswork,
+    migrate_dropping_sequences_first,
     migrate_recomputing_namespace_totals,
     migrate_without_parked_claims,
 )
@@ -172,4 +174,8 @@ KINDS = (
                "historical: the v2 store, migrated by a migration that splits each v1 tag at "
                "its first '|' (a namespace id with a '|' loses its spend to another)",
                layout="v2", migration=migrate_attributing_by_guesswork),
+    redis_kind("axond_budget.variants.sequences_dropped_first",
+               "historical: the v2 store, migrated by a migration that drops claim sequences "
+               "before the records of applied claims (a death between drops later stray spend)",
+               layout="v2", migration=migrate_dropping_sequences_first),
 )

@@ -17,6 +17,7 @@ from stores.axond_budget.contract import BudgetKey, Reservation, SharedSettings,
 from stores.axond_budget.migration import (
     Claim,
     MigrationReport,
+    applied_claims_key,
     apply_claim,
     attribute_v1_key,
     collect,
@@ -190,6 +191,37 @@ async def migrate_attributing_by_guesswork(
     """
     return await migrate_redis(data, settings, list(namespaces), scripts=scripts,
                                attribute=split_v1_tag)
+
+
+async def drop_sequences_first(data: RedisPort, key_prefix: str, namespaces: list[str],
+                               subjects: list[BudgetKey]) -> None:
+    """The old cleanup: the carried subjects' claim sequences, then the
+    namespaces' records of applied claims."""
+    for key in subjects:
+        await data.delete(sequence_key(key_prefix, key))
+    for namespace in namespaces:
+        await data.delete(applied_claims_key(key_prefix, namespace))
+
+
+async def migrate_dropping_sequences_first(
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
+        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+    """The migration that dropped its bookkeeping in the other order
+    (``drop_sequences_first``).
+
+    The bug: a claim's token is its subject and its sequence number, and the
+    record of applied tokens is what makes re-applying a claim a no-op. A
+    migration that dies after deleting the sequences but before the records
+    leaves old tokens recorded beside sequences that start again from 1. A
+    stray v1 writer's later spend is then claimed, on the re-run the boot
+    fence prescribes, under a token already recorded, and dropped as a
+    replay: spend gone from both layouts, and the caps let it be spent again.
+    The fix (``migration.drop_bookkeeping``) drops the records first: an
+    interruption leaves either nothing or only sequences, and a sequence
+    that survives only keeps new tokens new.
+    """
+    return await migrate_redis(data, settings, list(namespaces), scripts=scripts,
+                               cleanup=drop_sequences_first)
 
 
 async def carry_without_a_parked_claim(data: RedisPort, key_prefix: str, key: BudgetKey,
