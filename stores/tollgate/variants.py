@@ -238,9 +238,10 @@ class ReadsThenRolls(LeaseHolder):
     rolls what it read, two transactions. Every holder runs the pass; two
     that read before either rolls both roll the same accounts, and each
     deposits the period's allowance (the second expiring what is left of the
-    first as if its period had closed). So does a pass whose roll committed
-    and is re-run. The fix: one ``roll_due_periods``, which checks and crosses
-    under the row lock, so the second caller skips the account."""
+    first as if its period had closed). A pass that fails in transit is not
+    re-run: the next one reads again. The fix: one ``roll_due_periods``,
+    which checks and crosses under the row lock, so the second caller skips
+    the account."""
 
     async def roll(self) -> None:
         limit = self.settings.rollover_batch
