@@ -24,6 +24,7 @@ from stores.registry import StoreKind
 from stores.tollgate.client import IN_TRANSIT
 from stores.tollgate.domain import (
     Allocation,
+    Conservation,
     GrantPolicy,
     IngestReport,
     RolloverBatch,
@@ -33,7 +34,7 @@ from stores.tollgate.domain import (
 from stores.tollgate.errors import AllocateStorage, LeaseNotActive, StoreError
 from stores.tollgate.holder import LOST_AUTHORITY, HeldLease, LeaseHolder
 from stores.tollgate.kinds import ledger_kind
-from stores.tollgate.memory import LeaseRecord, MemoryLedger
+from stores.tollgate.memory import AccountRecord, LeaseRecord, MemoryLedger
 from stores.tollgate.service import LedgerService, open_ledger
 from stores.tollgate.settings import TollgateSettings
 
@@ -210,6 +211,19 @@ def with_rules(rules: type[MemoryLedger]):
     return open_service
 
 
+class StatementWithoutExpiry(MemoryLedger):
+    """The bug (GL-97, seed 003 L204-L216): a funding statement with no
+    ``expired`` term. A rollover takes the closed period's unspent allowance
+    out of the balance, as it must, and the statement has nowhere to put it:
+    the equation fails by exactly the units that expired, and the ledger
+    reports corruption every time a budget does what it exists to do. The
+    fix: ``expired`` on the right, beside ``settlement_loss``."""
+
+    @staticmethod
+    def _conservation(state: AccountRecord) -> Conservation:
+        return dataclasses.replace(MemoryLedger._conservation(state), expired=0)
+
+
 class RollsWhatItRead(MemoryLedger):
     """The ledger half of the historical rollover (seed 003 L1142-L1147): the
     pass asks which accounts are past a boundary in one transaction
@@ -295,4 +309,8 @@ KINDS: tuple[StoreKind, ...] = (
                 "historical: the rollover pass reads which periods are due, then rolls them "
                 "in another transaction (two passes racing a boundary deposit its allowance "
                 "twice)", holder_class=ReadsThenRolls, service=with_rules(RollsWhatItRead)),
+    ledger_kind("tollgate.variants.statement_without_expiry",
+                "historical: the funding statement has no expired term (every rollover that "
+                "expires allowance breaks the equation by what expired)",
+                service=with_rules(StatementWithoutExpiry)),
 )
