@@ -45,6 +45,9 @@ class AsyncioRuntime:
         # longer hears as retrieved, so asyncio does not report it.
         return await asyncio.wait_for(asyncio.shield(task), milliseconds / 1000)
 
+    def cancel(self, task: asyncio.Task[Any]) -> None:
+        task.cancel()
+
     def new_id(self) -> str:
         return secrets.token_hex(16)
 

@@ -106,6 +106,12 @@ class Runtime(Protocol):
         invoke it does not own)."""
         ...
 
+    def cancel(self, task: Any) -> None:
+        """Cancel a task ``spawn`` returned, at the await it stands at (it sees
+        ``CancelledError`` there). The shipped stores never do: a variant that
+        drops work its fixed store lets run on does."""
+        ...
+
     def new_id(self) -> str:
         """An identifier unique across the whole fleet, for reservations and leases."""
         ...

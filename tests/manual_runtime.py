@@ -15,6 +15,7 @@ back its result or re-raises its exception.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
@@ -76,6 +77,13 @@ class ManualRuntime:
 
     async def wait_ms(self, milliseconds: int, task: ManualTask) -> Any:
         return await task.run()
+
+    def cancel(self, task: ManualTask) -> None:
+        """A task not yet run never will be; one already run is over."""
+        if not task.started:
+            task.started = task.done = True
+            task.error = asyncio.CancelledError()
+            task.coroutine.close()
 
     async def run_spawned(self) -> None:
         """Run every spawned task nobody has run yet, in spawn order, including

@@ -74,6 +74,9 @@ class SimRuntime:
         # when the waiter is cancelled: the task runs on, as the port says.
         return await Join(task, milliseconds * 1_000)
 
+    def cancel(self, task: Process) -> None:
+        self.kernel.cancel(task)
+
     def new_id(self) -> str:
         # 128 random bits from this incarnation's own stream: unique across
         # the fleet in practice, and the same on every re-run of the seed.

@@ -162,6 +162,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     oracle = family.oracle(scenario, scenario.kind, scenario.settings)
     keys = scenario.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    key_space.follow_pinned(scenario.workload.arrivals)
     with quiet_store_logs():
         try:
             side = _open_server_side(scenario, spec, family, oracle, kernel, trace, streams,
@@ -248,6 +249,7 @@ def boot_check(scenario: Scenario, backend: str | None = None) -> str | None:
     oracle = family.oracle(lone, lone.kind, lone.settings)
     keys = lone.workload.keys
     key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    key_space.follow_pinned(lone.workload.arrivals)
     side = _open_server_side(lone, spec, family, oracle, kernel, trace, streams, key_space,
                              False, True, None, None)
     with quiet_store_logs():
@@ -360,11 +362,11 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
                                  "creates a schema of its own there (dropped afterwards)")
             except ValueError as error:
                 raise ScenarioError(f"backend: {error}") from None
-        runner = open_service_backend(kind, spec.url, settings, key_space.keys,
+        runner = open_service_backend(kind, spec.url, settings, key_space.followed,
                                       throwaway=spec.kind == "postgresql" and spec.url is None)
         with _closed_unless_returned(runner):
             runner.recording = record_transactions
-            observer = family.server_observer(oracle, [(kind, settings)], key_space.keys)
+            observer = family.server_observer(oracle, [(kind, settings)], key_space.followed)
             server = ServiceNode(kernel, runner, trace, observer=observer)
             observer.attach(server)
             return ServerSide(settings, server, observer, service_backend=runner)
@@ -392,10 +394,10 @@ def _redis_side(scenario: Scenario, backend: Any, family: Family, oracle: Oracle
     migrations = [
         PreparedMigration(index, step, registry.get(step.to),
                           _prefixed(scenario.settings_after(step), backend),
-                          tuple(step.namespaces or key_space.namespaces))
+                          tuple(step.namespaces or key_space.followed_namespaces))
         for index, step in enumerate(scenario.operations)]
     layouts = [(scenario.kind, settings)] + [(m.kind, m.settings) for m in migrations]
-    observer = family.server_observer(oracle, layouts, key_space.keys)
+    observer = family.server_observer(oracle, layouts, key_space.followed)
     server_settings = scenario.server
     eviction = None
     if server_settings.maxmemory_keys:

@@ -119,6 +119,10 @@ class Workload(Model):
         "duration_ms, duration_us or duration_s).",
     )
     streaming: Streaming = Field(Streaming(), description="Streamed responses.")
+    patience: DurationSampler | None = Field(
+        None, description="How long a client waits for its request to be admitted before it "
+        "disconnects: the gateway's handler is cancelled while the store decides (read by "
+        "lifecycles whose callers can be cancelled mid-admission). None: it waits.")
     sessions: Sessions | None = Field(
         None, description="Each arrival is a session of tool calls over several counters "
         "(lifetime, call_every, call_duration, counters, refunds, retries, retry_after, "

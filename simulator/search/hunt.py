@@ -259,8 +259,20 @@ class Hunt:
         """When a run counts as broken, in words: the condition, the reference, or both."""
         asked = [] if self.invariant is None else [str(self.invariant)]
         if self.reference is not None:
-            asked.append(f"{self.scenario.store} worse than {self.reference}")
+            asked.append(f"{self.under_test} worse than {self.reference}")
         return ", or ".join(asked)
+
+    @property
+    def under_test(self) -> str:
+        """The kind the reference stands in for: the store, or what the
+        reference's paths name (a migration's target)."""
+        found = []
+        for path in stand_in(self.reference or ""):
+            node: Any = self.data
+            for part in path.split("."):
+                node = node[int(part)] if isinstance(node, list) else node.get(part)
+            found.append(str(node))
+        return ", ".join(dict.fromkeys(found))
 
     @property
     def judge(self) -> Judge:

@@ -12,7 +12,7 @@ import bisect
 import itertools
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from simulator.scenario.arrivals import NO_PINS, Pins
 from simulator.scenario.sessions import SessionPlan, plan_session
@@ -35,6 +35,9 @@ class Request:
     kind: str = "unary"  # "unary", "stream" or "stream_cut" (the client left part way)
     session: SessionPlan | None = None
     """With ``workload.sessions``: the session this arrival opens."""
+    patience_us: int | None = None
+    """With ``workload.patience``: how long its client waits to be admitted
+    before it disconnects (its handler cancelled)."""
 
 
 class KeySpace:
@@ -49,6 +52,35 @@ class KeySpace:
         self._namespace_of = {subject: namespace for namespace, subject in self.keys}
         weights = [1.0 / (rank + 1) ** zipf_exponent for rank in range(subjects)]
         self._cumulative = list(itertools.accumulate(weights))
+        self.followed = list(self.keys)
+        """Every key a request may have: those drawn from, then any a fixed
+        list of arrivals pins outside them (``follow_pinned``). The lab
+        follows these on the server; draws use ``keys`` alone."""
+        self.followed_namespaces = list(self.namespaces)
+
+    def follow_pinned(self, arrivals: Any) -> None:
+        """Add the keys ``arrivals`` pins (a fixed list's namespace and subject
+        columns) to ``followed``: a request's namespace is its pinned one, else
+        its subject's; a pinned namespace with drawn subjects may meet any."""
+        namespaces = getattr(arrivals, "namespace", None)
+        subjects = getattr(arrivals, "subject", None)
+        if namespaces is None and subjects is None:
+            return
+        known = set(self.followed)
+        for index in range(len(arrivals.at_us)):
+            if subjects is not None:
+                subject = subjects[index]
+                namespace = (namespaces[index] if namespaces is not None
+                             else self.namespace_of(subject))
+                pinned = [(namespace, subject)]
+            else:
+                pinned = [(namespaces[index], subject) for _, subject in self.keys]
+            for key in pinned:
+                if key not in known:
+                    known.add(key)
+                    self.followed.append(key)
+                    if key[0] not in self.followed_namespaces:
+                        self.followed_namespaces.append(key[0])
 
     def pick(self, rng: random.Random) -> tuple[str, str]:
         point = rng.random() * self._cumulative[-1]
@@ -108,7 +140,11 @@ class RequestSource:
         # No draws without sessions, so other scenarios keep their traces.
         session = (plan_session(sessions, number, fields["subject"], rng)
                    if sessions is not None else None)
-        return Request(number=number, kind=kind, session=session, **fields)
+        # Likewise no draw without patience.
+        patience = workload.patience
+        patience_us = max(0, patience.sample(rng)) if patience is not None else None
+        return Request(number=number, kind=kind, session=session, patience_us=patience_us,
+                       **fields)
 
     def _stream(self) -> tuple[str, float]:
         """The request's kind, and the fraction of it that runs."""

@@ -11,9 +11,13 @@ Kinds registered for the lab (see ``stores.registry``):
   commands, release then charge (``variants.SplitSettlement``);
 * ``axond_budget.variants.no_reclaim`` — historical: never reclaims expired
   holds (``variants.NoReclaim``);
-* ``axond_budget.variants.recomputed_namespace_total`` and
-  ``axond_budget.variants.claim_without_slot`` — the v2 store reached by one
-  of the two historical migrations (``variants.migrate_*``).
+* ``axond_budget.variants.start_time_reservation_ids`` — historical:
+  reservation ids unique per process only (``variants.StartTimeReservationIds``);
+* ``axond_budget.variants.recomputed_namespace_total``,
+  ``axond_budget.variants.claim_without_slot``,
+  ``axond_budget.variants.guessed_attribution`` and
+  ``axond_budget.variants.sequences_dropped_first`` — the v2 store reached by
+  one of the four historical migrations (``variants.migrate_*``).
 
 A plugin registers a kind of its own with ``redis_kind`` (a ``RedisBudget``
 subclass, or the shipped class with some of ``SCRIPTS`` replaced).
@@ -45,6 +49,9 @@ from stores.axond_budget.redis_budget import (
 from stores.axond_budget.variants import (
     NoReclaim,
     SplitSettlement,
+    StartTimeReservationIds,
+    migrate_attributing_by_guesswork,
+    migrate_dropping_sequences_first,
     migrate_recomputing_namespace_totals,
     migrate_without_parked_claims,
 )
@@ -149,7 +156,11 @@ KINDS = (
                "historical: reserve never reclaims expired holds (v1 layout); "
                "a crashed replica's holds wedge the budget",
                store_class=NoReclaim, holds_count_past_deadline=True),
-    # The two historical migrations differ from the fixed one only in the
+    redis_kind("axond_budget.variants.start_time_reservation_ids",
+               "historical: reservation ids of the process's first-reserve time and a "
+               "counter (v1 layout); replicas starting in one tick overwrite each other's holds",
+               store_class=StartTimeReservationIds),
+    # The historical migrations differ from the fixed one only in the
     # migration they run; the fleet they start is the fixed v2 store.
     redis_kind("axond_budget.variants.recomputed_namespace_total",
                "historical: the v2 store, migrated by a migration that recomputes "
@@ -159,4 +170,12 @@ KINDS = (
                "historical: the v2 store, migrated by a migration that parks no claim "
                "(a death between taking and adding the spend loses it)",
                layout="v2", migration=migrate_without_parked_claims),
+    redis_kind("axond_budget.variants.guessed_attribution",
+               "historical: the v2 store, migrated by a migration that splits each v1 tag at "
+               "its first '|' (a namespace id with a '|' loses its spend to another)",
+               layout="v2", migration=migrate_attributing_by_guesswork),
+    redis_kind("axond_budget.variants.sequences_dropped_first",
+               "historical: the v2 store, migrated by a migration that drops claim sequences "
+               "before the records of applied claims (a death between drops later stray spend)",
+               layout="v2", migration=migrate_dropping_sequences_first),
 )

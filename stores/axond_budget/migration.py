@@ -99,6 +99,16 @@ Carry = Callable[[RedisPort, str, BudgetKey, ScriptSet], Awaitable[int]]
 scripts of the kind migrating; the micro-dollars added. A historical variant
 swaps in its own."""
 
+Attribute = Callable[[str, str, str, "list[str] | tuple[str, ...]"], BudgetKey]
+"""How a v1 key (its prefix, the key, its suffix, the configured namespace
+ids) is read as the ``(namespace, subject)`` it belongs to
+(``attribute_v1_key``). A historical variant swaps in its own."""
+
+DropBookkeeping = Callable[[RedisPort, str, "list[str]", "list[BudgetKey]"], Awaitable[None]]
+"""How a finished migration drops its bookkeeping (the touched namespaces'
+records of applied claims, the carried subjects' claim sequences):
+``drop_bookkeeping``. A historical variant swaps in its own."""
+
 
 def require_namespace_cap(settings: SharedSettings) -> None:
     """Refuse to migrate for a configuration that could not serve the result."""
@@ -115,11 +125,14 @@ def require_namespace_cap(settings: SharedSettings) -> None:
 async def migrate_redis(data: RedisPort, settings: SharedSettings,
                         namespaces: list[str] | tuple[str, ...],
                         carry: Carry | None = None,
-                        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+                        scripts: ScriptSet = SCRIPTS,
+                        attribute: Attribute | None = None,
+                        cleanup: DropBookkeeping | None = None) -> MigrationReport:
     """The migration as a deployment runs it: for the configuration it migrates
     *to*, with that kind's ``scripts`` (``migration_claim``, ``migration_apply``)."""
     require_namespace_cap(settings)
-    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry, scripts)
+    return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry, scripts,
+                                  attribute, cleanup)
 
 
 # -- the two steps of a carry, and their keys ------------------------------
@@ -227,7 +240,9 @@ def unattributable(redis_key: str, reason: str) -> BudgetError:
 async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
                            namespaces: list[str] | tuple[str, ...],
                            carry: Carry | None = None,
-                           scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+                           scripts: ScriptSet = SCRIPTS,
+                           attribute: Attribute | None = None,
+                           cleanup: DropBookkeeping | None = None) -> MigrationReport:
     """Carry every v1 ledger under ``key_prefix`` into v2 and stamp the marker.
 
     Run with the fleet stopped. Idempotent, resumable after dying at any step,
@@ -235,7 +250,8 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
     to. On an empty keyspace it only stamps ``v2``.
     """
     try:
-        return await _migrate(data, key_prefix, namespaces, carry or carry_forward, scripts)
+        return await _migrate(data, key_prefix, namespaces, carry or carry_forward, scripts,
+                              attribute or attribute_v1_key, cleanup or drop_bookkeeping)
     except UNREACHABLE as error:
         raise BudgetError(
             BACKEND, f"the server failed during the migration of `{key_prefix}`: {error}. "
@@ -243,7 +259,8 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
 
 
 async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tuple[str, ...],
-                   carry: Carry, scripts: ScriptSet) -> MigrationReport:
+                   carry: Carry, scripts: ScriptSet, attribute: Attribute,
+                   cleanup: DropBookkeeping) -> MigrationReport:
     spent_pattern, holds_pattern = v1_patterns(key_prefix)
     spent_keys = await collect(data, spent_pattern)
     holds_keys = await collect(data, holds_pattern)
@@ -254,11 +271,11 @@ async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tup
     # keyspace exactly as it was. Dict keys: each subject once, in scan order.
     subjects: dict[BudgetKey, None] = {}
     for redis_key in spent_keys:
-        subjects[attribute_v1_key(key_prefix, redis_key, ":spent", namespaces)] = None
+        subjects[attribute(key_prefix, redis_key, ":spent", namespaces)] = None
     for redis_key in parked_claims:
-        subjects[attribute_v1_key(key_prefix, redis_key, CLAIM_SUFFIX, namespaces)] = None
+        subjects[attribute(key_prefix, redis_key, CLAIM_SUFFIX, namespaces)] = None
     for redis_key in holds_keys:
-        attribute_v1_key(key_prefix, redis_key, ":reservations", namespaces)
+        attribute(key_prefix, redis_key, ":reservations", namespaces)
 
     # A carried subject leaves no v1 key behind, so without this stamp a run
     # that died on a later subject would look like plain v1 state with some
@@ -273,18 +290,23 @@ async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tup
         await data.delete(redis_key)
     touched = {key.namespace for key in subjects}
 
-    # The bookkeeping has nothing left to protect; drop it, records of applied
-    # claims before sequence counters. The other order could, if interrupted,
-    # leave old records beside restarted sequence numbers, and a later stray v1
-    # write would get an old token and be dropped as a replay.
-    for namespace in sorted(touched):
-        await data.delete(applied_claims_key(key_prefix, namespace))
-    for key in subjects:
-        await data.delete(sequence_key(key_prefix, key))
+    await cleanup(data, key_prefix, sorted(touched), list(subjects))
 
     await data.set(layout_key(key_prefix), LAYOUT_V2)
     return MigrationReport(subjects=len(subjects), reservation_hashes=len(holds_keys),
                            namespaces=len(touched), carried_microdollars=carried)
+
+
+async def drop_bookkeeping(data: RedisPort, key_prefix: str, namespaces: list[str],
+                           subjects: list[BudgetKey]) -> None:
+    """The bookkeeping has nothing left to protect; drop it, records of applied
+    claims before sequence counters. The other order could, if interrupted,
+    leave old records beside restarted sequence numbers, and a later stray v1
+    write would get an old token and be dropped as a replay."""
+    for namespace in namespaces:
+        await data.delete(applied_claims_key(key_prefix, namespace))
+    for key in subjects:
+        await data.delete(sequence_key(key_prefix, key))
 
 
 async def collect(data: RedisPort, pattern: str) -> list[str]:

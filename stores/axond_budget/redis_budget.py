@@ -254,9 +254,15 @@ class RedisBudget:
             return list(v2_keys(self.settings.key_prefix, key))
         return v1_keys(self.settings.key_prefix, key)
 
+    def new_reservation_id(self) -> str:
+        """A reservation id unique fleet-wide: the holds hash field another
+        replica's reserve must never overwrite, nor its settle delete (a seam,
+        so a historical variant states only the id scheme it used)."""
+        return self.runtime.new_id()
+
     async def reserve(self, key: BudgetKey, estimated_microdollars: int) -> Admission:
         require_amount("the estimate", estimated_microdollars)
-        reservation = Reservation(self.runtime.new_id(), estimated_microdollars)
+        reservation = Reservation(self.new_reservation_id(), estimated_microdollars)
         try:
             admitted = await self._reserve(
                 keys=self._keys(key),

@@ -8,13 +8,16 @@ scenario and seed to show what the fix is worth (``data/scenarios/variant-*``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from stores.axond_budget.contract import BudgetKey, Reservation, SharedSettings, require_amount
 from stores.axond_budget.migration import (
     Claim,
     MigrationReport,
+    applied_claims_key,
     apply_claim,
     attribute_v1_key,
     collect,
@@ -104,6 +107,37 @@ class NoReclaim(RedisBudget):
         "    live = live + tonumber(string.sub(hold, 1, colon - 1))\n"))
 
 
+class StartTimeReservationIds(RedisBudget):
+    """Reservation ids made of the process's clock when it first reserved, in
+    microseconds, and a counter from 1.
+
+    The bug: the id is unique within one process only, though it names a
+    field of a holds hash every replica writes to. Two replicas whose first
+    reservations fall in the same tick carry the same epoch and then count
+    in step, so their n-th reservations share one id: on one key the second
+    ``HSET`` overwrites the first replica's live hold (one hold now stands
+    for two requests) and the first settlement deletes it for both. The
+    store counts less than the requests in flight hold, and admits past the
+    cap with no fault at all. The fix draws ids unique fleet-wide
+    (``RedisBudget.new_reservation_id``: ``Runtime.new_id``).
+
+    The port's clock reads whole milliseconds, so in the lab the tick is a
+    millisecond, where the historical one was a microsecond: the same
+    collision, a thousand times likelier.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # One epoch and one counter per store: per gateway process.
+        self._id_epoch_us: int | None = None
+        self._id_counter = itertools.count(1)
+
+    def new_reservation_id(self) -> str:
+        if self._id_epoch_us is None:
+            self._id_epoch_us = self.runtime.now_ms() * 1_000
+        return f"{self._id_epoch_us:x}-{next(self._id_counter):x}"
+
+
 async def migrate_recomputing_namespace_totals(
         data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
         scripts: ScriptSet = SCRIPTS) -> MigrationReport:
@@ -128,6 +162,66 @@ async def migrate_recomputing_namespace_totals(
             total += int(await data.get(subject_spent) or 0)
         await data.set(f"{scope}:namespace:spent", total)
     return report
+
+
+def split_v1_tag(key_prefix: str, redis_key: str, suffix: str,
+                 namespaces: list[str] | tuple[str, ...]) -> BudgetKey:
+    """The old reading of a v1 key: its ``{namespace|subject}`` tag split at
+    the first ``|``, whatever the configured namespaces are."""
+    tag = redis_key[len(f"{key_prefix}:{{"):len(redis_key) - len(f"}}{suffix}")]
+    namespace, _, subject = tag.partition("|")
+    return BudgetKey(namespace, subject)
+
+
+async def migrate_attributing_by_guesswork(
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
+        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+    """The migration that read each v1 key's owner off its tag (``split_v1_tag``).
+
+    The bug: the v1 tag is not escaped, so a ``|`` may sit in the namespace
+    id as well as between the two halves, and ``{team|west|sub}`` reads as
+    namespace ``team`` or ``team|west``. Splitting at the first ``|`` guesses
+    the former: the spend of subject ``sub`` of namespace ``team|west`` is
+    carried to a subject ``west|sub`` of a namespace ``team`` (which may not
+    even be configured), and then the v1 key, the only evidence, is deleted.
+    The tenant that owns it starts v2 from zero, and its caps let through
+    spend it had already made. The fix (``migration.attribute_v1_key``)
+    matches the tag against the configured namespace ids and refuses anything
+    but exactly one clean match, before writing anything.
+    """
+    return await migrate_redis(data, settings, list(namespaces), scripts=scripts,
+                               attribute=split_v1_tag)
+
+
+async def drop_sequences_first(data: RedisPort, key_prefix: str, namespaces: list[str],
+                               subjects: list[BudgetKey]) -> None:
+    """The old cleanup: the carried subjects' claim sequences, then the
+    namespaces' records of applied claims."""
+    for key in subjects:
+        await data.delete(sequence_key(key_prefix, key))
+    for namespace in namespaces:
+        await data.delete(applied_claims_key(key_prefix, namespace))
+
+
+async def migrate_dropping_sequences_first(
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
+        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+    """The migration that dropped its bookkeeping in the other order
+    (``drop_sequences_first``).
+
+    The bug: a claim's token is its subject and its sequence number, and the
+    record of applied tokens is what makes re-applying a claim a no-op. A
+    migration that dies after deleting the sequences but before the records
+    leaves old tokens recorded beside sequences that start again from 1. A
+    stray v1 writer's later spend is then claimed, on the re-run the boot
+    fence prescribes, under a token already recorded, and dropped as a
+    replay: spend gone from both layouts, and the caps let it be spent again.
+    The fix (``migration.drop_bookkeeping``) drops the records first: an
+    interruption leaves either nothing or only sequences, and a sequence
+    that survives only keeps new tokens new.
+    """
+    return await migrate_redis(data, settings, list(namespaces), scripts=scripts,
+                               cleanup=drop_sequences_first)
 
 
 async def carry_without_a_parked_claim(data: RedisPort, key_prefix: str, key: BudgetKey,

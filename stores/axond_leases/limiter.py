@@ -41,7 +41,7 @@ Rules kept here:
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from stores.axond_leases.contract import (
     Admission,
@@ -151,9 +151,9 @@ class LeaseLimiter:
     def _unavailable(self, reason: str) -> Admission:
         return unavailable(self.settings.on_unavailable, reason)
 
-    # The three seams below (and ``release_attempts``) each hold one rule in
-    # one place, so that a historical variant (``variants.py``) states only
-    # the rule it lacked.
+    # The seams below (and ``release_attempts``) each hold one rule in one
+    # place, so that a historical variant (``variants.py``) states only the
+    # rule it lacked.
 
     def new_lease_id(self) -> str:
         """A lease id unique fleet-wide (a hash field another replica's
@@ -166,6 +166,25 @@ class LeaseLimiter:
         ``generation`` is marked suspect): the check that keeps a caller from
         acting on a reply misaligned onto it."""
         return self.recovery.mark_if_mismatched(generation, outcome, lease_id)
+
+    def invoke_deadline_ms(self) -> int:
+        """How long the owned invoke may run before its generation is retired:
+        its liveness deadline, longer than the caller's wait, so that a reply
+        that is merely slow does not cost a healthy shared connection."""
+        return invoke_timeout_ms(self.settings.timeout_ms)
+
+    def _unattributable(self, outcome: InvokeOutcome, result_untrusted: bool) -> bool:
+        """Whether the reply a caller waited for says nothing it may act on: any
+        reply, a refusal as much as a grant, from a generation no longer
+        trusted. Then the caller is answered as the store being unavailable
+        (which the fail-open policy admits), never with a hard refusal."""
+        return result_untrusted and outcome.answered
+
+    def _caller_cancelled(self, handoff: Handoff[InvokeOutcome], task: Any) -> None:
+        """The caller was cancelled while it waited: stop listening, so the
+        invoke, which runs on in its own task to its own deadline, learns
+        nobody will act on its outcome and compensates a lease it made."""
+        handoff.close()
 
     def _compensate(self, release: LeaseRelease) -> None:
         """Release a lease this acquire may have written that nobody will own:
@@ -192,9 +211,7 @@ class LeaseLimiter:
         except TimeoutError:
             return self._after_caller_timeout(snapshot.generation, release, handoff)
         except BaseException:
-            # The caller was cancelled: stop listening, so the invoke learns
-            # nobody will act on its outcome and compensates a lease it made.
-            handoff.close()
+            self._caller_cancelled(handoff, task)
             raise
         return self._decide(snapshot.generation, release, handoff.try_take())
 
@@ -226,7 +243,7 @@ class LeaseLimiter:
         settings = self.settings
         try:
             raw = await self.runtime.timeout_ms(
-                invoke_timeout_ms(settings.timeout_ms),
+                self.invoke_deadline_ms(),
                 snapshot.acquire(keys=[release.lease_key],
                                  args=[self.runtime.now_ms(), settings.lease_ttl_ms,
                                        settings.max_in_flight, release.lease_id]))
@@ -249,7 +266,7 @@ class LeaseLimiter:
         if self._echoes_another_lease(generation, outcome, release.lease_id):
             self._compensate(release)
             return self._unavailable("shared Redis response echoed a different lease id")
-        if result_untrusted and outcome.answered:
+        if self._unattributable(outcome, result_untrusted):
             self._compensate(release)
             return self._unavailable("shared Redis connection was replaced during acquire")
         if outcome.granted:

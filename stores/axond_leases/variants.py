@@ -2,7 +2,8 @@
 
 Each variant is ``LeaseLimiter`` with one thing changed, stating only that
 thing through one of the limiter's seams (``new_lease_id``,
-``_echoes_another_lease``, ``_compensate``, ``release_attempts``), and
+``_echoes_another_lease``, ``_compensate``, ``release_attempts``,
+``invoke_deadline_ms``, ``_unattributable``, ``_caller_cancelled``), and
 registers through ``KINDS`` here with ``kinds.redis_kind``; the package's
 ``KINDS`` includes them. The lab runs a variant and the fixed store on the
 same scenario and seed to show what the fix is worth
@@ -16,6 +17,7 @@ import itertools
 import logging
 from typing import Any
 
+from stores.axond_leases.handoff import Handoff
 from stores.axond_leases.kinds import redis_kind
 from stores.axond_leases.limiter import LeaseLimiter
 from stores.axond_leases.outcome import InvokeOutcome
@@ -98,6 +100,66 @@ class ProcessLocalLeaseIds(LeaseLimiter):
         return str(next(self._lease_counter))
 
 
+class InvokeSharesCallerTimeout(LeaseLimiter):
+    """The owned invoke gets the caller's timeout as its liveness deadline.
+
+    The bug: the caller's timeout is a latency budget (past it the caller is
+    answered unavailable), but here it is also the invoke's deadline, and an
+    invoke that outlives its deadline retires its connection's generation. So
+    a reply that is merely slow, a little past the caller's wait, costs a
+    healthy shared connection: the generation is marked suspect, every
+    acquire still in flight on it gets an untrusted result (unavailable,
+    its lease compensated), new acquires are unavailable until a replacement
+    connection is up, and the replies still owed on the old one are thrown
+    away. The fix gives the invoke a longer deadline
+    (``LeaseLimiter.invoke_deadline_ms``, 4 x the timeout): only an invoke
+    that is really stuck retires its connection.
+    """
+
+    def invoke_deadline_ms(self) -> int:
+        return self.settings.timeout_ms
+
+
+class UntrustedDenialRefuses(LeaseLimiter):
+    """A refusal from an untrusted generation is answered as a hard refusal.
+
+    The bug: once the shared connection's generation is suspect (or already
+    replaced), a reply that comes back on it cannot be trusted; the store
+    treats an untrusted *grant* so (unavailable, its lease compensated) but
+    takes an untrusted *refusal* at its word and answers "exceeded". That
+    answer overrides the operator's policy for a store that cannot answer:
+    under ``on_unavailable = allow`` the caller should be admitted
+    unenforced, and gets a 429 instead, counted on a key whose count it
+    cannot vouch for. The fix treats every reply from an untrusted
+    generation alike (``LeaseLimiter._unattributable``): unavailable.
+    """
+
+    def _unattributable(self, outcome: InvokeOutcome, result_untrusted: bool) -> bool:
+        return result_untrusted and outcome.granted
+
+
+class CancellationDropsInvoke(LeaseLimiter):
+    """A caller's cancellation cancels its invoke with it.
+
+    The bug: the invoke is the caller's, not a task of its own, so when the
+    caller is cancelled (its client disconnects, and the gateway drops the
+    handler's future) the invoke is dropped where it stands, its reply still
+    owed on the shared connection. Leaving the invoke unfinished retires the
+    generation, as an invoke past its deadline does: a healthy connection
+    replaced, acquires in flight on it answered unavailable, new ones
+    unavailable until the replacement is up. And nothing is left to learn
+    what the script did: a lease it wrote is never compensated and holds its
+    slot until the TTL. The fix lets the invoke run on in its own task
+    (``LeaseLimiter._caller_cancelled`` only stops listening): it consumes
+    its reply on a connection that stays trusted, and gives back a grant
+    nobody will take.
+    """
+
+    def _caller_cancelled(self, handoff: Handoff[InvokeOutcome], task: Any) -> None:
+        super()._caller_cancelled(handoff, task)
+        self.runtime.cancel(task)
+
+
 KINDS: tuple[StoreKind, ...] = (
     redis_kind("axond_leases.variants.uncompensated_abandon",
                "historical: an acquire whose caller gave up, or whose outcome is ambiguous, "
@@ -115,4 +177,16 @@ KINDS: tuple[StoreKind, ...] = (
                "historical: lease ids from a per-process counter; replicas collide and "
                "overwrite each other's live leases",
                store_class=ProcessLocalLeaseIds),
+    redis_kind("axond_leases.variants.invoke_shares_caller_timeout",
+               "historical: the owned invoke's deadline is the caller's timeout; a reply "
+               "merely slower than the caller's wait retires a healthy shared connection",
+               store_class=InvokeSharesCallerTimeout),
+    redis_kind("axond_leases.variants.untrusted_denial_refuses",
+               "historical: a refusal read from an untrusted generation is answered as "
+               "exceeded, not unavailable (a hard 429 despite on_unavailable = allow)",
+               store_class=UntrustedDenialRefuses),
+    redis_kind("axond_leases.variants.cancellation_drops_invoke",
+               "historical: a cancelled caller cancels its invoke too; the shared connection "
+               "is retired for it and a lease the script wrote is never given back",
+               store_class=CancellationDropsInvoke),
 )

@@ -22,7 +22,13 @@ from redis.exceptions import ConnectionError as TransportError
 from redis.exceptions import TimeoutError as TransportTimeout
 
 from stores.ports import ServicePort
-from stores.tollgate.domain import Allocation, IngestReport, ReclaimBatch, UsageEvent
+from stores.tollgate.domain import (
+    Allocation,
+    IngestReport,
+    ReclaimBatch,
+    RolloverBatch,
+    UsageEvent,
+)
 from stores.tollgate.errors import AllocateStorage, IngestUnavailable, StoreError
 
 IN_TRANSIT = (TransportError, TransportTimeout)
@@ -30,7 +36,7 @@ IN_TRANSIT = (TransportError, TransportTimeout)
 
 
 class LedgerClient:
-    """``LeaseAllocator`` and ``UsageSink`` over a ``ServicePort``."""
+    """``LeaseAllocator``, ``UsageSink`` and the rollover pass over a ``ServicePort``."""
 
     def __init__(self, port: ServicePort) -> None:
         self.port = port
@@ -66,6 +72,12 @@ class LedgerClient:
             return await self._call("reclaim_expired_batch", limit)
         except IN_TRANSIT as error:
             raise StoreError(f"reclaim: {error}") from error
+
+    async def roll_due_periods(self, limit: int) -> RolloverBatch:
+        try:
+            return await self._call("roll_due_periods", limit)
+        except IN_TRANSIT as error:
+            raise StoreError(f"rollover: {error}") from error
 
     async def ingest(self, events: Sequence[UsageEvent]) -> IngestReport:
         try:

@@ -3,7 +3,9 @@
 A holder keeps at most one lease per account in service and charges spends to
 it locally; the ledger hears of them only as usage events, billed in batches
 by a background loop that also releases the leases the holder stopped
-spending and runs the ledger's expiry sweep. This is the seed's holder side
+spending and runs the ledger's expiry sweep (and, when the accounts have a
+budget schedule, its rollover pass: every replica runs it, as every
+control-plane replica does, seed 003 L1142-L1147). This is the seed's holder side
 of the ledger contract (seed 003's ``LeaseAllocator`` documentation):
 
 * it stops spending a lease ``spend_margin`` before its expiry, then releases
@@ -171,9 +173,12 @@ class LeaseHolder:
 
     async def run_background(self) -> None:
         """Bill usage and release retired leases every ``flush_every``; sweep
-        expired leases every ``reclaim_every``. Runs as long as the holder."""
+        expired leases every ``reclaim_every``; with a budget schedule, run the
+        rollover pass every ``rollover_every``. Runs as long as the holder."""
         settings = self.settings
         next_sweep = self.runtime.now_ms() + settings.reclaim_every_ms
+        rolling = settings.budget_allowance is not None
+        next_roll = self.runtime.now_ms() + settings.rollover_every_ms
         while True:
             await self.runtime.sleep_ms(settings.flush_every_ms)
             await self.flush()
@@ -184,6 +189,9 @@ class LeaseHolder:
             if self.runtime.now_ms() >= next_sweep:
                 next_sweep += settings.reclaim_every_ms
                 await self.sweep()
+            if rolling and self.runtime.now_ms() >= next_roll:
+                next_roll += settings.rollover_every_ms
+                await self.roll()
 
     async def flush(self) -> None:
         """Send pending usage in batches until the ledger stops answering."""
@@ -219,6 +227,20 @@ class LeaseHolder:
         while True:
             try:
                 batch = await self.client.reclaim_expired_batch(self.settings.reclaim_batch)
+            except StoreError:
+                return
+            if not batch.is_saturated():
+                return
+
+    async def roll(self) -> None:
+        """The ledger's rollover drain: one bounded transaction at a time, each
+        checking and crossing the boundary of the accounts it selects under
+        their locks, so a second pass racing it skips them (seed 003
+        L1142-L1147). A pass that failed in transit is simply run again next
+        time: it deposits nothing twice."""
+        while True:
+            try:
+                batch = await self.client.roll_due_periods(self.settings.rollover_batch)
             except StoreError:
                 return
             if not batch.is_saturated():

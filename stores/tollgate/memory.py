@@ -483,15 +483,21 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
         due = [state for _, state in sorted(self._books.accounts.items())
                if self._due(state, now)][:limit]
         for state in due:
-            assert state.schedule is not None  # _due selects scheduled accounts only
-            allowance = state.schedule.allowance
-            if not (_in_ledger(state.balance - state.allowance + allowance)
-                    and _in_ledger(state.deposited + allowance)
-                    and _in_ledger(state.expired + state.allowance)
-                    and TIMESTAMP_MIN <= state.schedule.period_start(now) <= TIMESTAMP_MAX):
-                raise StoreError(f"account {state.account_id}: rollover leaves the BIGINT range")
+            self._check_roll(state, now)
         rolled = [self._roll(state, now) for state in due]
         return RolloverBatch.try_new(rolled, limit)
+
+    @staticmethod
+    def _check_roll(state: AccountRecord, now: int) -> None:
+        """Refuse, before anything is written, a rollover of a scheduled
+        account that would leave the BIGINT range."""
+        assert state.schedule is not None  # only scheduled accounts are rolled
+        allowance = state.schedule.allowance
+        if not (_in_ledger(state.balance - state.allowance + allowance)
+                and _in_ledger(state.deposited + allowance)
+                and _in_ledger(state.expired + state.allowance)
+                and TIMESTAMP_MIN <= state.schedule.period_start(now) <= TIMESTAMP_MAX):
+            raise StoreError(f"account {state.account_id}: rollover leaves the BIGINT range")
 
     @staticmethod
     def _due(state: AccountRecord, now: int) -> bool:

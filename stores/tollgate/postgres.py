@@ -288,6 +288,25 @@ class PostgresLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
             return await books.ledger(self.policy).roll_due_periods(now, limit)
         return await self._write(work, _as_is)
 
+    # -- the calls a variant's rules add (``variants.RollsWhatItRead``) --------
+
+    async def due_periods(self, now: int, limit: int) -> tuple[int, ...]:
+        """The accounts past a boundary, read in one snapshot without locks:
+        the first half of the historical rollover, answered by rules that
+        have it (the fixed ``MemoryLedger`` has not)."""
+        async def work(books: TransactionBooks) -> tuple[int, ...]:
+            await books.lock_scheduled_accounts()
+            return await books.ledger(self.policy).due_periods(now, limit)
+        return await self._read(work)
+
+    async def roll_periods(self, accounts: Sequence[int], now: int) -> RolloverBatch:
+        """The second half: roll the named accounts, in one transaction under
+        their locks, as rules that have it do."""
+        async def work(books: TransactionBooks) -> RolloverBatch:
+            await books.lock_accounts(accounts)
+            return await books.ledger(self.policy).roll_periods(accounts, now)
+        return await self._write(work, _as_is)
+
     # -- reads -----------------------------------------------------------------
 
     async def _account_read(self, account: int,

@@ -9,7 +9,8 @@ rather than report numbers from a ledger it could not reach.
 
 ``open_ledger`` opens a fresh ledger for one run (in process, or in a schema
 of its own, named by the lab, on the PostgreSQL at ``url``) and funds one account per key of the
-workload, numbered from 1 in the key space's order.
+workload, numbered from 1 in the key space's order, each with the budget
+schedule the settings give, if any.
 """
 
 from __future__ import annotations
@@ -17,13 +18,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stores.tollgate.domain import AccountConfig
+from stores.tollgate.domain import AccountConfig, BudgetSchedule
 from stores.tollgate.errors import AllocateError, AllocateStorage, IngestRefused
 from stores.tollgate.memory import MemoryLedger
 from stores.tollgate.settings import TollgateSettings
 
-VERBS = ("acquire", "release", "consolidate", "reclaim_expired_batch", "ingest")
-"""The transactions a holder sends (``stores.tollgate.client``)."""
+VERBS = ("acquire", "release", "consolidate", "reclaim_expired_batch", "ingest",
+         "roll_due_periods", "due_periods", "roll_periods")
+"""The transactions a holder sends (``stores.tollgate.client``); the last two
+only ``variants.ReadsThenRolls`` does, to a ledger whose rules answer them."""
+
+NOW_FIRST = ("reclaim_expired_batch", "roll_due_periods", "due_periods")
+"""The trait calls taking ``now`` first; every other takes it last."""
 
 REFUSALS = (AllocateError, IngestRefused, ValueError)
 """What a ledger raises to refuse a call; ``AllocateStorage`` is excluded below."""
@@ -40,8 +46,8 @@ class LedgerService:
         if verb not in VERBS:
             raise ValueError(f"the ledger service has no transaction {verb!r}")
         try:
-            if verb == "reclaim_expired_batch":  # the one trait call taking ``now`` first
-                return await self.ledger.reclaim_expired_batch(now_ms, *args)
+            if verb in NOW_FIRST:
+                return await getattr(self.ledger, verb)(now_ms, *args)
             return await getattr(self.ledger, verb)(*args, now_ms)
         except AllocateStorage:
             raise
@@ -53,11 +59,15 @@ class LedgerService:
             await self.ledger.drop()
 
 
-async def fund_accounts(ledger: Any, accounts: int, deposit: int) -> None:
-    """Create accounts ``1..accounts``, each with ``deposit`` units."""
+async def fund_accounts(ledger: Any, accounts: int, deposit: int,
+                        schedule: BudgetSchedule | None = None) -> None:
+    """Create accounts ``1..accounts``, each with ``deposit`` units and, when
+    given, ``schedule`` (whose first allowance the first rollover pass deposits)."""
     for account in range(1, accounts + 1):
         await ledger.create_account(AccountConfig(account_id=account, initial_balance=0))
         await ledger.deposit(account, deposit)
+        if schedule is not None:
+            await ledger.set_budget_schedule(account, schedule)
 
 
 async def open_ledger(url: str | None, settings: TollgateSettings, keys: Sequence[Any],
@@ -73,7 +83,7 @@ async def open_ledger(url: str | None, settings: TollgateSettings, keys: Sequenc
 
         ledger = await PostgresLedger.open(url, name, policy)
         ledger.rules = rules
-    await fund_accounts(ledger, len(keys), settings.deposit)
+    await fund_accounts(ledger, len(keys), settings.deposit, settings.schedule())
     return ledger
 
 

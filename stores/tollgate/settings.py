@@ -4,7 +4,8 @@ The ledger's part is its ``GrantPolicy`` (``policy()``) and what each account
 is funded with when the lab opens it; the rest is the holder's (a gateway
 instance funding its local spends from one lease per account): how much it
 asks for, when it stops spending a lease, how often it bills its usage,
-releases what it no longer spends and sweeps expired leases.
+releases what it no longer spends, sweeps expired leases and, when the
+accounts have a budget schedule, runs the ledger's rollover pass.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stores.domains import Integer
 from stores.quantities import DurationMs
-from stores.tollgate.domain import LEDGER_UNITS_MAX, GrantPolicy
+from stores.tollgate.domain import LEDGER_UNITS_MAX, BudgetSchedule, GrantPolicy
 
 MAX_RELEASE_ATTEMPTS = 1_000
 """The most tries a holder gives one release."""
@@ -68,6 +69,33 @@ class TollgateSettings(BaseModel):
         "30s", ge=0, alias="reclaim_grace",
         description="How long past its expiry a lease may still be released before the "
                     "sweep reclaims it.")
+
+    budget_allowance: Integer | None = Field(
+        None, ge=0, le=LEDGER_UNITS_MAX,
+        description="Each account's periodic allowance (seed 003 L1113-L1162): a budget "
+                    "schedule of this many units per budget_period, deposited by the "
+                    "rollover pass at each period boundary, its unspent part expiring at the "
+                    "next; deposit stays a top-up that never expires. Unset: no schedule, no "
+                    "rollover pass.")
+    budget_period_ms: DurationMs = Field(
+        "10s", gt=0, alias="budget_period",
+        description="The length of a budget period (with budget_allowance); periods are "
+                    "calendar ones, from the epoch, so one dividing a day starts with the run.")
+    rollover_every_ms: DurationMs = Field(
+        "1s", gt=0, alias="rollover_every",
+        description="How often each holder runs the ledger's rollover pass (with "
+                    "budget_allowance), as every control-plane replica does (seed 003 "
+                    "L1142-L1147): the first after this long, which deposits the first "
+                    "allowance.")
+    rollover_batch: Integer = Field(
+        100, ge=1, le=10_000,
+        description="Accounts one rollover transaction crosses, at most.")
+
+    def schedule(self) -> BudgetSchedule | None:
+        """Each account's budget schedule, if the run gives one."""
+        if self.budget_allowance is None:
+            return None
+        return BudgetSchedule(self.budget_allowance, self.budget_period_ms)
 
     def policy(self) -> GrantPolicy:
         """The ledger's grant policy."""

@@ -6,7 +6,9 @@ ledger the service node runs (``MemoryLedger`` or ``PostgresLedger`` alike),
 size its grants with a ``GrantPolicy`` subclass (``with_policy``), or run
 its calls by a ``MemoryLedger`` subclass changing one rule (``with_rules``;
 ``PostgresLedger`` runs the same rules over the rows it loaded), so every
-variant runs on both backends. The lab runs a variant and the fixed
+variant runs on both backends. One seam takes both sides: the rollover split
+into a read and a roll (``ReadsThenRolls`` sends them, ``RollsWhatItRead``
+answers them). The lab runs a variant and the fixed
 kind on the same scenario and seed to show what the rule is worth
 (``data/scenarios/tollgate-variant-*.toml``), with a race report in
 ``data/races/`` that ``hunt`` found.
@@ -19,11 +21,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from stores.registry import StoreKind
-from stores.tollgate.domain import Allocation, GrantPolicy, IngestReport, UsageEvent
-from stores.tollgate.errors import AllocateStorage, LeaseNotActive
+from stores.tollgate.client import IN_TRANSIT
+from stores.tollgate.domain import (
+    Allocation,
+    Conservation,
+    GrantPolicy,
+    IngestReport,
+    RolloverBatch,
+    UsageEvent,
+    require_limit,
+)
+from stores.tollgate.errors import AllocateStorage, LeaseNotActive, StoreError
 from stores.tollgate.holder import LOST_AUTHORITY, HeldLease, LeaseHolder
 from stores.tollgate.kinds import ledger_kind
-from stores.tollgate.memory import LeaseRecord, MemoryLedger
+from stores.tollgate.memory import AccountRecord, LeaseRecord, MemoryLedger
 from stores.tollgate.service import LedgerService, open_ledger
 from stores.tollgate.settings import TollgateSettings
 
@@ -200,6 +211,71 @@ def with_rules(rules: type[MemoryLedger]):
     return open_service
 
 
+class StatementWithoutExpiry(MemoryLedger):
+    """The bug (GL-97, seed 003 L204-L216): a funding statement with no
+    ``expired`` term. A rollover takes the closed period's unspent allowance
+    out of the balance, as it must, and the statement has nowhere to put it:
+    the equation fails by exactly the units that expired, and the ledger
+    reports corruption every time a budget does what it exists to do. The
+    fix: ``expired`` on the right, beside ``settlement_loss``."""
+
+    @staticmethod
+    def _conservation(state: AccountRecord) -> Conservation:
+        return dataclasses.replace(MemoryLedger._conservation(state), expired=0)
+
+
+class RollsWhatItRead(MemoryLedger):
+    """The ledger half of the historical rollover (seed 003 L1142-L1147): the
+    pass asks which accounts are past a boundary in one transaction
+    (``due_periods``), then rolls those in another (``roll_periods``), which
+    crosses the boundary of every account it is given without checking it
+    again under the account's lock. The fixed ``roll_due_periods`` checks and
+    crosses in one transaction; these rules keep it, unused."""
+
+    async def due_periods(self, now: int, limit: int) -> tuple[int, ...]:
+        require_limit(limit)
+        return tuple(account for account, state in sorted(self._books.accounts.items())
+                     if self._due(state, now))[:limit]
+
+    async def roll_periods(self, accounts: Sequence[int], now: int) -> RolloverBatch:
+        states = [state for account in sorted(set(accounts))
+                  if (state := self._books.accounts.get(account)) is not None
+                  and state.schedule is not None]
+        for state in states:
+            self._check_roll(state, now)
+        rolled = [self._roll(state, now) for state in states]
+        return RolloverBatch.try_new(rolled, max(len(rolled), 1))
+
+
+class ReadsThenRolls(LeaseHolder):
+    """The caller half: a rollover pass that reads each period first and then
+    rolls what it read, two transactions. Every holder runs the pass; two
+    that read before either rolls both roll the same accounts, and each
+    deposits the period's allowance (the second expiring what is left of the
+    first as if its period had closed). A pass that fails in transit is not
+    re-run: the next one reads again. The fix: one ``roll_due_periods``,
+    which checks and crosses under the row lock, so the second caller skips
+    the account."""
+
+    async def roll(self) -> None:
+        limit = self.settings.rollover_batch
+        while True:
+            try:
+                due = await self._call("due_periods", limit)
+                if due:
+                    await self._call("roll_periods", due)
+            except StoreError:
+                return
+            if len(due) < limit:
+                return
+
+    async def _call(self, verb: str, *args: Any) -> Any:
+        try:
+            return await self.client._call(verb, *args)
+        except IN_TRANSIT as error:
+            raise StoreError(f"{verb}: {error}") from error
+
+
 KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.release_then_acquire",
                 "historical: the holder exchanges a low lease by release then acquire "
@@ -229,4 +305,12 @@ KINDS: tuple[StoreKind, ...] = (
                 "historical: a consolidation never grows to the quote the holder could not "
                 "fund (a spend the balance can fund is refused, again and again)",
                 service=with_policy(IgnoresRefusedQuote)),
+    ledger_kind("tollgate.variants.rollover_deposits_twice",
+                "historical: the rollover pass reads which periods are due, then rolls them "
+                "in another transaction (two passes racing a boundary deposit its allowance "
+                "twice)", holder_class=ReadsThenRolls, service=with_rules(RollsWhatItRead)),
+    ledger_kind("tollgate.variants.statement_without_expiry",
+                "historical: the funding statement has no expired term (every rollover that "
+                "expires allowance breaks the equation by what expired)",
+                service=with_rules(StatementWithoutExpiry)),
 )

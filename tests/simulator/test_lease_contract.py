@@ -68,6 +68,9 @@ FAULT_CLASSES: dict[str, dict] = {
     "slow_reply": {"faults": {"schedule": on_every_replica("2s", "slow_reply",
                                                           extra="300ms")}},
     "dropped_waiter": {"faults": {"schedule": on_every_replica("2s", "dropped_waiter")}},
+    "caller_cancelled": merge({"workload": {"patience": "exponential(100ms)"}},
+                              {"faults": {"schedule": on_every_replica(
+                                  "2s", "slow_reply", extra="300ms")}}),
     "message_loss_rates": {"network": {"request_loss": 0.02, "reply_loss": 0.02}},
     "driver_retries": {"network": {"reply_loss": 0.03, "retries": 2}},
     "latency_spike": {"faults": {"schedule": [at("2s", "latency_spike", duration="1s",

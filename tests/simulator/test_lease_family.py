@@ -77,6 +77,13 @@ FAULTS = {
         {"leaked_lease_seconds_by_server_data_loss"}),
     "eviction": ({"workload": {"keys": {"subjects": 6}}, "server": {"maxmemory_keys": 3}},
                  {"concurrency_excess_lease_seconds_by_evicted", "leases_lost_to_evicted"}),
+    # Clients that leave after 200 ms: one whose acquire is answered 300 ms
+    # late is cancelled mid-acquire, and its lease is the store's to give back.
+    "client_out_of_patience": (
+        merge({"workload": {"patience": "200ms"}},
+              schedule({"at": "2s", "fault": "slow_reply", "replica": 0, "call": "acquire",
+                        "extra": "300ms"})),
+        {"requests_cancelled", "leaked_lease_seconds_by_abandoned_acquire"}),
 }
 """Each fault class: its scenario change, and the metrics it must move."""
 
@@ -255,3 +262,12 @@ def test_the_observer_follows_field_changes_and_stops_a_run_whose_books_differ_f
     observer.check(server(["b", "1767225602000"]))  # the books are the server's
     with pytest.raises(SimulationError, match="seed 7"):
         observer.check(server(None))
+
+
+def test_a_cancelled_caller_is_neither_admitted_nor_denied(summaries):
+    summary = summaries["client_out_of_patience"]
+    assert summary["requests_cancelled"] > 0
+    assert summary["requests_arrived"] == (summary["requests_admitted"]
+                                           + summary["requests_denied"]
+                                           + summary["requests_cancelled"])
+    assert summaries["no_fault"]["requests_cancelled"] == 0

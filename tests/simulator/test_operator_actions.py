@@ -191,3 +191,10 @@ def test_hunt_finds_the_no_reclaim_wedge_from_a_quiet_fleet():
     assert found is not None and len(found.schedule) == 1
     worse = {item.metric: item for item in found.verdict.worse}
     assert worse["false_denials"].by > worse["false_denials"].margin > 0
+
+
+def test_a_hunt_names_the_kind_its_reference_stands_in_for():
+    hunt = Hunt(SCENARIOS / "hunt" / "recomputed-namespace-total-quiet.toml",
+                reference="migrations.0.to=axond_budget.redis_v2", kinds=("migrate",))
+    assert hunt.question == ("axond_budget.variants.recomputed_namespace_total worse than "
+                             "migrations.0.to=axond_budget.redis_v2")

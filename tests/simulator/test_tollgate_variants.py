@@ -13,11 +13,13 @@ losses aimed at other calls, a pause past the grace) and the damage is gone.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 from blame import blamed_on_the_store
+from tollgate_ledgers import fresh_schema
 
 from simulator.run.compose import RunResult, run_scenario
 from simulator.scenario.model import load_scenario
@@ -37,6 +39,8 @@ DAMAGE = {
     "consolidation-shrinks-holding": "regrant_shortfall_units",
     "reclaim-credits-back": "billing_loss_units_by_store_logic",
     "consolidation-ignores-demand": "demand_shortfall_units",
+    "rollover-deposits-twice": "allowance_deposited_twice_units",
+    "statement-without-expiry": "conservation_violations",
 }
 """Each variant's scenario, by name, and the metric its damage moves."""
 
@@ -256,3 +260,97 @@ def test_the_oracle_counts_a_shortfall_only_against_a_quote_the_restored_balance
     assert sized(51, 51, 9) == 21       # grown to the quote: nothing more
     assert oracle.counts.get("regrants_below_demand") == 1
     assert [found.metric for found in oracle.store_found] == ["demand_shortfall_units"]
+
+
+def two_passes_at_a_boundary(kind: str, url: str | None, race: bool) -> tuple[Any, ...]:
+    """Two rollover passes of ``kind`` over one account (a top-up of 100, an
+    allowance of 40 a second) at 1.5 s, on the ledger at ``url`` (``None``: in
+    memory), each as its holder sends it; ``race``: the variant's two reads
+    both land before either roll. The account's deposited and expired
+    units, and its period, after them."""
+    settings = TollgateSettings(deposit=100, budget_allowance=40, budget_period="1s")
+
+    async def passes() -> tuple[Any, ...]:
+        service = await get(kind).service(url, settings, [("ns-0", "subject-0")],
+                                          fresh_schema())
+        try:
+            now = 1_500
+            if kind == FIXED:
+                for _ in range(2):
+                    await service.transact("roll_due_periods", (10,), now)
+            elif race:
+                due = [await service.transact("due_periods", (10,), now) for _ in range(2)]
+                for accounts in due:
+                    await service.transact("roll_periods", (accounts,), now)
+            else:
+                for _ in range(2):
+                    accounts = await service.transact("due_periods", (10,), now)
+                    if accounts:
+                        await service.transact("roll_periods", (accounts,), now)
+            view = await service.ledger.account_view(1)
+            books = view.conservation
+            assert books.holds()
+            return books.deposited, books.expired, books.balance, view.period_start
+        finally:
+            await service.close()
+
+    return asyncio.run(passes())
+
+
+@pytest.fixture(params=["memory", "postgresql"])
+def ledger_url(request) -> str | None:
+    if request.param == "memory":
+        return None
+    return request.getfixturevalue("postgres_server").dsn
+
+
+def test_two_passes_racing_a_boundary_deposit_its_allowance_twice_only_on_the_variant(
+        ledger_url):
+    # Seed 003 L1142-L1147. The fixed ledger checks and crosses the boundary
+    # in one transaction: the second pass finds the period crossed, one
+    # allowance of 40. The variant's second roll, of an account it read as
+    # due before the first rolled it, crosses it again: 40 more deposited,
+    # the 40 just deposited expired as if their period had closed.
+    variant = kind_of("rollover-deposits-twice")
+    assert two_passes_at_a_boundary(FIXED, ledger_url, race=True) == (140, 0, 140, 1_000)
+    assert two_passes_at_a_boundary(variant, ledger_url, race=True) == (180, 40, 140, 1_000)
+    # Passes that do not interleave (the second reads after the first
+    # rolled) deposit once on the variant too: the damage is the split.
+    assert two_passes_at_a_boundary(variant, ledger_url, race=False) == (140, 0, 140, 1_000)
+
+
+def statement_after_a_boundary(kind: str, url: str | None) -> Any:
+    """One account (a top-up of 100, an allowance of 40 a second) rolled into
+    its first period at 0.5 s, 15 of the allowance leased and released
+    unspent but 5, then rolled into the next at 1.5 s: its statement."""
+    settings = TollgateSettings(deposit=100, budget_allowance=40, budget_period="1s")
+
+    async def roll() -> Any:
+        service = await get(kind).service(url, settings, [("ns-0", "subject-0")],
+                                          fresh_schema())
+        try:
+            ledger = service.ledger
+            await ledger.roll_due_periods(500, 10)
+            lease = (await ledger.acquire(1, 15, 1_000, 600)).grant
+            await ledger.ingest([UsageEvent("r1", lease.lease_id, 1, lease.fencing_token, 5)],
+                                700)
+            await ledger.release(lease.lease_id, lease.fencing_token, 10, 800)
+            await ledger.roll_due_periods(1_500, 10)
+            return await ledger.conservation(1)
+        finally:
+            await service.close()
+
+    return asyncio.run(roll())
+
+
+def test_a_statement_without_expiry_fails_by_exactly_what_a_rollover_expired(ledger_url):
+    # Seed 003 L204-L216 (GL-97). The first period's 40 less the 5 billed:
+    # 35 expire at 1.5 s. The fixed statement puts them on the right and
+    # holds; the variant's has no term for them and is 35 short.
+    fixed = statement_after_a_boundary(FIXED, ledger_url)
+    assert (fixed.deposited, fixed.balance, fixed.settled_usage, fixed.expired) == (
+        180, 140, 5, 35)
+    assert fixed.holds()
+    variant = statement_after_a_boundary(kind_of("statement-without-expiry"), ledger_url)
+    assert variant == dataclasses.replace(fixed, expired=0)
+    assert not variant.holds() and variant.residual() == 35

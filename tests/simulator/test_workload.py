@@ -260,3 +260,33 @@ def test_a_run_with_bursts_and_streaming_completes():
     assert summary["requests_arrived"] > 0
     assert summary["requests_arrived"] == run_scenario(scenario, seed=5).summary[
         "requests_arrived"]
+
+
+# ------------------------------------------------------------------ pinned keys
+
+
+def test_keys_a_fixed_list_pins_are_followed_beside_the_drawn_ones_never_drawn():
+    model = Workload.model_validate({
+        "keys": {"subjects": 2},
+        "arrivals": {"at": ["0ms", "1ms", "2ms"], "namespace": ["team|west", "team|west", "ops"],
+                     "subject": ["sub", "sub", "subject-0"]}})
+    key_space = KeySpace(1, 2, 0.0)
+    drawn = list(key_space.keys)
+    key_space.follow_pinned(model.arrivals)
+    assert key_space.keys == drawn
+    assert key_space.followed == [*drawn, ("team|west", "sub"), ("ops", "subject-0")]
+    assert key_space.followed_namespaces == ["ns-0", "team|west", "ops"]
+
+
+def test_a_pinned_namespace_with_drawn_subjects_is_followed_for_every_subject():
+    model = Workload.model_validate({
+        "keys": {"subjects": 2}, "arrivals": {"at": ["0ms"], "namespace": ["solo"]}})
+    key_space = KeySpace(1, 2, 0.0)
+    key_space.follow_pinned(model.arrivals)
+    assert key_space.followed[2:] == [("solo", "subject-0"), ("solo", "subject-1")]
+
+
+def test_drawn_arrivals_follow_only_the_drawn_keys():
+    key_space = KeySpace(2, 3, 0.0)
+    key_space.follow_pinned(Workload.model_validate({}).arrivals)
+    assert key_space.followed == key_space.keys

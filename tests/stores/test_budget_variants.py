@@ -23,7 +23,7 @@ from simulator.scenario.model import load_scenario
 from stores import registry
 from stores.axond_budget.contract import Admission, BudgetKey, Denial, ExceededScope
 from stores.axond_budget.redis_budget import SCRIPTS, RedisBudget, v1_keys, v2_keys
-from stores.axond_budget.variants import NoReclaim, SplitSettlement
+from stores.axond_budget.variants import NoReclaim, SplitSettlement, StartTimeReservationIds
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "axond_budget.redis_v1"
@@ -137,6 +137,33 @@ def test_split_settlement_in_the_v2_layout_can_release_both_scopes_and_charge_ne
         assert await lab.redis.hgetall(keys.namespace_holds) == {}
         assert await lab.spent(KEY) == 0
         assert await lab.namespace_spent("acme") == 0
+
+    run(scenario)
+
+
+# -- reservation ids of a start time and a counter -------------------------------
+
+
+@pytest.mark.parametrize("cls", [RedisBudget, StartTimeReservationIds],
+                         ids=["fixed", "start_time_reservation_ids"])
+def test_two_replicas_first_reserving_in_one_tick_share_a_hold_only_in_the_variant(lab, cls):
+    """Two gateway processes (a runtime each, their clocks alike) reserve on
+    one key: the variant names both holds after the same epoch and counter,
+    so the second overwrites the first; the fixed store keeps both."""
+    async def scenario():
+        first = await store_of(cls, lab, runtime=ManualRuntime(id_prefix="one"))
+        second = await store_of(cls, lab, runtime=ManualRuntime(id_prefix="two"))
+        one, two = await first.reserve(KEY, 300), await second.reserve(KEY, 300)
+        assert one.is_allowed and two.is_allowed
+        holds = await lab.redis.hgetall(v1_keys(lab.prefix, KEY)[1])
+        if cls is RedisBudget:
+            assert len(holds) == 2
+        else:
+            assert one.reservation.id == two.reservation.id
+            assert list(holds) == [one.reservation.id], "one hold stands for two requests"
+            # The first settlement deletes the hold the second request still needs.
+            await first.settle(KEY, one.reservation, 100)
+            assert await lab.redis.hgetall(v1_keys(lab.prefix, KEY)[1]) == {}
 
     run(scenario)
 
@@ -256,7 +283,8 @@ def summaries(scenario: str, variant: str, seed: int = 1) -> tuple[dict, dict]:
 
 def test_the_variants_are_registered_on_the_v1_settings():
     fixed = registry.get(FIXED)
-    for name in ("axond_budget.variants.split_settlement", "axond_budget.variants.no_reclaim"):
+    for name in ("axond_budget.variants.split_settlement", "axond_budget.variants.no_reclaim",
+                 "axond_budget.variants.start_time_reservation_ids"):
         kind = registry.get(name)
         assert kind.settings_model is fixed.settings_model
         assert kind.backends == ("redis",)
@@ -309,4 +337,16 @@ def test_split_settlement_without_faults_admits_wrongly_by_its_own_logic():
     # Between its release and its charge another reserve sees the spend gone.
     assert variant["wrongful_admissions"] > 0
     assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"]
+    assert fixed["wrongful_admissions"] == 0
+
+
+def test_start_time_ids_admit_wrongly_by_their_own_logic_where_the_fixed_store_does_not():
+    variant, fixed = summaries("variant-start-time-reservation-ids.toml",
+                               "axond_budget.variants.start_time_reservation_ids")
+    assert variant["requests_arrived"] == fixed["requests_arrived"]
+    assert variant["holds_removed_by_store"] > 0
+    assert variant["wrongful_admissions"] > 0
+    # No fault was injected: the colliding ids are the store's own.
+    assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"]
+    assert fixed["holds_removed_by_store"] == 0
     assert fixed["wrongful_admissions"] == 0

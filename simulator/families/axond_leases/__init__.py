@@ -34,5 +34,5 @@ FAMILY = Family(
     timeline=LANES,
     invariants=INVARIANTS,
     counted_events=CONNECTION_EVENTS,
-    oracle_facts=frozenset({"arrived", "admitted", "denied", "completed"}),
+    oracle_facts=frozenset({"arrived", "admitted", "denied", "cancelled", "completed"}),
 )

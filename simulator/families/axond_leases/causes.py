@@ -48,6 +48,11 @@ execution counted the request's own lease against it; or the store's own
 decision (including leases it leaked itself, and a refusal read off another
 command's reply, which the seed's echo check refuses to act on)."""
 
+CALLER_CANCELLED = "caller_cancelled"
+"""What the lab did to a request whose client disconnected before it was
+admitted (``workload.patience``): it cancelled the acquire in its handler.
+Like a fault on the acquire, it makes a lease the acquire writes nobody's."""
+
 CALL_FAILURES = CALLER_MAY_NOT_KNOW
 """Message faults after which a call (an acquire, a release) may rightly
 fail: its caller did not hear what it did (``simulator.net.links``)."""

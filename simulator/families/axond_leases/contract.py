@@ -67,6 +67,14 @@ CONTRACT = Contract(
                "the ambiguous outcome is compensated",
                "a lease never compensated; a reply read off the retired generation acted on",
                (lines(59, 93), COMPENSATION)),
+        Clause("cancelled a caller while its acquire was in flight (caller_cancelled on "
+               "acquire: its client's workload.patience ran out)", "abandoned_acquire",
+               "its lease held until the compensating release lands: the invoke runs on in "
+               "its own task, finds nobody listening and gives back what it wrote; the "
+               "shared connection kept",
+               "a lease never compensated (store_logic, exposed by caller_cancelled on "
+               "acquire)", (lines(65, 69), lines(522, 526), lines(1689, 1727),
+                            lines(1730, 1761))),
         Clause("delivered another command's reply to an acquire (misaligned_reply on acquire)",
                "abandoned_acquire",
                "its own lease held until compensated; the caller unavailable",

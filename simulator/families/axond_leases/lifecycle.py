@@ -8,6 +8,10 @@ the gateway). Each step is reported to the oracle as it happens, which is
 how the lab knows the truth, and traced:
 
 * ``request_arrived``;
+* ``request_cancelled`` when its client (``workload.patience``) disconnects
+  before the store decided: the gateway's handler, and the ``acquire``
+  awaited in it, are cancelled where they stand, as dropping the handler's
+  future does in axond (the store's own tasks run on);
 * ``request_admitted`` (outcome ``enforced``, or ``unenforced`` when the
   fail-open policy admitted it with no lease) or ``request_denied``
   (outcome ``exceeded`` or ``store_unavailable``);
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.engine.traps import Sleep
+from simulator.engine.traps import Join, Sleep
 from simulator.world.requests import Request
 
 
@@ -44,8 +48,15 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
     number = request.number
     oracle.arrived(number, key, replica.index, kernel.now)
     replica.record("request_arrived", request)
-    admission = await store.acquire(lease_key)
-    if not admission.is_allowed:
+    if request.patience_us is None:
+        admission = await store.acquire(lease_key)
+    else:
+        admission = await _acquire_within_patience(replica, store, lease_key,
+                                                   request.patience_us)
+    if admission is None:
+        oracle.cancelled(number, kernel.now)
+        replica.record("request_cancelled", request)
+    elif not admission.is_allowed:
         reason = admission.denial.value
         oracle.denied(number, reason, kernel.now)
         replica.record("request_denied", request, outcome=reason)
@@ -61,3 +72,16 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
         permit.release()
         replica.record("permit_released", request)
     kernel.after(release_window_us(replica), replica.finished, number)
+
+
+async def _acquire_within_patience(replica: Any, store: Any, lease_key: Any,
+                                   patience_us: int) -> Any:
+    """The store's answer, or ``None`` once the client's patience ran out:
+    then the acquire is cancelled at the await it stands at."""
+    kernel = replica.kernel
+    acquire = kernel.spawn(store.acquire(lease_key), replica.owner, "acquire")
+    try:
+        return await Join(acquire, patience_us)
+    except TimeoutError:
+        kernel.cancel(acquire)
+        return None

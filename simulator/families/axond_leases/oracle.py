@@ -56,6 +56,7 @@ from simulator.families.axond_leases.books import (
 from simulator.families.axond_leases.causes import (
     ATTEMPT_ENDS,
     CALL_FAILURES,
+    CALLER_CANCELLED,
     DENIAL_CAUSES,
     EXCESS_CAUSES,
     LAB_LEAK_CAUSES,
@@ -280,6 +281,20 @@ class LeaseOracle:
             judged = request.judged or self._judge(self.book(request.key), request, now_us)
             self.denials.append((request, judged))
             self.provisional_false_denials += self._ideal_had_room(request, judged)
+        self._over(request, now_us)
+
+    def cancelled(self, number: int, now_us: int) -> None:
+        """The caller's client disconnected before the store decided: the lab
+        cancelled its acquire, which is, for the lease it may have written, a
+        fault on the acquire (a sound store compensates it). It never holds."""
+        self.now_us = max(self.now_us, now_us)
+        request = self.requests[number]
+        self.counts["requests_cancelled"] += 1
+        request.acquire_faults = request.acquire_faults | {CALLER_CANCELLED}
+        if request.acquire_fault is None:
+            request.acquire_fault = Fault(CALLER_CANCELLED, "acquire", now_us)
+        # Its answer is that nobody waits for one: over, as a denial is.
+        request.denied_us, request.denial = now_us, "cancelled"
         self._over(request, now_us)
 
     def completed(self, number: int, now_us: int) -> None:
@@ -593,8 +608,8 @@ class LeaseOracle:
             name: self.counts.get(name, 0) for name in (
                 "requests_arrived", "requests_admitted", "requests_admitted_unenforced",
                 "requests_denied", "requests_denied_exceeded",
-                "requests_denied_store_unavailable", "requests_completed",
-                "requests_aborted_by_crash")}
+                "requests_denied_store_unavailable", "requests_cancelled",
+                "requests_completed", "requests_aborted_by_crash")}
         metrics["denial_share"] = round(denied / arrived, 9) if arrived else 0.0
         metrics["requests_in_flight_peak"] = self.holding_peak
         metrics["requests_in_flight_at_end"] = self.holding
@@ -674,7 +689,8 @@ class LeaseOracle:
         else:
             fault = exposing_fault(lease, owner, self.grace)
             call = "release" if fault is None or fault.call in ACQUIRE_CALLS else fault.call
-            given = "refused" if owner.denied_us is not None else "done"
+            given = ("cancelled" if owner.denial == "cancelled"
+                     else "refused" if owner.denied_us is not None else "done")
             words = (f"{call} on replica {owner.replica} for request {owner.number}: its caller "
                      f"{given}, asked for lease {lease.lease_id} back; the store still counted "
                      f"it for {leak.lease_seconds:.6f} s")

@@ -18,7 +18,7 @@ SUMMARY = SummaryLayout(
     sections=(
         ("requests", ("requests_arrived", "requests_admitted", "requests_admitted_unenforced",
                       "requests_denied", "requests_denied_exceeded",
-                      "requests_denied_store_unavailable",
+                      "requests_denied_store_unavailable", "requests_cancelled",
                       "denial_share", "requests_completed", "requests_aborted_by_crash",
                       "requests_in_flight_peak", "requests_in_flight_at_end")),
         ("concurrency", ("concurrency_excess_lease_seconds", "concurrency_excess_peak",

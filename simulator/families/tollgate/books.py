@@ -84,6 +84,8 @@ class AccountBook:
     statement: Conservation | None = None
     residual_worst: int = 0
     """The residual furthest from zero after any transaction."""
+    periods: set[int] = field(default_factory=set)
+    """The budget periods (their first instants) a rollover put in force."""
 
 
 @dataclass

@@ -143,6 +143,17 @@ CLAUSES = (
         seed=(_at("264-270"), _at("376-383"), _at("566-584")),
     ),
     Clause(
+        lab_did="ran the rollover pass on every holder (passes race each period boundary)",
+        cause=STORE_LOGIC,
+        may_suffer="nothing: the first pass across a boundary expires the closed period's "
+                   "unspent allowance and deposits the next, a racing or re-run pass finds "
+                   "the period crossed and skips the account; an allowance arrives up to "
+                   "rollover_every after its boundary",
+        never="an allowance deposited twice for one period, allowance of a period still "
+              "open expired; " + NEVER_ANYWHERE,
+        seed=(_at("204-216"), _at("1113-1136"), _at("1138-1162")),
+    ),
+    Clause(
         lab_did="ran an account near exhaustion with several holders (the shrink cap)",
         cause=STORE_LOGIC,
         may_suffer="grants capped at balance / shrink_divisor, refused spends",
@@ -164,6 +175,11 @@ reading its answer, or run twice (a re-sent command): what the
 ``ambiguous_acquire`` / ``ambiguous_consolidate`` clauses allow a grant to be
 stranded by. A lost request, a refused connection or one never opened never
 ran, and strand nothing."""
+
+RACED_BOUNDARY = "rollover_passes_raced"
+"""What exposed an allowance deposited twice when the lab injected no fault:
+two holders' rollover passes crossing the same period boundary (the
+rollover clause)."""
 
 NEAR_EXHAUSTION = "account_near_exhaustion"
 """What exposed a re-grant below the credit when the lab injected no fault:

@@ -24,4 +24,5 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("units_stranded"),
     Invariant("regrant_shortfall_units", store_only=True),
     Invariant("demand_shortfall_units", store_only=True),
+    Invariant("allowance_deposited_twice_units", store_only=True),
 )

@@ -1,8 +1,9 @@
 """The ledger family's observer: reads the ledger after every transaction.
 
 The service node reports each transaction as ``(verb, args, reply)``; the
-observer reads what it touched -- the leases it granted, settled or billed
-and their accounts' funding statements -- through the ledger's inspection
+observer reads what it touched -- the leases it granted, settled or billed,
+the accounts a rollover moved into a new period, and their accounts'
+funding statements -- through the ledger's inspection
 reads (``stores.tollgate.ports.LedgerInspection``), and files them with the
 oracle. Those reads are the lab's, not modelled messages: they cost no
 virtual time and change nothing. At the end of the run the oracle's books
@@ -15,7 +16,7 @@ from typing import Any
 
 from simulator.engine.kernel import SimulationError
 from simulator.families.tollgate.oracle import LedgerOracle
-from stores.tollgate.domain import Allocation, ReclaimBatch
+from stores.tollgate.domain import Allocation, ReclaimBatch, RolloverBatch
 from stores.tollgate.errors import LeaseNotActive
 
 
@@ -50,6 +51,7 @@ class LedgerObserver:
         self.oracle.transaction(now_us, tag, verb, args)
         refused = isinstance(reply, Exception)
         touched_leases: list[int] = []
+        accounts: set[int] = set()
         stale = False
         if verb in ("release", "consolidate"):
             lease_id, token, unspent = args[0], args[1], args[2]
@@ -71,6 +73,12 @@ class LedgerObserver:
             touched_leases.append(reply.grant.lease_id)
         elif isinstance(reply, ReclaimBatch):
             touched_leases += [lease.lease_id for lease in reply.reclaimed]
+        elif isinstance(reply, RolloverBatch):
+            for rolled in reply.rolled:
+                view = self._read(self._ledger.account_view(rolled.account_id))
+                self.oracle.rolled(rolled.account_id, rolled.deposited, rolled.expired,
+                                   view.period_start)
+                accounts.add(rolled.account_id)
         elif verb == "ingest":
             for event in args[0]:
                 self.oracle.usage_arrived(event.request_id)
@@ -80,7 +88,6 @@ class LedgerObserver:
                 self.oracle.leases[lease_id].touched_by.add(tag)
         billed_before = {lease_id: self.oracle.leases[lease_id].billed
                          for lease_id in touched_leases if lease_id in self.oracle.leases}
-        accounts = set()
         for lease_id in touched_leases:
             accounts.add(self._seen(lease_id, now_us))
         if verb == "ingest":

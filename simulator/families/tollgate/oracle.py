@@ -18,7 +18,11 @@ ledger after every transaction. From those it judges:
   presenting another capability than the lease's, accepted;
 * **units stranded** with no holder until the TTL reclaim, by cause;
 * re-grants smaller than the credit the holder gave back for them, and
-  consolidations that refused a quote the balance they restored could fund.
+  consolidations that refused a quote the balance they restored could fund;
+* with a budget schedule, **allowances deposited twice**: a rollover that
+  deposited an allowance for a period an earlier one had already put in
+  force (seed 003 L1142-L1147: one allowance per period, the first pass
+  across a boundary wins).
 
 Damage is filed by the family's fault contract (``contract``): what a clause
 lets a sound ledger and holder suffer from what the lab did stays under the
@@ -36,7 +40,7 @@ from typing import Any
 from simulator.engine.runtime import EPOCH_MS
 from simulator.families.tollgate.books import AccountBook, Counts, LeaseBook, Source, UsageBook
 from simulator.families.tollgate.causes import BILLING_LOSS_CAUSES, STRANDED_CAUSES
-from simulator.families.tollgate.contract import NEAR_EXHAUSTION
+from simulator.families.tollgate.contract import NEAR_EXHAUSTION, RACED_BOUNDARY
 from simulator.families.tollgate.exposure import Exposure, LabLog
 from simulator.families.tollgate.invariants import INVARIANTS
 from simulator.plugin.attribution import STORE_LOGIC
@@ -256,6 +260,27 @@ class LedgerOracle:
             self._found("fencing_violations", 1, {self.call[1]}, (None, ""), self.call[1],
                         self._words(self.call[1], "accepted a stale capability"))
 
+    def rolled(self, account: int, deposited: int, expired: int, period_start: int) -> None:
+        """A rollover moved ``account`` into the period starting at
+        ``period_start``: it deposited ``deposited`` units of allowance and
+        expired ``expired`` unspent ones. One allowance per period: a second
+        deposit into a period already in force is the ledger's (no clause
+        allows it, whatever pass raced it)."""
+        book = self.accounts[account]
+        self.counts.add("periods_rolled")
+        self.counts.add("allowance_deposited_units", deposited)
+        self.counts.add("allowance_expired_units", expired)
+        if period_start in book.periods:
+            self.counts.add("rollovers_repeated")
+            self.counts.add("allowance_deposited_twice_units", deposited)
+            tag = self.call[1]
+            self._found("allowance_deposited_twice_units", deposited, {tag},
+                        (RACED_BOUNDARY, self.call[0]), tag, self._words(
+                            tag, f"deposited account {account}'s allowance of {deposited:,} "
+                                 f"units for the period starting at {period_start} ms again, "
+                                 f"expiring {expired:,} units of it"))
+        book.periods.add(period_start)
+
     def statement(self, account: int, conservation: Conservation) -> None:
         book = self.accounts[account]
         book.statement = conservation
@@ -465,6 +490,13 @@ class LedgerOracle:
         out["regrants_below_demand"] = counts.get("regrants_below_demand")
         out["demand_shortfall_units"] = short_of_demand
         out["demand_shortfall_units_by_store_logic"] = short_of_demand
+        out["periods_rolled"] = counts.get("periods_rolled")
+        out["allowance_deposited_units"] = counts.get("allowance_deposited_units")
+        out["allowance_expired_units"] = counts.get("allowance_expired_units")
+        twice = counts.get("allowance_deposited_twice_units")
+        out["rollovers_repeated"] = counts.get("rollovers_repeated")
+        out["allowance_deposited_twice_units"] = twice
+        out["allowance_deposited_twice_units_by_store_logic"] = twice
         out["convergence_us"] = None if last_fault_us is None else end_us - last_fault_us
         store_logic = {invariant.metric: invariant.causes(out).get(STORE_LOGIC, 0)
                        for invariant in INVARIANTS}

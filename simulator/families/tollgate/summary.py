@@ -34,5 +34,9 @@ SUMMARY = SummaryLayout(
                         "regrants_below_demand", "demand_shortfall_units",
                         "*demand_shortfall_units_by_",
                         "convergence_us")),
+        ("budget periods", ("periods_rolled", "allowance_deposited_units",
+                            "allowance_expired_units", "rollovers_repeated",
+                            "allowance_deposited_twice_units",
+                            "*allowance_deposited_twice_units_by_")),
     ),
 )
