@@ -28,7 +28,32 @@ is the two runs' histories parting, not the bug (they differ from the first
 fault on: a hold crashed a moment later leaks a moment longer)."""
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=[path.stem for path in REPORTS])
+KNOWN_GAPS = {
+    "budget-migration-guesses-a-piped-namespace":
+        "the namespace the guessing migration robbed has its missing carry filed "
+        "scope_not_enforced, not store_logic",
+    "budget-same-tick-reservation-ids-collide":
+        "no fault exposes colliding reservation ids, and the budget oracle names no "
+        "workload condition for them (the lease oracle's replicas_sharing_key)",
+    "leases-slow-reply-retires-healthy-connection":
+        "the excess a fail-open store admits after retiring a healthy connection is "
+        "filed fail_open: the oracle does not know the retirement was the store's error",
+    "leases-untrusted-refusal-answered-as-exceeded":
+        "the oracle cannot see which connection a refusal came on, so the false "
+        "denials go to the leases the slow reply leaked",
+}
+"""Reports whose variant's damage the oracle does not yet file under
+``store_logic`` with its exposure (issue 26's catalogue outran the oracles):
+each is expected to fail, and a fix makes it pass (strict)."""
+
+
+def _judged(path: Path):
+    reason = KNOWN_GAPS.get(path.stem)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(path, id=path.stem, marks=marks)
+
+
+@pytest.mark.parametrize("path", [_judged(path) for path in REPORTS])
 def test_a_race_report_s_damage_is_the_store_s_exposed_by_its_fault(path):
     report = load_report(path)
     variant = replay(report).result.summary

@@ -58,6 +58,12 @@ from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
 from simulator.plugin.contracts import NO_FAULT, Exposures, exposure
 from simulator.plugin.protocol import MIGRATION
 
+MIGRATED = "migration on migrate"
+"""What exposed a migration's wrong carry when no fault hit it and no fleet
+ran beside it: the operator's migration itself, a path a fault-free run
+takes once."""
+
+
 Key = tuple[str, str]
 Holds = dict[str, tuple[int, int]]
 
@@ -389,7 +395,7 @@ class ScopeOracle:
             # from the record until a re-run puts it back. A sound migration
             # parks its claim and a re-run applies it (seed 000:183-187): the
             # contract allows the interruption nothing, so it is the store's.
-            if what == "migration_killed" or self.migration_exposure == NO_FAULT:
+            if what == "migration_killed" or self.migration_exposure in (NO_FAULT, MIGRATED):
                 self.migration_exposure = exposure(what, call)
             taken = sum(amount for _, amount in self.migration_taking)
             if taken:
@@ -627,8 +633,12 @@ class ScopeOracle:
                 book.migration_carried += delta
                 self.last_migration_us = now_us
                 self.migration_unsettled = True
-                if self.in_flight and self.migration_exposure == NO_FAULT:
+                if self.in_flight and self.migration_exposure in (NO_FAULT, MIGRATED):
                     self.migration_exposure = "live_fleet on migrate"
+                elif self.migration_exposure == NO_FAULT:
+                    # No fault, no live fleet: the operator's migration itself
+                    # is what took the store down a path it got wrong.
+                    self.migration_exposure = MIGRATED
                 if delta < 0 and "scope_not_enforced" in self.absent_causes:  # the subject scope
                     self._migration_took(book, -delta, now_us)
                 else:
@@ -890,6 +900,8 @@ class ScopeOracle:
         if not store:
             return
         gap = dominant(book.bucket_exposure, NO_FAULT)
+        if gap == NO_FAULT and book.migration_net:
+            gap = self.migration_exposure  # a migration moved spend in this book
         request.wrongful_own, request.wrongful_gap = own, (gap, store - own)
         self._parted(now_us, request, f"admitted {store:,} past the cap")
 

@@ -86,6 +86,8 @@ class AccountBook:
     """The residual furthest from zero after any transaction."""
     periods: set[int] = field(default_factory=set)
     """The budget periods (their first instants) a rollover put in force."""
+    expired_units: int = 0
+    """The unspent allowance rollovers expired."""
 
 
 @dataclass

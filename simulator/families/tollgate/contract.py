@@ -181,6 +181,11 @@ RACED_BOUNDARY = "rollover_passes_raced"
 two holders' rollover passes crossing the same period boundary (the
 rollover clause)."""
 
+PERIOD_EXPIRED = "allowance_expired"
+"""What exposed a funding statement that does not balance when the lab
+injected no fault: a rollover that expired unspent allowance, which the
+statement must account for (the conservation clause)."""
+
 NEAR_EXHAUSTION = "account_near_exhaustion"
 """What exposed a re-grant below the credit when the lab injected no fault:
 the shrink cap the grant policy applies near exhaustion (the last clause)."""

@@ -40,7 +40,7 @@ from typing import Any
 from simulator.engine.runtime import EPOCH_MS
 from simulator.families.tollgate.books import AccountBook, Counts, LeaseBook, Source, UsageBook
 from simulator.families.tollgate.causes import BILLING_LOSS_CAUSES, STRANDED_CAUSES
-from simulator.families.tollgate.contract import NEAR_EXHAUSTION, RACED_BOUNDARY
+from simulator.families.tollgate.contract import NEAR_EXHAUSTION, PERIOD_EXPIRED, RACED_BOUNDARY
 from simulator.families.tollgate.exposure import Exposure, LabLog
 from simulator.families.tollgate.invariants import INVARIANTS
 from simulator.plugin.attribution import STORE_LOGIC
@@ -270,6 +270,7 @@ class LedgerOracle:
         self.counts.add("periods_rolled")
         self.counts.add("allowance_deposited_units", deposited)
         self.counts.add("allowance_expired_units", expired)
+        book.expired_units += expired
         if period_start in book.periods:
             self.counts.add("rollovers_repeated")
             self.counts.add("allowance_deposited_twice_units", deposited)
@@ -288,7 +289,11 @@ class LedgerOracle:
         if not conservation.holds():
             self.counts.add("conservation_violations")
             tag = self.call[1]
-            self._found("conservation_violations", 1, {tag}, (None, ""), tag, self._words(
+            # With no fault of the lab's: what made a statement's terms move
+            # apart is a period that expired allowance, if one did.
+            otherwise = ((PERIOD_EXPIRED, "roll_due_periods") if book.expired_units
+                         else (None, ""))
+            self._found("conservation_violations", 1, {tag}, otherwise, tag, self._words(
                 tag, f"account {account} left with a residual of {residual:,} units "
                      f"(funded {conservation.funded()})"))
         if abs(residual) > abs(book.residual_worst):
