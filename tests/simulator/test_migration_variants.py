@@ -71,7 +71,9 @@ def test_a_guessed_attribution_lets_a_piped_namespace_spend_its_budget_again():
     assert variant["conservation_drift_microdollars_total"] < 0
     for scope in ("", "namespace_"):
         assert variant[f"{scope}cap_overshoot_microdollars_total"] > 0
-        assert variant[f"{scope}cap_overshoot_microdollars_total_exposed_by"] == "no fault"
+        # No fault, no live fleet: the operator's migration itself exposed it.
+        assert (variant[f"{scope}cap_overshoot_microdollars_total_exposed_by"]
+                == "migration on migrate")
         assert fixed[f"{scope}cap_overshoot_microdollars_total"] == 0
         assert fixed[f"{scope}conservation_drift_microdollars_total"] == 0
     assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"] > 0
