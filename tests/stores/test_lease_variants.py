@@ -315,7 +315,9 @@ def test_a_refusal_from_a_suspect_generation_is_unavailable_only_in_the_fixed_st
     """The seed's own case: a first lease fills the limit, the second acquire
     is held 50 ms at the relay, and its generation is marked suspect before
     the refusal comes back. Under ``on_unavailable = allow`` the fixed store
-    admits the caller unenforced; the variant answers a hard "exceeded"."""
+    admits the caller unenforced (an outcome nobody can attribute follows
+    the policy: the seed's test of the fixed store, its "fixed" case here);
+    the variant answers a hard "exceeded"."""
     async def scenario() -> None:
         limiter = await cls.connect(relay, AsyncioRuntime(), lease_settings(
             key_prefix, timeout="100ms", on_unavailable="allow"))
