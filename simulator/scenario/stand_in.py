@@ -11,6 +11,9 @@ Several paths are joined by commas (a scenario migrating twice).
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 STORE = "store"
 FORM = "KIND or PATH=KIND[,PATH=KIND...] (e.g. migrations.0.to=KIND)"
 
@@ -35,3 +38,24 @@ def reference_kind(reference: str) -> str:
         raise ValueError(f"a reference is one store kind, got {sorted(kinds)} in "
                          f"{reference!r}")
     return kinds.pop()
+
+
+def with_stand_in(data: dict[str, Any], reference: str) -> dict[str, Any]:
+    """A copy of scenario ``data`` with ``reference`` in place."""
+    from simulator.scenario.model import set_dotted  # the model imports nothing of this
+
+    data = copy.deepcopy(data)
+    for path, kind in stand_in(reference).items():
+        set_dotted(data, path, kind)
+    return data
+
+
+def stood_for(data: dict[str, Any], reference: str) -> list[str]:
+    """The kinds in scenario ``data`` that ``reference`` would replace."""
+    found = []
+    for path in stand_in(reference):
+        node: Any = data
+        for part in path.split("."):
+            node = node[int(part)] if isinstance(node, list) else node.get(part)
+        found.append(str(node))
+    return list(dict.fromkeys(found))

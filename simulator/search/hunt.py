@@ -66,7 +66,7 @@ from simulator.scenario.model import (
     read_toml,
     set_dotted,
 )
-from simulator.scenario.stand_in import reference_kind, stand_in
+from simulator.scenario.stand_in import reference_kind, stand_in, stood_for, with_stand_in
 from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
 from simulator.search.race_report import RaceReport, ReportInvariant
 from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
@@ -171,10 +171,7 @@ class Judge:
 
     def with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` with the reference kind where it stands in (``stand_in``)."""
-        data = copy.deepcopy(data)
-        for path, kind in stand_in(self.reference).items():
-            set_dotted(data, path, kind)
-        return data
+        return with_stand_in(data, self.reference)
 
     def run_judged(self, schedule: list[dict[str, Any]], complete: bool
                    ) -> tuple[RunResult, Verdict]:
@@ -266,13 +263,7 @@ class Hunt:
     def under_test(self) -> str:
         """The kind the reference stands in for: the store, or what the
         reference's paths name (a migration's target)."""
-        found = []
-        for path in stand_in(self.reference or ""):
-            node: Any = self.data
-            for part in path.split("."):
-                node = node[int(part)] if isinstance(node, list) else node.get(part)
-            found.append(str(node))
-        return ", ".join(dict.fromkeys(found))
+        return ", ".join(stood_for(self.data, self.reference or ""))
 
     @property
     def judge(self) -> Judge:
@@ -288,11 +279,8 @@ class Hunt:
             raise ValueError(f"reference {reference!r}: the family {family_of(kind).name!r} "
                              f"declares no invariants to compare")
         # Its settings and backend are checked now, not after a search's worth of runs.
-        data = copy.deepcopy(self.data)
         try:
-            for path, stand in stand_in(reference).items():
-                set_dotted(data, path, stand)
-            resolve_backend(parse_scenario(data, source=(
+            resolve_backend(parse_scenario(with_stand_in(self.data, reference), source=(
                 f"{self.scenario_path} with the reference store {reference!r}")), None)
         except ScenarioError as error:
             if self.scenario.migrations and "=" not in reference:

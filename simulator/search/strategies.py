@@ -85,7 +85,8 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     until_ms = until_us // 1_000
     at = st.integers(0, max(0, until_ms - 1)).map(lambda ms: f"{ms}ms")
     replica = st.integers(0, replicas - 1)
-    lasting = st.sampled_from(durations_around(timescales, 2 * until_us))
+    scaled = durations_around(timescales, 2 * until_us)
+    lasting = st.sampled_from(scaled)
     call = st.sampled_from([None, *calls])
     migration_call = call if migration_calls is None else st.sampled_from(
         [None, *migration_calls])
@@ -118,9 +119,8 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
              "direction": st.sampled_from(["both", "to-server", "from-server"])}),
         "rolling_restart": st.fixed_dictionaries(
             {"at": at, "fault": st.just("rolling_restart"), "every": lasting,
-             "down_for": st.sampled_from(["0ms", *durations_around(timescales,
-                                                                    2 * until_us)])}),
-        "migrate": _migrate(at, replica, steps, timescales, until_us),
+             "down_for": st.sampled_from(["0ms", *scaled])}),
+        "migrate": _migrate(at, replica, steps, scaled),
         "connection_stall": on_calls("connection_stall"),
         "connection_reset": on_calls("connection_reset"),
         "slow_reply": on_calls("slow_reply", extra=st.sampled_from(["300ms", "1s"])),
@@ -130,17 +130,16 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
 
 
 def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps: int,
-             timescales: Sequence[int], until_us: int) -> st.SearchStrategy[dict[str, Any]]:
+             scaled: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
     """An operator's migration: one of the ``steps`` declared, at a drawn
-    instant, with a drawn restart time, up to two replicas forgotten on the
+    instant, with a restart time drawn from ``scaled``, up to two replicas forgotten on the
     old kind, maybe killed after some of its commands, the fleet maybe left
     running (each shrinks toward the plain procedure)."""
     if steps < 1:
         return st.nothing()
     return st.fixed_dictionaries(
         {"at": at, "fault": st.just("migrate"), "step": st.integers(0, steps - 1),
-         "restart_after": st.sampled_from(["0ms", *durations_around(timescales,
-                                                                     2 * until_us)]),
+         "restart_after": st.sampled_from(["0ms", *scaled]),
          "keep_running": st.lists(replica, max_size=2, unique=True).map(sorted),
          "crash_after_commands": st.none() | st.integers(1, 50),
          "stop_fleet": st.sampled_from([True, False])})

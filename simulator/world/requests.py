@@ -56,7 +56,11 @@ class KeySpace:
         """Every key a request may have: those drawn from, then any a fixed
         list of arrivals pins outside them (``follow_pinned``). The lab
         follows these on the server; draws use ``keys`` alone."""
-        self.followed_namespaces = list(self.namespaces)
+
+    @property
+    def followed_namespaces(self) -> list[str]:
+        """The namespaces of ``followed``: those drawn from, then pinned ones."""
+        return list(dict.fromkeys([*self.namespaces, *(key[0] for key in self.followed)]))
 
     def follow_pinned(self, arrivals: Any) -> None:
         """Add the keys ``arrivals`` pins (a fixed list's namespace and subject
@@ -79,8 +83,6 @@ class KeySpace:
                 if key not in known:
                     known.add(key)
                     self.followed.append(key)
-                    if key[0] not in self.followed_namespaces:
-                        self.followed_namespaces.append(key[0])
 
     def pick(self, rng: random.Random) -> tuple[str, str]:
         point = rng.random() * self._cumulative[-1]
