@@ -242,6 +242,13 @@ def build_parser() -> argparse.ArgumentParser:
                            "(skip real Redis)")
     bench_cmd.add_argument("--quick", action="store_true",
                            help="small workloads, under a minute: a smoke test")
+    bench_cmd.add_argument("--rediscovery", metavar="FAMILY,...", nargs="?", const="",
+                           help="instead of speed, the lab's power: hunt every historical "
+                           "variant of each family (or of those named) from the family's "
+                           "plain scenario, as data/rediscovery/FAMILY.toml plans it, and "
+                           "print found/total, schedules and wall time per variant")
+    bench_cmd.add_argument("--workers", type=int, default=1, metavar="N",
+                           help="with --rediscovery: processes judging each hunt's schedules")
 
     check_cmd = commands.add_parser(
         "check", parents=[plugins, limits],
@@ -384,6 +391,12 @@ def _fault_kinds(text: str) -> tuple[str, ...]:
 def _bench(args: argparse.Namespace) -> int:
     from simulator.bench import run_bench
     from simulator.run.compose import quiet_store_logs
+    if args.rediscovery is not None:
+        from simulator.bench.rediscovery import run_rediscovery
+        families = [name.strip() for name in args.rediscovery.split(",") if name.strip()]
+        results = run_rediscovery(families, args.workers,
+                                  echo=lambda line: print(line, flush=True))
+        return 0 if all(result.found for result in results) else SIMULATION_FAILED
     with quiet_store_logs():
         run_bench(args.backend, args.quick, echo=lambda line: print(line, flush=True))
     return 0
@@ -437,6 +450,7 @@ def _hunt(args: argparse.Namespace) -> int:
     from simulator.run.compose import quiet_store_logs
     from simulator.scenario.conditions import parse_condition
     from simulator.scenario.model import set_dotted
+    from simulator.scenario.stand_in import reference_kind
     from simulator.search.hunt import Hunt, PhaseSummary
     _output_file(args.out, "--out")
     if args.invariant is None and args.reference is None:
@@ -462,6 +476,9 @@ def _hunt(args: argparse.Namespace) -> int:
                 overrides=dict(args.overrides))
     for path, value in _limit_overrides(args).items():
         set_dotted(hunt.data, path, value)  # every run of the hunt has them
+    if hunt.reference is not None:
+        echo(f"hunt: the reference {reference_kind(hunt.reference)} stands in for "
+             f"{hunt.swapped}")
     try:
         with quiet_store_logs():
             found = hunt.search()
@@ -634,14 +651,19 @@ def _reference_scenario(args: argparse.Namespace, scenario: Scenario) -> Scenari
     from simulator.families import refuse_other_family
     from simulator.run.compose import resolve_backend
     from simulator.scenario.model import load_scenario
-    from simulator.scenario.stand_in import reference_kind, stand_in
+    from simulator.scenario.model import read_toml, set_dotted
+    from simulator.scenario.stand_in import placed, reference_kind, stand_in
     from stores import registry
     try:
         refuse_other_family(scenario.kind, registry.get(reference_kind(args.reference)))
+        data = read_toml(args.scenario)
+        for path, value in args.overrides:
+            set_dotted(data, path, value)
+        places = stand_in(placed(args.reference, data))
     except ValueError as error:
         raise ValueError(f"--reference: {error}") from None
     reference = load_scenario(args.scenario, dict(args.overrides) | _limit_overrides(args)
-                              | stand_in(args.reference))
+                              | places)
     resolve_backend(reference, args.backend)
     return reference
 

@@ -7,6 +7,13 @@ same family. Written ``KIND``, it replaces the scenario's ``store``; written
 target (``migrations.0.to=KIND``): the kind under test is then the one the
 operator migrates to, and the fleet's first kind stays.
 Several paths are joined by commas (a scenario migrating twice).
+
+A bare ``KIND`` given to a scenario is first *placed* (``placed``): it stands
+in at every place the scenario names a kind (the store, each migration's
+target) that takes the same settings as ``KIND`` and is not ``KIND`` already,
+so ``--reference axond_budget.redis_v2`` on a v1 fleet migrating to a v2
+variant compares the migration's target and leaves the fleet's v1 store, and
+the hunt and its report say which places it took.
 """
 
 from __future__ import annotations
@@ -29,6 +36,40 @@ def stand_in(reference: str) -> dict[str, str]:
             raise ValueError(f"expected {FORM}, got {reference!r}")
         changes[path] = kind
     return changes
+
+
+def kind_places(data: dict[str, Any]) -> dict[str, str]:
+    """Every place scenario ``data`` names a store kind: ``{path: kind}``."""
+    places = {STORE: str(data.get(STORE, ""))}
+    for index, step in enumerate(data.get("migrations") or []):
+        if isinstance(step, dict) and "to" in step:
+            places[f"migrations.{index}.to"] = str(step["to"])
+    return places
+
+
+def placed(reference: str, data: dict[str, Any]) -> str:
+    """``reference`` with its places written out (``PATH=KIND[,...]``): a
+    ``PATH=KIND`` as given; a bare ``KIND`` at every place of ``data`` naming
+    another kind with ``KIND``'s settings model (where ``KIND`` can stand in:
+    the same layout, the same settings), or at the store when none does (the
+    scenario then says what does not fit)."""
+    if "=" in reference:
+        return reference
+    from stores import registry  # the registry imports no scenario code
+
+    kind = reference.strip()
+    settings = registry.get(kind).settings_model
+    paths = [path for path, named in kind_places(data).items()
+             if named != kind and named in registry.kinds()
+             and registry.get(named).settings_model is settings]
+    return ",".join(f"{path}={kind}" for path in paths or [STORE])
+
+
+def shown(reference: str) -> str:
+    """``reference`` as verdicts and reports write it: the bare kind when it
+    stands in for the store alone, else its places."""
+    changes = stand_in(reference)
+    return changes[STORE] if list(changes) == [STORE] else reference
 
 
 def reference_kind(reference: str) -> str:

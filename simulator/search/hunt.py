@@ -66,7 +66,14 @@ from simulator.scenario.model import (
     read_toml,
     set_dotted,
 )
-from simulator.scenario.stand_in import reference_kind, stand_in, stood_for, with_stand_in
+from simulator.scenario.stand_in import (
+    placed,
+    reference_kind,
+    shown,
+    stand_in,
+    stood_for,
+    with_stand_in,
+)
 from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
 from simulator.search.race_report import RaceReport, ReportInvariant
 from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
@@ -142,6 +149,9 @@ class Found:
     verdict: Verdict
     result: RunResult
     runs: int
+    schedules: int = 0
+    """Schedules the search judged until the first that broke, that one
+    included (0: the baseline broke); the shrinking's runs not counted."""
 
     @property
     def value(self) -> Any:
@@ -188,8 +198,9 @@ class Judge:
         if self.reference is not None and (complete or self.invariant is None
                                            or not self.invariant.holds_in(summary)):
             reference_summary = self.run(self.with_reference(self.data), schedule).summary
-        return judge(summary, self.invariant, self.reference, reference_summary,
-                     self.invariants)
+        return judge(summary, self.invariant,
+                     None if self.reference is None else shown(self.reference),
+                     reference_summary, self.invariants)
 
     def breaks(self, schedule: list[dict[str, Any]]) -> Judged:
         """One run of the search or the shrinking, and its progress line."""
@@ -226,11 +237,13 @@ class Hunt:
                 raise ScenarioError(f"{scenario_path}: {error}") from None
         self.scenario: Scenario = parse_scenario(self.data, source=str(scenario_path))
         self.invariant = invariant
-        self.reference = reference
+        # A bare kind is placed where it can stand in, once: the runs, the
+        # report and what the hunt says all name the same places.
+        self.reference = None if reference is None else placed(reference, self.data)
         self.invariants: tuple[Invariant, ...] = ()
-        if reference is not None:
+        if self.reference is not None:
             self.invariants = tuple(invariants_for(self.scenario.kind))
-            self._check_reference(reference)
+            self._check_reference(self.reference, given=reference)
         self.seed = seed
         self.examples = examples
         self.deadline = time.monotonic() + time_budget_s
@@ -256,8 +269,16 @@ class Hunt:
         """When a run counts as broken, in words: the condition, the reference, or both."""
         asked = [] if self.invariant is None else [str(self.invariant)]
         if self.reference is not None:
-            asked.append(f"{self.under_test} worse than {self.reference}")
+            asked.append(f"{self.under_test} worse than {shown(self.reference)}")
         return ", or ".join(asked)
+
+    @property
+    def swapped(self) -> str:
+        """Where the reference stands in, in words: ``store (KIND), ...``."""
+        if self.reference is None:
+            return ""
+        return ", ".join(f"{path} ({stood_for(self.data, f'{path}={kind}')[0]})"
+                         for path, kind in stand_in(self.reference).items())
 
     @property
     def under_test(self) -> str:
@@ -271,8 +292,9 @@ class Hunt:
         return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
                      self.invariants, self.plugins)
 
-    def _check_reference(self, reference: str) -> None:
-        """The reference must be of the candidate's family and take its scenario."""
+    def _check_reference(self, reference: str, given: str) -> None:
+        """The reference must be of the candidate's family and take its scenario
+        (``given``: the reference as the user wrote it)."""
         kind = registry.get(reference_kind(reference))
         refuse_other_family(self.scenario.kind, kind)
         if not self.invariants:
@@ -281,10 +303,10 @@ class Hunt:
         # Its settings and backend are checked now, not after a search's worth of runs.
         try:
             resolve_backend(parse_scenario(with_stand_in(self.data, reference), source=(
-                f"{self.scenario_path} with the reference store {reference!r}")), None)
+                f"{self.scenario_path} with the reference store {shown(reference)!r}")), None)
         except ScenarioError as error:
-            if self.scenario.migrations and "=" not in reference:
-                targets = ",".join(f"migrations.{index}.to={reference}"
+            if self.scenario.migrations and "=" not in given:
+                targets = ",".join(f"migrations.{index}.to={given}"
                                    for index in range(len(self.scenario.migrations)))
                 raise ScenarioError(
                     f"{error} (the reference replaced the fleet's store; to compare the "
@@ -351,7 +373,7 @@ class Hunt:
         # The schedule found, run again for its whole story (the reference
         # too): the runs are deterministic, so this is the run ``find`` saw.
         result, verdict = self.judge.run_judged(schedule, complete=True)
-        return Found(schedule, verdict, result, self.runs)
+        return Found(schedule, verdict, result, self.runs, schedules=searched.broken_at + 1)
 
     def worker_modules(self) -> list[str]:
         """What every local worker imports once, in the forkserver, rather than
@@ -436,7 +458,8 @@ class Hunt:
             fixed={} if self.reference is None else {**self.overrides,
                                                       **stand_in(self.reference)},
             schedule=copy.deepcopy(found.schedule),
-            invariant=ReportInvariant.of(self.invariant, self.reference))
+            invariant=ReportInvariant.of(self.invariant, None if self.reference is None
+                                         else shown(self.reference)))
 
     def write_report(self, found: Found, out: Path) -> None:
         """A race report of ``found`` (and its trace beside it) that ``replay`` reproduces."""

@@ -18,7 +18,7 @@ from simulator.run.compose import run_scenario
 from simulator.scenario.conditions import Invariant, worse_than_reference
 from simulator.scenario.faults import ScheduledFault
 from simulator.scenario.model import ScenarioError, load_scenario
-from simulator.scenario.stand_in import reference_kind, stand_in
+from simulator.scenario.stand_in import placed, reference_kind, shown, stand_in
 from simulator.search.hunt import Hunt, timescales
 from simulator.search.races import load_report, replay
 from simulator.search.strategies import durations_around, fault_schedules
@@ -147,12 +147,39 @@ def test_worse_than_the_reference_means_beyond_the_noise_margin():
     assert any_drift.margin == 0 and "margin" not in str(any_drift)
 
 
+def test_a_bare_reference_stands_in_wherever_a_kind_of_its_settings_is_named():
+    """A v1 fleet migrating to a v2 variant: the v2 reference takes the
+    migration's target (the fleet's v1 store takes other settings); a v1
+    reference takes the fleet's store; several places are all taken."""
+    data = {"store": "axond_budget.redis_v1",
+            "migrations": [{"to": "axond_budget.variants.claim_without_slot"}]}
+    assert placed("axond_budget.redis_v2", data) == "migrations.0.to=axond_budget.redis_v2"
+    assert placed("axond_budget.variants.no_reclaim", data) == (
+        "store=axond_budget.variants.no_reclaim")
+    data["migrations"].append({"to": "axond_budget.variants.guessed_attribution"})
+    assert placed("axond_budget.redis_v2", data) == (
+        "migrations.0.to=axond_budget.redis_v2,migrations.1.to=axond_budget.redis_v2")
+    # Written out, as given; nowhere to stand in: the store (its scenario says why not).
+    assert placed("migrations.0.to=K", data) == "migrations.0.to=K"
+    assert placed("axond_budget.redis_v1", {"store": "axond_budget.redis_v1"}) == (
+        "store=axond_budget.redis_v1")
+    assert shown("store=axond_budget.redis_v1") == "axond_budget.redis_v1"
+    assert shown("migrations.0.to=K") == "migrations.0.to=K"
+    hunt = Hunt(SCENARIOS / "variant-claim-without-slot.toml", reference="axond_budget.redis_v2",
+                examples=1)
+    assert hunt.swapped == "migrations.0.to (axond_budget.variants.claim_without_slot)"
+    assert hunt.question.endswith(
+        "claim_without_slot worse than migrations.0.to=axond_budget.redis_v2")
+
+
+def test_a_reference_that_cannot_take_the_fleet_says_how_to_aim_it():
+    with pytest.raises(ScenarioError, match=r"--reference migrations\.0\.to=axond_budget\.redis_v2"):
+        Hunt(SCENARIOS / "migrate-v1-to-v2.toml", reference="axond_budget.redis_v2", examples=1)
+
+
 def test_a_reference_on_a_migration_s_target_is_hunted_and_replayed(tmp_path):
     """The variant is what the operator migrates to: the reference stands in
     there (the fleet's own store would not take the namespace cap)."""
-    with pytest.raises(ScenarioError, match=r"--reference migrations\.0\.to="):
-        Hunt(SCENARIOS / "variant-claim-without-slot.toml", reference="axond_budget.redis_v2",
-             examples=1)
     hunt = Hunt(SCENARIOS / "hunt" / "claim-without-slot-quiet.toml",
                 reference="migrations.0.to=axond_budget.redis_v2", seed=0, examples=40,
                 time_budget_s=240, kinds=("lose_reply",), target="migration", max_faults=2)

@@ -1,0 +1,184 @@
+"""``python -m simulator bench --rediscovery``: the lab's power, measured as
+whether ``hunt`` finds every historical variant of a family by itself.
+
+Each family has one plain scenario under ``data/scenarios/hunt/`` -- a
+deployment as it would run, written without any variant in mind, naming the
+family's fixed store (and, for the budget family, a migration the operator
+may run to the fixed v2 layout) -- and a plan, ``data/rediscovery/FAMILY.toml``:
+the hunt's options, the same for every variant of the family, and where each
+variant goes. For each variant the hunt puts the variant at its place
+(``--set AT=VARIANT``), compares it with the kind the plain scenario names
+there (``--reference AT=FIXED``), and searches at most ``schedules``
+schedules. A variant is rediscovered when the hunt finds a schedule on which
+it does worse than the fixed store beyond the noise margin; the line says
+after how many schedules (0: the fault-free run already shows it), with how
+many faults once shrunk, in how much wall time, and the verdict.
+
+A plan must name every variant its family registers, so a new variant without
+a plan entry is a test failure, not a silent gap
+(``tests/simulator/test_rediscovery.py``, which also runs the variants a plan
+marks ``quick``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from simulator.scenario.model import read_toml
+from simulator.scenario.stand_in import stood_for
+from stores import registry
+from stores.quantities import parse_duration_us
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = ROOT / "data" / "rediscovery"
+SCHEDULE_BOUND = 400
+"""The issue's bound: each variant found within this many schedules."""
+
+
+class PlannedVariant(BaseModel):
+    """One variant to rediscover, and the scenario place it goes."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str
+    at: str = "store"
+    quick: bool = False
+    """In the test suite's fast subset."""
+
+
+class Plan(BaseModel):
+    """How one family's variants are hunted from its plain scenario."""
+
+    model_config = ConfigDict(extra="forbid")
+    family: str = ""
+    """From the plan's file name."""
+    scenario: Path
+    """From the repository's root."""
+    faults: tuple[str, ...]
+    max_faults: int = Field(ge=0, le=10)
+    schedules: int = Field(ge=1, le=SCHEDULE_BOUND)
+    seed: int = 1
+    budget: str = "10m"
+    variants: tuple[PlannedVariant, ...]
+
+    @field_validator("budget")
+    @classmethod
+    def _a_duration(cls, budget: str) -> str:
+        parse_duration_us(budget)
+        return budget
+
+    @property
+    def budget_s(self) -> float:
+        return parse_duration_us(self.budget) / 1e6
+
+    @property
+    def scenario_path(self) -> Path:
+        return ROOT / self.scenario
+
+
+def load_plan(path: Path) -> Plan:
+    """The plan in ``path`` (``FAMILY.toml``); one clear line when it is not one."""
+    try:
+        return Plan.model_validate({**tomllib.loads(path.read_text()), "family": path.stem})
+    except (OSError, tomllib.TOMLDecodeError, ValidationError) as error:
+        raise ValueError(f"{path}: not a rediscovery plan: "
+                         f"{str(error).splitlines()[0]}") from None
+
+
+def plans(families: Sequence[str] = ()) -> list[Plan]:
+    """The committed plans, of ``families`` (all when empty), by family name."""
+    found = {path.stem: path for path in sorted(PLANS.glob("*.toml"))}
+    unknown = [family for family in families if family not in found]
+    if unknown:
+        raise ValueError(f"--rediscovery: no plan for {', '.join(unknown)}; plans: "
+                         f"{', '.join(found) or 'none'} (in {PLANS})")
+    return [load_plan(found[family]) for family in (families or found)]
+
+
+def family_variants(family: str) -> list[str]:
+    """Every variant kind the family registers: what its plan must name."""
+    return sorted(name for name in registry.kinds() if name.startswith(f"{family}.variants."))
+
+
+def fixed_kind(plan: Plan, variant: PlannedVariant) -> str:
+    """The kind the plain scenario names where ``variant`` goes: its reference."""
+    return stood_for(read_toml(plan.scenario_path), f"{variant.at}={variant.kind}")[0]
+
+
+@dataclass(frozen=True)
+class Rediscovered:
+    """What one variant's hunt found."""
+
+    kind: str
+    found: bool
+    schedules: int
+    """Schedules the search judged up to the first that broke (0: the
+    fault-free run broke), or all it judged when none did."""
+    faults: int
+    """Faults in the shrunk schedule (0 when not found)."""
+    seconds: float
+    verdict: str
+
+    @property
+    def line(self) -> str:
+        name = self.kind.split(".variants.", 1)[-1]
+        if not self.found:
+            return (f"  {name:<34} NOT FOUND in {self.schedules} schedule(s), "
+                    f"{self.seconds:.0f} s")
+        return (f"  {name:<34} found after {self.schedules:>3} schedule(s), "
+                f"{self.faults} fault(s) once shrunk, {self.seconds:5.1f} s: {self.verdict}")
+
+
+def rediscover(plan: Plan, variant: PlannedVariant, workers: int = 1) -> Rediscovered:
+    """Hunt ``variant`` from its family's plain scenario, as the plan says."""
+    from simulator.run.compose import quiet_store_logs
+    from simulator.search.hunt import Hunt
+
+    hunt = Hunt(plan.scenario_path, None, seed=plan.seed, examples=plan.schedules,
+                time_budget_s=plan.budget_s, max_faults=plan.max_faults, kinds=plan.faults,
+                reference=f"{variant.at}={fixed_kind(plan, variant)}",
+                overrides={variant.at: variant.kind}, workers=workers)
+    started = time.perf_counter()
+    with quiet_store_logs():
+        found = hunt.search()
+    seconds = time.perf_counter() - started
+    if found is None:
+        return Rediscovered(variant.kind, False, hunt.runs - 1, 0, seconds, "")
+    return Rediscovered(variant.kind, True, found.schedules, len(found.schedule), seconds,
+                        str(found.verdict))
+
+
+def run_rediscovery(families: Sequence[str] = (), workers: int = 1,
+                    echo: Callable[[str], None] = print) -> list[Rediscovered]:
+    """Rediscover every variant of ``families`` (all planned ones when empty),
+    ``echo``-ing a line per variant and a total per family and overall."""
+    everything: list[Rediscovered] = []
+    for plan in plans(families):
+        echo(f"{plan.family}: from {plan.scenario} (faults {','.join(plan.faults)}, "
+             f"at most {plan.max_faults} fault(s), {plan.schedules} schedules, "
+             f"seed {plan.seed})")
+        results = []
+        for variant in plan.variants:
+            results.append(rediscover(plan, variant, workers))
+            echo(results[-1].line)
+        echo(total_line(plan.family, results))
+        everything.extend(results)
+    if len({plan.family for plan in plans(families)}) > 1:
+        echo(total_line("all families", everything))
+    return everything
+
+
+def total_line(what: str, results: Sequence[Rediscovered]) -> str:
+    """``found/total``, the schedules it took (median, most) and the wall time."""
+    found = [result for result in results if result.found]
+    schedules = [result.schedules for result in found]
+    taken = (f", schedules median {statistics.median(schedules):g}, most {max(schedules)}"
+             if schedules else "")
+    return (f"{what}: {len(found)}/{len(results)} found{taken}, "
+            f"{sum(result.seconds for result in results):.0f} s in all")
