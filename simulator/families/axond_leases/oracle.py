@@ -67,7 +67,6 @@ from simulator.families.axond_leases.causes import (
 )
 from simulator.families.axond_leases.excess import Excess, concurrency_excess
 from simulator.families.axond_leases.invariants import INVARIANTS
-from simulator.families.axond_leases.retirements import judge_retirement, unknown_retirement
 from simulator.families.axond_leases.leaks import (
     DUPLICATES,
     Grace,
@@ -77,6 +76,7 @@ from simulator.families.axond_leases.leaks import (
     leak_of,
     peak_concurrent,
 )
+from simulator.families.axond_leases.retirements import judge_retirement, unknown_retirement
 from simulator.net.links import misread
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import Exposures

@@ -22,7 +22,7 @@ Two rules of the seed (``contract``) make that evidence:
   connection (seed 002:65-69, 002:517-520; its test, 002:1514-1545: a reply
   twice the caller's timeout late must not retire the generation).
 * **An untrusted reply is never a verdict**: a sound store answers it as
-  unavailable, a refusal as much as a grant (seed 002:620-623, 002:1555-1556).
+  unavailable, a refusal as much as a grant (seed 002:620-623, 002:1555-1595).
 
 So the fail-open admissions that follow an unwarranted retirement, and any
 *exceeded* read off an untrusted generation, are the store's, exposed by the
@@ -33,14 +33,12 @@ from __future__ import annotations
 
 from simulator.families.axond_leases.books import Fault, Untrusted
 from simulator.families.axond_leases.causes import CALL_FAILURES
-from simulator.families.axond_leases.contract import lines
 
 LIVENESS_FLOOR = 2
 """The least liveness budget the seed allows an acquire invoke, in caller
-timeouts: a reply this late must not retire its generation (``LIVENESS_SEED``)."""
-
-LIVENESS_SEED = lines(1514, 1545)
-"""``caller_timeout_does_not_retire_a_slow_but_usable_invoke``."""
+timeouts: a reply this late must not retire its generation
+(``caller_timeout_does_not_retire_a_slow_but_usable_invoke``, the last of
+``contract.LIVENESS``)."""
 
 FRESH_CONNECTION = "connect"
 """The call a fault on a fresh connection's opening hit: not the shared one."""
