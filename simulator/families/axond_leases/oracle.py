@@ -563,8 +563,17 @@ class LeaseOracle:
             exposures.parted(judged.at_us, request.number, (
                 f"acquire on replica {request.replica} for request {request.number}: asked "
                 f"for 1 of {limit} slots while {len(occupying)} held; the store counted "
-                f"{counted} and refused"))
+                f"{counted} and refused{self._read_off(request)}"))
         return cause
+
+    @staticmethod
+    def _read_off(request: LeaseRequest) -> str:
+        """How a refusal came, when the store no longer trusted its generation."""
+        untrusted = request.untrusted
+        if untrusted is None:
+            return ""
+        return (f", on generation {untrusted.generation}, which it no longer trusted "
+                f"(retired when {untrusted.why})")
 
     def _occupancy(self, request: LeaseRequest, judged: Judged,
                    settled: bool = True) -> tuple[set[int], int, int, list[Lease]]:
