@@ -18,6 +18,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Protocol
@@ -85,6 +86,11 @@ class Admission:
     permit: Permit | None = None
     denial: Denial | None = None
     reason: str = ""
+    generation: int | None = None
+    """The shared connection's generation whose reply it was decided on, or
+    that it found recovering (``None``: no reply decided it)."""
+    untrusted: bool = False
+    """That generation was no longer trusted when the store decided."""
 
     @classmethod
     def allowed(cls, permit: Permit, reason: str = "admitted") -> Admission:
@@ -97,6 +103,10 @@ class Admission:
     @classmethod
     def unavailable(cls, reason: str) -> Admission:
         return cls(denial=Denial.STORE_UNAVAILABLE, reason=reason)
+
+    def on(self, generation: int, untrusted: bool) -> Admission:
+        """This admission, decided on ``generation`` (trusted or not then)."""
+        return dataclasses.replace(self, generation=generation, untrusted=untrusted)
 
     @property
     def is_allowed(self) -> bool:

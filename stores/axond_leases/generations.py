@@ -25,11 +25,15 @@ Rules kept here:
   drops it when the last reference goes; nothing ever sends on a retired
   generation again, so closing it when it falls idle is the same to the
   server, and needs no reference counting of permits.
+* Each generation's first suspect mark is kept as a ``Retirement`` (when it
+  was opened, when and by what it was marked): nothing here reads it; the lab
+  does, to tell a connection that really failed from a healthy one retired.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -47,15 +51,33 @@ UNREACHABLE = (RedisError, OSError, TimeoutError)
 logger = logging.getLogger("stores.axond_leases")
 
 
+@dataclass(frozen=True, slots=True)
+class Retirement:
+    """Why a generation stopped being trusted: its first suspect mark.
+
+    Times are the replica's clock in ms. ``invoke`` is what outlived its
+    liveness deadline (``acquire`` or ``release``, after ``ran_ms``), or
+    ``None`` when an acquire's reply echoed another lease id."""
+
+    generation: int
+    opened_ms: int
+    at_ms: int
+    invoke: str | None = None
+    ran_ms: int = 0
+
+
 class SharedConnection:
     """One generation: the connection, its number, its scripts, its load."""
 
-    __slots__ = ("connection", "generation", "acquire", "release", "in_flight", "retired",
-                 "closed")
+    __slots__ = ("connection", "generation", "opened_ms", "acquire", "release", "in_flight",
+                 "retired", "closed")
 
-    def __init__(self, connection: Connection, generation: int, scripts: ScriptSet) -> None:
+    def __init__(self, connection: Connection, generation: int, scripts: ScriptSet,
+                 opened_ms: int = 0) -> None:
         self.connection = connection
         self.generation = generation
+        self.opened_ms = opened_ms
+        """When it became current, on the replica's clock."""
         self.acquire: Script = connection.register_script(scripts.source("acquire"))
         self.release: Script = connection.register_script(scripts.source("release"))
         self.in_flight = 0
@@ -73,14 +95,19 @@ class SharedInvoke:
     with a reply or an error -- leaving the block retires the generation:
     axond's ``SharedInvokeGuard``, whose drop does the same. It also counts the
     invoke as in flight, so a retired generation closes when its last ends.
+    ``call`` (``acquire``, ``release``) and how long it ran go in the
+    generation's ``Retirement``.
     """
 
-    __slots__ = ("_recovery", "_shared", "_completed")
+    __slots__ = ("_recovery", "_shared", "_completed", "_call", "_started_ms")
 
-    def __init__(self, recovery: ConnectionRecovery, shared: SharedConnection) -> None:
+    def __init__(self, recovery: ConnectionRecovery, shared: SharedConnection,
+                 call: str) -> None:
         self._recovery = recovery
         self._shared = shared
         self._completed = False
+        self._call = call
+        self._started_ms = recovery.runtime.now_ms()
 
     def complete(self) -> None:
         self._completed = True
@@ -94,7 +121,8 @@ class SharedInvoke:
         shared = self._shared
         shared.in_flight -= 1
         if not self._completed:
-            self._recovery.mark_suspect(shared.generation)
+            ran_ms = self._recovery.runtime.now_ms() - self._started_ms
+            self._recovery.mark_suspect(shared.generation, self._call, ran_ms)
         self._recovery.close_if_idle(shared)
 
 
@@ -108,24 +136,32 @@ class ConnectionRecovery:
         self.runtime = runtime
         self.scripts = scripts
         self.connect_timeout_ms = connect_timeout_ms
-        self.current = SharedConnection(connection, 1, scripts)
+        self.current = SharedConnection(connection, 1, scripts, runtime.now_ms())
         self.suspect_generation = 0
+        self.retirements: dict[int, Retirement] = {}
+        """Each generation's first suspect mark, by generation."""
         self.invoke_slots = Slots(invoke_concurrency)
         """Invokes in flight on the shared connection; taken, never waited for."""
         self._replacing = False
         self._closed = False
 
-    def invoke(self, shared: SharedConnection) -> SharedInvoke:
-        return SharedInvoke(self, shared)
+    def invoke(self, shared: SharedConnection, call: str = "acquire") -> SharedInvoke:
+        return SharedInvoke(self, shared, call)
 
     def is_untrusted(self, generation: int) -> bool:
         """A result from ``generation`` may be someone else's: the generation
         was replaced since, or is suspect (axond's ``result_is_untrusted``)."""
         return generation != self.current.generation or self.suspect_generation >= generation
 
-    def mark_suspect(self, generation: int) -> None:
+    def mark_suspect(self, generation: int, invoke: str | None = None,
+                     ran_ms: int = 0) -> None:
         """``generation`` may be misaligned: trust nothing from it, and
-        replace the current connection if it is that generation (or older)."""
+        replace the current connection if it is that generation (or older).
+        ``invoke`` outlived its deadline after ``ran_ms`` (``None``: a reply
+        echoed another lease id, or the generation is marked again)."""
+        if generation > self.suspect_generation and generation == self.current.generation:
+            self.retirements[generation] = Retirement(
+                generation, self.current.opened_ms, self.runtime.now_ms(), invoke, ran_ms)
         self.suspect_generation = max(self.suspect_generation, generation)
         self._request_replacement()
 
@@ -159,7 +195,8 @@ class ConnectionRecovery:
             self.runtime.spawn(close_quietly(connection))
             return
         retired = self.current
-        self.current = SharedConnection(connection, retired.generation + 1, self.scripts)
+        self.current = SharedConnection(connection, retired.generation + 1, self.scripts,
+                                        self.runtime.now_ms())
         retired.retired = True
         self.close_if_idle(retired)
         logger.info("shared Redis connection replaced: generation %d", self.current.generation)

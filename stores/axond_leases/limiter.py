@@ -54,6 +54,7 @@ from stores.axond_leases.contract import (
 from stores.axond_leases.generations import (
     UNREACHABLE,
     ConnectionRecovery,
+    Retirement,
     SharedConnection,
     describe,
 )
@@ -129,6 +130,10 @@ class LeaseLimiter:
         """The newest generation marked suspect (0: none ever was)."""
         return self.recovery.suspect_generation
 
+    def retirement(self, generation: int) -> Retirement | None:
+        """Why ``generation`` stopped being trusted (``None``: it was not)."""
+        return self.recovery.retirements.get(generation)
+
     def key(self, key: LeaseKey) -> str:
         return lease_key(self.settings.key_prefix, key)
 
@@ -198,7 +203,8 @@ class LeaseLimiter:
         snapshot = recovery.current
         if recovery.suspect_generation >= snapshot.generation:
             self.mark_connection_suspect(snapshot.generation)
-            return self._unavailable("shared Redis connection is recovering")
+            return self._unavailable("shared Redis connection is recovering").on(
+                snapshot.generation, untrusted=True)
         slot = recovery.invoke_slots.try_take()
         if slot is None:
             return self._unavailable("shared Redis invoke cap is exhausted")
@@ -261,7 +267,12 @@ class LeaseLimiter:
             # have written the lease, and no other path can clean it up.
             self._compensate(release)
             return self._unavailable("operation timed out")
-        outcome = taken
+        return self._on_reply(generation, taken,
+                              self._decide_on_outcome(generation, release, taken))
+
+    def _decide_on_outcome(self, generation: int, release: LeaseRelease,
+                           outcome: InvokeOutcome) -> Admission:
+        """The verdict on an outcome handed over within the caller's wait."""
         result_untrusted = self.recovery.is_untrusted(generation)
         if self._echoes_another_lease(generation, outcome, release.lease_id):
             self._compensate(release)
@@ -285,11 +296,18 @@ class LeaseLimiter:
             if reclaimed.compensate:
                 self._compensate(release)
             return self._unavailable("operation timed out")
+        return self._on_reply(generation, outcome,
+                              self._decide_late(generation, release, outcome,
+                                                reclaimed.compensate))
+
+    def _decide_late(self, generation: int, release: LeaseRelease, outcome: InvokeOutcome,
+                     compensate: bool) -> Admission:
+        """The verdict on an outcome that slipped in as the caller's wait expired."""
         if self._echoes_another_lease(generation, outcome, release.lease_id):
             self._compensate(release)
             return self._unavailable("shared Redis response echoed a different lease id")
         result_untrusted = self.recovery.is_untrusted(generation)
-        if reclaimed.compensate or compensate_abandoned_result(outcome, result_untrusted):
+        if compensate or compensate_abandoned_result(outcome, result_untrusted):
             self._compensate(release)
         if result_untrusted:
             return self._unavailable("shared Redis connection was replaced during acquire")
@@ -298,3 +316,12 @@ class LeaseLimiter:
         if outcome.answered:
             return Admission.exceeded()
         return self._unavailable(outcome.describe())
+
+    def _on_reply(self, generation: int, outcome: InvokeOutcome,
+                  admission: Admission) -> Admission:
+        """``admission`` marked with the generation a reply decided it on, and
+        whether that generation was still trusted as the store decided (what
+        the lab reads to judge an answer read off a retired connection)."""
+        if not outcome.answered:
+            return admission  # an error or the deadline decided it, not a reply
+        return admission.on(generation, self.recovery.is_untrusted(generation))

@@ -137,7 +137,7 @@ class LeaseRelease:
             return False
         replied = False
         try:
-            with recovery.invoke(shared) as invoke:
+            with recovery.invoke(shared, "release") as invoke:
                 try:
                     raw = await recovery.runtime.timeout_ms(
                         min(budget_ms, remaining_ms),

@@ -482,6 +482,78 @@ def test_a_retry_whose_second_run_counted_its_own_lease_is_a_duplicate_execution
     assert summary(books, last_fault_us=20_000)["false_denials_by_duplicate_execution"] == 1
 
 
+# -- answers read off a retired connection ------------------------------------------
+# The caller's timeout is 50 ms (``TIMEOUT_US``): the seed's liveness budget
+# is at least 100 ms. Generation 1 opened at 0.
+
+
+def fail_open_after_a_retirement(what: str, invoke: str | None, ran_ms: int) -> dict:
+    """Request 1 holds its lease; the lab does ``what`` to request 2's
+    acquire; generation 1 is retired at 150 ms by ``invoke`` after
+    ``ran_ms``, and request 3's reply, read off it, is answered unavailable:
+    fail-open admits it for 200 ms beside request 1."""
+    books = oracle(max_in_flight=1)
+    acquire(books, 1, 0)
+    books.admitted(1, True, 1_000)
+    books.arrived(2, KEY, 0, 100_000)
+    books.message_fault(2, what, "acquire")
+    books.arrived(3, KEY, 0, 120_000)
+    books.answered_untrusted(3, 1, ms(0), ms(150_000), invoke, ran_ms)
+    books.admitted(3, False, 160_000)
+    books.completed(3, 360_000)
+    books.denied(2, "store_unavailable", 150_000)
+    books.completed(1, 1_000_000)
+    release(books, 1, 1_001_000)
+    return summary(books, last_fault_us=100_000)
+
+
+def test_fail_open_after_a_healthy_connection_retired_early_is_the_stores_exposed_by_the_fault():
+    result = fail_open_after_a_retirement("slow_reply", "acquire", 50)
+    assert result["concurrency_excess_lease_seconds"] == pytest.approx(0.2)
+    assert result["concurrency_excess_lease_seconds_by_store_logic"] == pytest.approx(0.2)
+    assert result["concurrency_excess_lease_seconds_exposed_by"] == "slow_reply on acquire"
+
+
+@pytest.mark.parametrize(("what", "invoke", "ran_ms"), [
+    ("reply_lost", "acquire", 50),  # the connection really failed
+    ("connection_stalled", "acquire", 50),
+    ("slow_reply", "acquire", 100),  # the reply outlived the seed's liveness budget
+    ("slow_reply", "release", 50),  # a release's budget is its own
+    ("slow_reply", None, 0),  # a reply echoed another lease id
+], ids=["reply_lost", "stalled", "past_liveness", "by_a_release", "echo"])
+def test_fail_open_after_a_warranted_retirement_is_the_policy(what, invoke, ran_ms):
+    result = fail_open_after_a_retirement(what, invoke, ran_ms)
+    assert result["concurrency_excess_lease_seconds_by_fail_open"] == pytest.approx(0.2)
+    assert result["concurrency_excess_lease_seconds_by_store_logic"] == 0
+
+
+@pytest.mark.parametrize("untrusted", [False, True], ids=["trusted", "untrusted"])
+def test_a_refusal_read_off_a_retired_connection_is_the_stores_exposed_by_the_fault(untrusted):
+    """Request 1's caller gave up on its slowed acquire, which then wrote its
+    lease; request 2's acquire is refused by it, and the lease is given back
+    (compensated) at once. A trusted refusal is the lab's (the abandoned
+    acquire's lease filled the count); one read off a generation the store
+    no longer trusted is the store's: a sound store answers it unavailable."""
+    books = oracle(max_in_flight=1)
+    books.arrived(1, KEY, 0, 0)
+    books.message_fault(1, "slow_reply", "acquire")
+    books.denied(1, "store_unavailable", 50_000)
+    books.arrived(2, KEY, 0, 60_000)
+    books.observe(KEY, 200_000, 1, "command", {"L1": ms(0) + TTL_MS})
+    books.observe(KEY, 200_000, 2, "command", {})
+    if untrusted:
+        books.answered_untrusted(2, 1, ms(0), ms(150_000), "acquire", 150)
+    books.denied(2, "exceeded", 201_000)
+    release(books, 1, 202_000)
+    result = summary(books, last_fault_us=200_000)
+    assert result["false_denials"] == 1
+    if untrusted:
+        assert result["false_denials_by_store_logic"] == 1
+        assert result["false_denials_exposed_by"] == "slow_reply on acquire"
+    else:
+        assert result["false_denials_by_leaked_leases"] == 1
+
+
 # -- samples and the causes themselves ------------------------------------------------
 
 

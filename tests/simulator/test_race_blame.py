@@ -35,12 +35,6 @@ KNOWN_GAPS = {
     "budget-same-tick-reservation-ids-collide":
         "no fault exposes colliding reservation ids, and the budget oracle names no "
         "workload condition for them (the lease oracle's replicas_sharing_key)",
-    "leases-slow-reply-retires-healthy-connection":
-        "the excess a fail-open store admits after retiring a healthy connection is "
-        "filed fail_open: the oracle does not know the retirement was the store's error",
-    "leases-untrusted-refusal-answered-as-exceeded":
-        "the oracle cannot see which connection a refusal came on, so the false "
-        "denials go to the leases the slow reply leaked",
 }
 """Reports whose variant's damage the oracle does not yet file under
 ``store_logic`` with its exposure (issue 26's catalogue outran the oracles):

@@ -77,21 +77,21 @@ DAMAGE = {
     "process_local_lease_ids": Damage(
         "concurrency_excess_lease_seconds", ("concurrency_excess_lease_seconds_by_store_logic",),
         "replicas_sharing_key on acquire"),
-    # A refusal read off a retired generation: the oracle cannot see which
-    # generation a reply came on, so it files the refusal under the leases
-    # of the acquires the slow reply made their callers abandon.
     "cancellation_drops_invoke": Damage(
         "false_denials",
         ("false_denials_by_store_logic", "leaked_lease_seconds_by_store_logic"),
         "slow_reply on acquire"),
+    # A refusal read off a retired generation: the store records the
+    # generation a reply came on, and a sound store answers it unavailable.
     "untrusted_denial_refuses": Damage(
-        "false_denials", ("false_denials_by_leaked_leases",), None),
-    # A needless "unavailable", which fail-open admits: the lab files the
-    # excess under the policy. The fixed store's slowed callers themselves
-    # are admitted unenforced too, so it shows a little.
+        "false_denials", ("false_denials_by_store_logic",), "slow_reply on acquire"),
+    # A needless "unavailable", which fail-open admits: the connection was
+    # retired before the seed's liveness budget with nothing failed, so the
+    # excess is the store's. The fixed store's slowed callers themselves are
+    # admitted unenforced too (the policy), so it shows a little.
     "invoke_shares_caller_timeout": Damage(
-        "concurrency_excess_lease_seconds", ("concurrency_excess_lease_seconds_by_fail_open",),
-        None, fixed_share=0.1),
+        "concurrency_excess_lease_seconds", ("concurrency_excess_lease_seconds_by_store_logic",),
+        "slow_reply on acquire", fixed_share=0.1),
 }
 """Each variant's damage in its scenario, all of it the store's (colliding
 ids need no fault at all: a fleet of replicas on one key exposes them),
@@ -328,9 +328,13 @@ def test_a_refusal_from_a_suspect_generation_is_unavailable_only_in_the_fixed_st
             acquire = asyncio.create_task(limiter.acquire(KEY))
             await eventually(lambda: relay.count("acquire") >= 2, 1,
                              "the delayed acquire did not reach the relay")
-            limiter.mark_connection_suspect(limiter.generation)
+            generation = limiter.generation
+            limiter.mark_connection_suspect(generation)
 
             admission = await acquire
+            # Either way the store records what the lab judges it by: the
+            # answer came off a generation it no longer trusted.
+            assert (admission.generation, admission.untrusted) == (generation, True)
             if cls is LeaseLimiter:
                 assert admission.is_allowed and not admission.permit.enforced
             else:
@@ -359,11 +363,15 @@ def test_a_reply_slower_than_the_wait_retires_the_connection_only_in_the_variant
             if cls is LeaseLimiter:
                 assert limiter.generation == generation
                 assert len(relay.connections) == connections
+                assert limiter.retirement(generation) is None
             else:
                 assert limiter.suspect_generation >= generation, \
                     "the variant's invoke shares the caller's 100 ms and retires its generation"
                 assert limiter.generation > generation
                 assert len(relay.connections) > connections
+                retirement = limiter.retirement(generation)
+                assert retirement is not None and retirement.invoke == "acquire"
+                assert 100 <= retirement.ran_ms < 200, "retired at the caller's timeout"
             relay.delay_ms["acquire"] = 0
             assert (await limiter.acquire(KEY)).is_allowed
         finally:

@@ -6,6 +6,8 @@ run, let go of the permit (``stores.axond_leases`` holds its store).
 * ``books`` — what it keeps per request, per lease and per key;
 * ``excess`` and ``leaks`` — concurrency excess and leaked leases, by cause;
 * ``causes`` — whom the verdict may blame;
+* ``retirements`` — an answer read off a retired connection: was the
+  retirement warranted, and what exposed it;
 * ``observer`` — a server's lease hashes, mapped to lease keys, and the
   end-of-run check of the books against them;
 * ``summary`` and ``timeline`` — how its results read and are drawn;
@@ -34,5 +36,6 @@ FAMILY = Family(
     timeline=LANES,
     invariants=INVARIANTS,
     counted_events=CONNECTION_EVENTS,
-    oracle_facts=frozenset({"arrived", "admitted", "denied", "cancelled", "completed"}),
+    oracle_facts=frozenset({"arrived", "admitted", "denied", "cancelled", "completed",
+                            "answered_untrusted"}),
 )

@@ -49,6 +49,23 @@ class Judged:
     """The leases the store counted then."""
 
 
+@dataclass(frozen=True, slots=True)
+class Untrusted:
+    """The generation (shared connection) a request's answer was read off,
+    which its store no longer trusted then (``retirements``): was its
+    retirement warranted, and what made it untrusted."""
+
+    generation: int
+    warranted: bool
+    """The connection had really failed (or the store's rule allows it): a
+    sound store would not trust it either."""
+    fault: Fault | None
+    """The first fault the lab did on the replica while the generation was
+    current: what exposes a store that acts on it wrongly."""
+    why: str
+    """In words: how the generation was retired."""
+
+
 def deadline_us(deadline_ms: int) -> int:
     """A lease's deadline (epoch ms, as a replica's clock wrote it) as virtual time."""
     return (deadline_ms - EPOCH_MS) * 1_000
@@ -140,6 +157,9 @@ class LeaseRequest:
     uncounted_cause: str = ""
     judged: Judged | None = None
     """What its key looked like when its acquire ran (the last time it did)."""
+    untrusted: Untrusted | None = None
+    """Its answer was read off a generation its store no longer trusted (a
+    reply, or the connection found recovering)."""
 
 
 @dataclass(slots=True)

@@ -16,6 +16,10 @@ What the seed asks of a sound store, in short:
 * a reply is this acquire's only if it echoes this acquire's lease id and
   came on a trusted generation: a misaligned reply is never a grant nor a
   refusal;
+* an acquire invoke's liveness budget is longer than the caller's wait: only
+  a connection that really failed (a reply lost, stalled, reset, misaligned,
+  or later than that budget) is retired, and every reply read off a retired
+  generation is unavailable, a refusal as much as a grant;
 * lease ids are unique fleet-wide, so no replica overwrites another's lease;
 * a dead replica's lease blocks a slot for at most its TTL (the script
   reclaims expired leases before counting).
@@ -46,6 +50,11 @@ RELEASE_REPLY = lines(46)
 """The release script returns ``1``: its reply echoes nothing."""
 RECLAIM = lines(28, 36)
 """The acquire script drops expired leases before counting them."""
+LIVENESS = (lines(65, 69), lines(517, 520), lines(1514, 1545))
+"""The owned invoke's liveness budget, longer than the caller's wait: a
+merely slow reply does not retire a healthy generation."""
+UNTRUSTED_REPLY = (lines(620, 623), lines(1555, 1595))
+"""A reply read off an untrusted generation is unavailable, a refusal as much as a grant."""
 
 CONTRACT = Contract(
     family="axond_leases",
@@ -129,6 +138,22 @@ CONTRACT = Contract(
                "callers admitted unenforced while the store cannot answer",
                "an admission with no lease written that the policy did not decide",
                (lines(447, 461),)),
+        Clause("slowed a reply on the shared connection past the caller's wait, within the "
+               "invoke's liveness budget (slow_reply on acquire)", "fail_open",
+               "the slowed callers unavailable (fail-open: admitted unenforced); the "
+               "connection kept, the replies behind consumed on it",
+               "the generation retired before the seed's liveness budget (at least twice "
+               "the caller's timeout) with nothing failed on it, and the callers whose "
+               "replies it then distrusts admitted unenforced (excess: store_logic, exposed "
+               "by the first fault on that generation)", LIVENESS),
+        Clause("made the store retire a generation (a reply lost, stalled, reset, misaligned "
+               "or slowed past the liveness budget) while acquires were in flight on it",
+               "fail_open",
+               "the replies still owed on it unavailable: fail-closed denials, or fail-open "
+               "admissions",
+               "a refusal read off the retired generation answered as exceeded (false "
+               "denials: store_logic, exposed by the first fault on that generation)",
+               UNTRUSTED_REPLY),
         Clause("configured fail-closed (on_unavailable = deny) and made the store unavailable",
                STORE_LOGIC,
                "nothing counted as damage: the fail-closed denials are the policy "

@@ -14,7 +14,9 @@ how the lab knows the truth, and traced:
   future does in axond (the store's own tasks run on);
 * ``request_admitted`` (outcome ``enforced``, or ``unenforced`` when the
   fail-open policy admitted it with no lease) or ``request_denied``
-  (outcome ``exceeded`` or ``store_unavailable``);
+  (outcome ``exceeded`` or ``store_unavailable``); an answer the store
+  decided on a connection it no longer trusted is told first
+  (``Oracle.answered_untrusted``, with how the store retired it);
 * ``work_completed`` then ``permit_released`` (the release is handed to the
   store; when it lands is the store's business, seen in the calls it makes).
 
@@ -53,6 +55,8 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
     else:
         admission = await _acquire_within_patience(replica, store, lease_key,
                                                    request.patience_us)
+    if admission is not None and admission.untrusted:
+        _tell_untrusted(oracle, store, number, admission.generation)
     if admission is None:
         oracle.cancelled(number, kernel.now)
         replica.record("request_cancelled", request)
@@ -72,6 +76,17 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
         permit.release()
         replica.record("permit_released", request)
     kernel.after(release_window_us(replica), replica.finished, number)
+
+
+def _tell_untrusted(oracle: Any, store: Any, number: int, generation: int) -> None:
+    """Tell the oracle that request ``number``'s answer came off ``generation``,
+    which the store no longer trusted, and how the store retired it."""
+    retirement = store.retirement(generation)
+    if retirement is None:
+        oracle.answered_untrusted(number, generation, None, None, None, 0)
+    else:
+        oracle.answered_untrusted(number, generation, retirement.opened_ms, retirement.at_ms,
+                                  retirement.invoke, retirement.ran_ms)
 
 
 async def _acquire_within_patience(replica: Any, store: Any, lease_key: Any,

@@ -32,6 +32,9 @@ Rules kept here:
   the configured TTL) and it passed, or a reclaim came at or after it by the
   reclaiming replica's clock; a release failed only if the lab failed a
   message of it; otherwise the store is to blame (``store_logic``).
+* **An answer read off a retired connection** (``retirements``): a refusal
+  is the store's (a sound store answers unavailable); a fail-open admission
+  is the policy's only if the connection's retirement was warranted.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ from simulator.families.axond_leases.leaks import (
     leak_of,
     peak_concurrent,
 )
+from simulator.families.axond_leases.retirements import judge_retirement, unknown_retirement
 from simulator.net.links import misread
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import Exposures
@@ -135,6 +139,9 @@ class LeaseOracle:
         self.denials: list[tuple[LeaseRequest, Judged]] = []
         """Every *exceeded* answer, with its key as the acquire found it:
         judged at the end, once what the store did with its leases is known."""
+        self.replica_faults: dict[int, list[Fault]] = {}
+        """Every fault the lab did to a request's messages, by its replica, in
+        order: what may have failed (or exposes) a replica's shared connection."""
 
     # -- what the core tells every oracle ------------------------------------
 
@@ -161,6 +168,7 @@ class LeaseOracle:
         if what == "misaligned_reply":
             self._shifted(request, call, answered)
         fault = Fault(what, call, self.now_us)
+        self.replica_faults.setdefault(request.replica, []).append(fault)
         if self._hits_release(request, call):
             # Its release, or the compensation of a denied acquire.
             failed = what in CALL_FAILURES or what in ATTEMPT_ENDS
@@ -283,6 +291,25 @@ class LeaseOracle:
             self.provisional_false_denials += self._ideal_had_room(request, judged)
         self._over(request, now_us)
 
+    def answered_untrusted(self, number: int, generation: int, opened_ms: int | None,
+                           retired_ms: int | None, invoke: str | None, ran_ms: int) -> None:
+        """Request ``number``'s answer was decided on ``generation``, which its
+        store no longer trusted: opened at ``opened_ms`` and retired at
+        ``retired_ms`` (its replica's clock; ``None``: not recorded) by
+        ``invoke`` after it ran ``ran_ms`` (``None``: a reply echoed another
+        lease id). Told before the answer itself."""
+        request = self.requests[number]
+        if opened_ms is None or retired_ms is None:
+            request.untrusted = unknown_retirement(generation)
+            return
+        replica = request.replica
+        faults = [fault for fault in self.replica_faults.get(replica, [])
+                  if opened_ms <= self.clock_ms(replica, fault.at_us) <= retired_ms]
+        timeout_us = self.grace.acquire_timeout_us
+        request.untrusted = judge_retirement(
+            generation, invoke, ran_ms, faults,
+            None if timeout_us is None else timeout_us // 1_000)
+
     def cancelled(self, number: int, now_us: int) -> None:
         """The caller's client disconnected before the store decided: the lab
         cancelled its acquire, which is, for the lease it may have written, a
@@ -291,8 +318,10 @@ class LeaseOracle:
         request = self.requests[number]
         self.counts["requests_cancelled"] += 1
         request.acquire_faults = request.acquire_faults | {CALLER_CANCELLED}
+        cancelled = Fault(CALLER_CANCELLED, "acquire", now_us)
+        self.replica_faults.setdefault(request.replica, []).append(cancelled)
         if request.acquire_fault is None:
-            request.acquire_fault = Fault(CALLER_CANCELLED, "acquire", now_us)
+            request.acquire_fault = cancelled
         # Its answer is that nobody waits for one: over, as a denial is.
         request.denied_us, request.denial = now_us, "cancelled"
         self._over(request, now_us)
@@ -420,6 +449,13 @@ class LeaseOracle:
         """Why a holder holds with no lease the store counts: a cause of the
         lab's, or the store's own (``StoreLogic``, with what exposed it)."""
         if not request.enforced:
+            untrusted = request.untrusted
+            if untrusted is not None and not untrusted.warranted:
+                # The policy admitted it because the store had retired a
+                # healthy connection: a sound store would have answered it.
+                return self._store_logic(request, untrusted.fault, (
+                    f"admitted unenforced: its answer came on generation "
+                    f"{untrusted.generation}, retired when {untrusted.why}"))
             return "fail_open"
         if lease is None:
             # Admitted, yet no command of its wrote a lease: it took another
@@ -501,6 +537,11 @@ class LeaseOracle:
         if request.misaligned:
             cause = STORE_LOGIC  # it took another command's refusal for its own
             fault = self._misaligned_fault(request)
+        elif request.untrusted is not None:
+            # A refusal read off a generation it no longer trusted: a sound
+            # store answers it as unavailable, never as exceeded.
+            cause = STORE_LOGIC
+            fault = request.untrusted.fault
         elif counted < limit:
             cause = STORE_LOGIC  # refused what its own count had room for
         elif store_leaked and counted - len(store_leaked) < limit:
@@ -522,8 +563,17 @@ class LeaseOracle:
             exposures.parted(judged.at_us, request.number, (
                 f"acquire on replica {request.replica} for request {request.number}: asked "
                 f"for 1 of {limit} slots while {len(occupying)} held; the store counted "
-                f"{counted} and refused"))
+                f"{counted} and refused{self._read_off(request)}"))
         return cause
+
+    @staticmethod
+    def _read_off(request: LeaseRequest) -> str:
+        """How a refusal came, when the store no longer trusted its generation."""
+        untrusted = request.untrusted
+        if untrusted is None:
+            return ""
+        return (f", on generation {untrusted.generation}, which it no longer trusted "
+                f"(retired when {untrusted.why})")
 
     def _occupancy(self, request: LeaseRequest, judged: Judged,
                    settled: bool = True) -> tuple[set[int], int, int, list[Lease]]:
