@@ -73,8 +73,11 @@ class SpendsThroughAmbiguity(LeaseHolder):
         try:
             return await super()._exchange(account, lease, units)
         except AllocateStorage:
-            self.retiring.remove(lease)
-            self.leases[account] = lease  # back in service, as if nothing happened
+            # The background loop may have released the lease while the call
+            # waited (past its spending time): then there is nothing to undo.
+            if lease in self.retiring:
+                self.retiring.remove(lease)
+                self.leases[account] = lease  # back in service, as if nothing happened
             raise
 
 

@@ -19,13 +19,17 @@ from typing import Any
 
 import pytest
 from blame import blamed_on_the_store
+from manual_runtime import ManualRuntime
 from tollgate_ledgers import fresh_schema
 
 from simulator.run.compose import RunResult, run_scenario
 from simulator.scenario.model import load_scenario
 from stores.registry import get
-from stores.tollgate.domain import UsageEvent
+from stores.tollgate.domain import LeaseGrant, UsageEvent
+from stores.tollgate.errors import AllocateStorage, StoreError
+from stores.tollgate.holder import HeldLease
 from stores.tollgate.settings import TollgateSettings
+from stores.tollgate.variants import SpendsThroughAmbiguity
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "tollgate.ledger"
@@ -123,6 +127,48 @@ def test_keeping_an_ambiguous_consolidations_lease_costs_only_when_it_committed(
     assert lost_requests["spends_refused_by_storage"] > 0  # as ambiguous to the holder
     assert lost_requests["billing_loss_units"] == 0
     assert blamed_on_the_store(lost_requests) == {}
+
+
+class LostConsolidation:
+    """A client whose consolidation fails in transit, after ``meanwhile`` ran."""
+
+    def __init__(self, meanwhile) -> None:
+        self.meanwhile = meanwhile
+
+    async def consolidate(self, *args):
+        self.meanwhile()
+        raise AllocateStorage(StoreError("consolidate: timed out"))
+
+
+def _ambiguous_exchange(meanwhile) -> tuple[SpendsThroughAmbiguity, HeldLease]:
+    """The variant holder after a consolidation of account 1's lease failed in
+    transit, ``meanwhile(holder)`` having run while the call waited."""
+    grant = LeaseGrant(lease_id=3, account_id=1, granted=100, fencing_token=7, expires_at=0)
+    lease = HeldLease(grant, spent=90)
+    holder = SpendsThroughAmbiguity(None, ManualRuntime(), TollgateSettings())
+    holder.leases[1] = lease
+    holder.client = LostConsolidation(lambda: meanwhile(holder))
+    with pytest.raises(AllocateStorage):
+        asyncio.run(holder._exchange(1, lease, 50))
+    return holder, lease
+
+
+def test_the_ambiguity_variant_puts_the_consolidated_lease_back_in_service():
+    holder, lease = _ambiguous_exchange(lambda holder: None)
+    assert holder.leases == {1: lease}
+    assert holder.retiring == []
+
+
+def test_the_ambiguity_variant_leaves_a_lease_the_background_loop_released_meanwhile():
+    # The loop retired the lease (past its spending time) and released it
+    # while the consolidation waited: the variant stopped with ValueError.
+    def retired_and_released(holder):
+        holder._retire(1)
+        holder.retiring.clear()
+
+    holder, _ = _ambiguous_exchange(retired_and_released)
+    assert holder.leases == {}
+    assert holder.retiring == []
 
 
 def test_the_replay_variant_bills_twice_only_a_batch_delivered_twice(beside):
