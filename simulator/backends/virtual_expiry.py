@@ -90,6 +90,8 @@ local lab_strings
 local lab_shrunk
 -- Whether a key exists after the body, once the tail has asked.
 local lab_exists
+-- The declared keys the command being run is the first to write.
+local lab_fresh
 
 local function lab_note(key, ttl_ms)
   lab_ttls[#lab_ttls + 1] = key
@@ -169,7 +171,7 @@ local function lab_set(args)
   return reply
 end
 
-local function lab_call(...)
+local function lab_run(...)
   lab_calls = lab_calls + 1
   local args = {...}
   local verb = string.upper(args[1])
@@ -182,6 +184,7 @@ local function lab_call(...)
       lab_known[key] = nil
       lab_strings[key] = nil
       if lab_declared[key] then
+        if not lab_written[key] then lab_fresh[#lab_fresh + 1] = key end
         lab_written[key] = true
         -- A shrinking verb may delete the key, but leaves its TTL alone; a
         -- later write may re-create the key without one, so it reshapes.
@@ -242,6 +245,17 @@ local function lab_call(...)
     elseif math.abs(reply) < 9007199254740992 then
       lab_strings[args[2]] = string.format('%d', reply)
     end
+  end
+  return reply
+end
+
+local function lab_call(...)
+  lab_fresh = {}
+  local reply = lab_run(...)
+  if lab_failed(reply) then
+    -- A command that failed wrote nothing: a key no earlier command wrote is
+    -- still only read (a batch that stops part-way shows which keys it wrote).
+    for index = 1, #lab_fresh do lab_written[lab_fresh[index]] = nil end
   end
   return reply
 end

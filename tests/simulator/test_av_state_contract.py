@@ -154,7 +154,7 @@ def test_the_fault_classes_do_damage_the_contract_allows():
 
 # -- parts by cause add up -----------------------------------------------------------
 
-COMMITTED = [*SCENARIOS, *sorted((REPO / "data" / "scenarios" / "hunt").glob("av-state-*.toml"))]
+COMMITTED = [*SCENARIOS, *sorted((REPO / "data" / "scenarios" / "hunt").glob("av-state*.toml"))]
 
 
 @functools.cache

@@ -30,6 +30,8 @@ VERBS = {
     "hincrby": lambda k, f, n: f"redis.call('HINCRBY', KEYS[{k}], '{f}', {n})",
     "hsetnx": lambda k, f, n: f"redis.call('HSETNX', KEYS[{k}], '{f}', '{n}')",
     "incrby": lambda k, f, n: f"redis.call('INCRBY', KEYS[{k}], {n})",
+    # Refused by the server (not an integer): writes nothing, the script goes on.
+    "incrby_refused": lambda k, f, n: f"redis.pcall('INCRBY', KEYS[{k}], '{n}.5')",
     "incrbyfloat": lambda k, f, n: f"redis.call('INCRBYFLOAT', KEYS[{k}], '{n}.5')",
     "set": lambda k, f, n: f"redis.call('SET', KEYS[{k}], '{n}')",
     "set_px": lambda k, f, n: f"redis.call('SET', KEYS[{k}], '{n}', 'PX', {1000 * n + 1})",

@@ -131,3 +131,19 @@ def _constant_latency():
     from simulator.scenario.distributions import parse_distribution
 
     return parse_distribution("0ms", "duration")
+
+
+def test_a_write_that_fails_mid_script_leaves_its_key_reported_as_only_read(backend):
+    # Redis keeps the writes made before a failing command, and the failing
+    # command itself writes nothing: the lab must see a batch stop part-way.
+    done, refused = key_of(backend, "done"), key_of(backend, "refused")
+    run(backend, "redis.call('SET', KEYS[1], 10) return redis.call('SET', KEYS[2], 10)",
+        (done, refused), 0)
+    body = ("redis.call('DECRBY', KEYS[1], 4) "
+            "return redis.call('DECRBY', KEYS[2], '9.2233720368548e+18')")
+    backend.expire_due(1_000)
+    outcome = backend.run_script(body, (done, refused), (), 1_000, observe=True)
+    assert outcome.error is not None and "not an integer" in outcome.error
+    assert [list(entry) for entry in outcome.observed] == [[done, "string", "6"],
+                                                           [refused, "same"]]
+    assert backend.read("GET", refused) == "10"
