@@ -17,7 +17,10 @@ Rules kept here:
 * Replicas the operator ``keep_running`` stay on the old kind: stray writers.
 
 A rolling restart (``run_rolling_restart``) stops and starts replicas one
-at a time, gracefully, as a deployment or a configuration reload does.
+at a time, gracefully, as a deployment or a configuration reload does; a
+configuration change (``run_reconfigure``) is one whose replicas each boot
+again with the new settings, so while it rolls out old and new serve side
+by side (and a replica left out keeps the old ones for good).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from simulator.net.redis_port import SimRedis
 from simulator.plugin.protocol import MIGRATION
 from simulator.scenario.faults import ScheduledFault
 from simulator.scenario.model import MigrationStep
+from simulator.scenario.reconfigure import Reconfiguration
 from stores.registry import StoreKind
 
 if TYPE_CHECKING:
@@ -79,6 +83,9 @@ class Operated(Protocol):
     def retire(self, index: int) -> None: ...
 
     def restart_replica(self, index: int) -> None: ...
+
+    def reconfigure(self, index: int, changes: Any) -> None:
+        """Replica ``index``'s next incarnations boot with ``changes`` to its settings."""
 
 
 @dataclass(frozen=True)
@@ -129,19 +136,28 @@ async def run_migration(world: Operated, migration: PreparedMigration) -> None:
             world.restart_replica(index)
 
 
-async def run_rolling_restart(world: Operated, restart: ScheduledFault) -> None:
+async def run_rolling_restart(world: Operated, restart: ScheduledFault,
+                              reconfiguration: Reconfiguration | None = None) -> None:
     """The operator restarts replicas gracefully one at a time (all of them,
     or those ``restart`` names): each stops taking requests, finishes those in
     flight, exits and starts again ``down_for`` later; the next begins
     ``every`` after the one before it began. A replica already down (crashed,
-    or stopped by a migration) is passed over."""
+    or stopped by a migration) is passed over. With a ``reconfiguration``,
+    each replica in its turn gets the new settings first: the incarnation it
+    starts (and any later one) runs them."""
     kernel = world.kernel
     indices = list(restart.replicas) or (
         [restart.replica] if restart.replica is not None else range(len(world.current)))
-    world.trace.record(kernel.now, SERVER, 0, -1, "rolling_restart_started",
-                       amount=len(indices))
+    if reconfiguration is None:
+        world.trace.record(kernel.now, SERVER, 0, -1, "rolling_restart_started",
+                           amount=len(indices))
+    else:
+        world.trace.record(kernel.now, SERVER, 0, -1, "reconfigure_started",
+                           amount=len(indices), detail=reconfiguration.words())
     for index in indices:
         began = kernel.now
+        if reconfiguration is not None:
+            world.reconfigure(index, reconfiguration.changes)
         if world.current[index] is not None:
             world.hold_down([index])
             await _stop_gracefully(world, [index])
@@ -151,6 +167,12 @@ async def run_rolling_restart(world: Operated, restart: ScheduledFault) -> None:
         rest = restart.every - (kernel.now - began)
         if rest > 0:
             await Sleep(rest)
+
+
+async def run_reconfigure(world: Operated, reconfiguration: Reconfiguration) -> None:
+    """The operator changes the store's settings and rolls the change out as
+    a rolling restart (``run_rolling_restart``) with the new settings."""
+    await run_rolling_restart(world, reconfiguration.entry, reconfiguration)
 
 
 async def _stop_gracefully(world: Operated, indices: list[int]) -> None:

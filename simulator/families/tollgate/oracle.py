@@ -120,6 +120,10 @@ class LedgerOracle:
     def aborted(self, number: int, now_us: int) -> None:
         self.aborted_requests.add(number)
 
+    def settings_in_force(self, replica: int, changes: dict[str, Any], now_us: int) -> None:
+        """Never told: no tollgate settings model declares a setting an
+        operator may reload yet (``simulator.scenario.reconfigure``)."""
+
     def source_lost(self, source: Any, now_us: int) -> None:
         self.holders_lost.add(source)
         self.lab.crash(now_us, source[0])

@@ -1,0 +1,94 @@
+"""An operator's configuration change (``reconfigure``): which of a store's
+settings may change while it runs, and what the change is.
+
+A store kind's settings model declares the settings an operator may reload
+(``reloadable``: a tuple of names as ``store_settings`` spells them, e.g.
+``("subject_cap_microdollars", "reservation_ttl")``): caps and TTLs, whose
+meaning the family's oracle follows replica by replica. A kind that
+declares none refuses a ``reconfigure`` entry: its oracle could not tell what
+the change, rather than the store, caused.
+
+A ``reconfigure`` entry names the settings it changes and their new values
+(``settings``); each must be reloadable, and the store's settings with the
+change must still be valid settings of the kind: checked when the scenario
+is read, one line per problem naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+RELOADABLE = "reloadable"
+"""The class attribute of a settings model naming its reloadable settings."""
+
+
+@dataclass(frozen=True)
+class Reconfiguration:
+    """A ``reconfigure`` entry, read: its schedule entry and the changes it
+    rolls out, by the settings model's field names, as parsed values
+    (``{"reservation_ttl_ms": 15_000}``)."""
+
+    entry: Any
+    """The ``ScheduledFault`` (``at``, ``every``, ``down_for``, ``replicas``)."""
+    changes: Mapping[str, Any]
+
+    def words(self) -> str:
+        """``subject_cap_microdollars=500000``, as the trace names it."""
+        return ",".join(f"{name}={value}" for name, value in sorted(self.changes.items()))
+
+
+def reloadable(settings_model: type[BaseModel]) -> tuple[str, ...]:
+    """The settings of ``settings_model`` an operator may reload, as written."""
+    return tuple(getattr(settings_model, RELOADABLE, ()))
+
+
+def field_name(settings_model: type[BaseModel], written: str) -> str | None:
+    """The field ``written`` (a name or an alias, as ``store_settings`` spells it) names."""
+    for name, field in settings_model.model_fields.items():
+        if written in (name, field.alias):
+            return name
+    return None
+
+
+def problems(settings_model: type[BaseModel], kind: str, store_settings: Mapping[str, Any],
+             changes: Mapping[str, Any], path: str) -> Iterator[str]:
+    """What is wrong with ``changes`` to a ``kind`` store's ``store_settings``,
+    one line each, naming ``path.<setting>``."""
+    allowed = reloadable(settings_model)
+    unknown = [name for name in changes if name not in allowed]
+    for name in unknown:
+        said = (f"one of {', '.join(allowed)}" if allowed
+                else f"nothing: the store {kind!r} reloads no setting")
+        yield (f"{path}.{name}: expected a setting the operator may reload, {said}; "
+               f"got {name!r}")
+    if unknown:
+        return
+    merged = {**store_settings, **changes}
+    try:
+        settings_model.model_validate(merged)
+    except ValidationError as error:
+        # Imported here: the scenario model imports this module.
+        from simulator.scenario.model import format_errors
+        prefix = tuple(path.split("."))
+        yield from format_errors(error, prefix=prefix, model=settings_model,
+                                 data=merged).split("\n")
+
+
+def parsed_changes(settings_model: type[BaseModel], store_settings: Mapping[str, Any],
+                   changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``changes`` as the settings model reads them, by field name (checked
+    valid already: ``problems``)."""
+    parsed = settings_model.model_validate({**store_settings, **changes})
+    names = [field_name(settings_model, written) for written in changes]
+    return {name: getattr(parsed, name) for name in names if name is not None}
+
+
+def reconfigured(settings: BaseModel, changes: Mapping[str, Any]) -> BaseModel:
+    """``settings`` with ``changes`` (by field name) applied: those of its
+    fields it has (a migration may have moved the fleet to another kind)."""
+    kept = {name: value for name, value in changes.items() if name in type(settings).model_fields}
+    return settings.model_copy(update=kept)
