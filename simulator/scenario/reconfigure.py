@@ -92,3 +92,34 @@ def reconfigured(settings: BaseModel, changes: Mapping[str, Any]) -> BaseModel:
     fields it has (a migration may have moved the fleet to another kind)."""
     kept = {name: value for name, value in changes.items() if name in type(settings).model_fields}
     return settings.model_copy(update=kept)
+
+
+FACTORS = ((11, 10), (9, 10), (2, 1), (1, 2), (10, 1), (1, 10))
+"""How a drawn change scales a setting, gentlest first (what shrinking
+prefers): a tenth more or less, doubled, halved, ten times more or less."""
+
+
+def drawn_values(settings_model: type[BaseModel],
+                 store_settings: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The new values ``hunt --faults reconfigure`` draws for each reloadable
+    setting the store is configured with, as ``store_settings`` writes them:
+    the current value scaled by ``FACTORS`` (a duration in milliseconds,
+    written ``"1500ms"``), gentlest first, each one the settings take."""
+    current = settings_model.model_validate(dict(store_settings))
+    found: dict[str, list[Any]] = {}
+    for written in reloadable(settings_model):
+        name = field_name(settings_model, written)
+        value = None if name is None else getattr(current, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            continue  # not configured (a namespace cap a v1 store lacks)
+        duration = name.endswith("_ms")
+        values = []
+        for times, over in FACTORS:
+            scaled = value * times // over
+            candidate = f"{scaled}ms" if duration else scaled
+            if scaled != value and candidate not in values and not any(
+                    problems(settings_model, "", store_settings, {written: candidate}, "")):
+                values.append(candidate)
+        if values:
+            found[written] = values
+    return found
