@@ -221,8 +221,8 @@ class ScheduledFault(Model):
                               "replica's restart to the next's.")
     settings: dict[str, Any] | None = Field(
         None, description="reconfigure: the store settings the operator changes and their new "
-        "values, e.g. { subject_cap_microdollars = 500_000 }; only those the store's family "
-        "may reload (a cap, a TTL).")
+        "values, e.g. { subject_cap_microdollars = 500_000 }; only those the store kind "
+        "declares reloadable (a cap, a TTL).")
 
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:

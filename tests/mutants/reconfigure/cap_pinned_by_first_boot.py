@@ -5,9 +5,10 @@ store's prefix unless one is there already, and every replica enforces the
 published cap, not its own. A fleet never reconfigured runs as the fixed
 store does; an operator's new cap never reaches the script, so a lowered
 cap is overshot by every replica and a raised one refuses what the new cap
-has room for. The seed's reserve takes the cap each call is given
-(``000_cfca2acab2180986.txt:105``: ``now``, ``ttl``, ``cap`` from the
-caller's settings).
+has room for. The seed's reserve reads the caps afresh for each request
+from what is published now, so a new publication binds the next request
+(``000_cfca2acab2180986.txt:842-866``), and its script takes the cap it is
+given (``000_cfca2acab2180986.txt:81-83``).
 """
 
 from __future__ import annotations

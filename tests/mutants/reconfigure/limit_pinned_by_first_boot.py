@@ -4,9 +4,10 @@ The bug: at boot a replica publishes its configured ``max_in_flight`` under
 the store's prefix unless one is there already, and every replica's acquire
 counts against the published limit, not its own. A fleet never reconfigured
 runs as the fixed store does; after an operator lowers the limit, every
-replica still admits up to the old one. The seed's acquire takes the limit
-the caller's settings give it (``002_348438d99c360737.txt``'s acquire
-script arguments: now, TTL, ``max_in_flight``).
+replica still admits up to the old one. The seed's acquire script counts
+against the limit it is given (``002_348438d99c360737.txt:24-41``), which
+each invoke passes from its limiter's own ``max_in_flight``
+(``002_348438d99c360737.txt:514-535``).
 """
 
 from __future__ import annotations
