@@ -221,7 +221,7 @@ class ScheduledFault(Model):
                               "replica's restart to the next's.")
     settings: dict[str, Any] | None = Field(
         None, description="reconfigure: the store settings the operator changes and their new "
-        "values, e.g. { subject_cap_microdollars = 500_000 }; only those the store kind "
+        "values, by their names in store_settings; only those the store kind "
         "declares reloadable (a cap, a TTL).")
 
     @model_validator(mode="after")
@@ -230,7 +230,7 @@ class ScheduledFault(Model):
             raise ValueError("a scheduled migrate needs `step`: the [[migrations]] entry it runs")
         if self.fault == "reconfigure" and not self.settings:
             raise ValueError("a scheduled reconfigure needs `settings`: the store settings it "
-                             "changes, e.g. { subject_cap_microdollars = 500_000 }")
+                             "changes and their new values, by their names in store_settings")
         if FAULT_KINDS[self.fault].operator:
             return self
         if self.migration:

@@ -37,7 +37,7 @@ from simulator.scenario.distributions import DurationDistribution, PpmDistributi
 from simulator.scenario.domains import describe, field_at, field_path
 from simulator.scenario.faults import Faults, ScheduledFault, ServerSettings
 from simulator.scenario.limits import Limits
-from simulator.scenario.reconfigure import Reconfiguration, parsed_changes, problems
+from simulator.scenario.reconfigure import Reconfiguration, parsed_changes, unreloadable
 from simulator.scenario.sessions import MAX_RETRIES
 from simulator.scenario.workload import Workload
 from stores import registry
@@ -377,10 +377,20 @@ def _reconfigure_reloads(scenario: Scenario) -> Iterator[str]:
     """A scheduled reconfigure changes only settings the store may reload (its
     settings model's ``reloadable``: caps, TTLs), to values its settings take."""
     kind = scenario.kind
+    model = kind.settings_model
     for index, fault in enumerate(scenario.faults.schedule):
-        if fault.fault == "reconfigure" and fault.settings:
-            yield from problems(kind.settings_model, kind.name, scenario.store_settings,
-                                fault.settings, f"faults.schedule.{index}.settings")
+        if fault.fault != "reconfigure" or not fault.settings:
+            continue
+        path = ("faults", "schedule", index, "settings")
+        unknown = unreloadable(model, kind.name, fault.settings, path)
+        if unknown:
+            yield from unknown
+            continue
+        merged = {**scenario.store_settings, **fault.settings}
+        try:
+            model.model_validate(merged)
+        except ValidationError as error:
+            yield from format_errors(error, prefix=path, model=model, data=merged).split("\n")
 
 
 def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:

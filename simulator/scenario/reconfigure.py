@@ -3,7 +3,7 @@ settings may change while it runs, and what the change is.
 
 A store kind's settings model declares the settings an operator may reload
 (``reloadable``: a tuple of names as ``store_settings`` spells them, e.g.
-``("subject_cap_microdollars", "reservation_ttl")``): caps and TTLs, whose
+``("some_cap", "some_ttl")``): caps and TTLs, whose
 meaning the family's oracle follows replica by replica. A kind that
 declares none refuses a ``reconfigure`` entry: its oracle could not tell what
 the change, rather than the store, caused.
@@ -11,16 +11,19 @@ the change, rather than the store, caused.
 A ``reconfigure`` entry names the settings it changes and their new values
 (``settings``); each must be reloadable, and the store's settings with the
 change must still be valid settings of the kind: checked when the scenario
-is read, one line per problem naming the field.
+is read, one line per problem naming the field (``unreloadable`` here, the
+values by the scenario model, which reads them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+
+from simulator.scenario.domains import field_path
 
 RELOADABLE = "reloadable"
 """The class attribute of a settings model naming its reloadable settings."""
@@ -30,14 +33,14 @@ RELOADABLE = "reloadable"
 class Reconfiguration:
     """A ``reconfigure`` entry, read: its schedule entry and the changes it
     rolls out, by the settings model's field names, as parsed values
-    (``{"reservation_ttl_ms": 15_000}``)."""
+    (``{"some_ttl_ms": 15_000}``)."""
 
     entry: Any
     """The ``ScheduledFault`` (``at``, ``every``, ``down_for``, ``replicas``)."""
     changes: Mapping[str, Any]
 
     def words(self) -> str:
-        """``subject_cap_microdollars=500000``, as the trace names it."""
+        """``some_cap=500000,some_ttl_ms=1000``, as the trace names it."""
         return ",".join(f"{name}={value}" for name, value in sorted(self.changes.items()))
 
 
@@ -54,28 +57,25 @@ def field_name(settings_model: type[BaseModel], written: str) -> str | None:
     return None
 
 
-def problems(settings_model: type[BaseModel], kind: str, store_settings: Mapping[str, Any],
-             changes: Mapping[str, Any], path: str) -> Iterator[str]:
-    """What is wrong with ``changes`` to a ``kind`` store's ``store_settings``,
-    one line each, naming ``path.<setting>``."""
+def unreloadable(settings_model: type[BaseModel], kind: str, changes: Mapping[str, Any],
+                 path: tuple[Any, ...]) -> list[str]:
+    """The settings ``changes`` names that a ``kind`` store may not reload,
+    one line each, naming the field at ``path`` + the setting."""
     allowed = reloadable(settings_model)
-    unknown = [name for name in changes if name not in allowed]
-    for name in unknown:
-        said = (f"one of {', '.join(allowed)}" if allowed
-                else f"nothing: the store {kind!r} reloads no setting")
-        yield (f"{path}.{name}: expected a setting the operator may reload, {said}; "
-               f"got {name!r}")
-    if unknown:
-        return
-    merged = {**store_settings, **changes}
+    said = (f"one of {', '.join(allowed)}" if allowed
+            else f"nothing: the store {kind!r} reloads no setting")
+    return [f"{field_path((*path, name))}: expected a setting the operator may reload, "
+            f"{said}; got {name!r}" for name in changes if name not in allowed]
+
+
+def takes(settings_model: type[BaseModel], store_settings: Mapping[str, Any],
+          changes: Mapping[str, Any]) -> bool:
+    """Whether ``store_settings`` with ``changes`` are settings ``settings_model`` takes."""
     try:
-        settings_model.model_validate(merged)
-    except ValidationError as error:
-        # Imported here: the scenario model imports this module.
-        from simulator.scenario.model import format_errors
-        prefix = tuple(path.split("."))
-        yield from format_errors(error, prefix=prefix, model=settings_model,
-                                 data=merged).split("\n")
+        settings_model.model_validate({**store_settings, **changes})
+    except ValidationError:
+        return False
+    return True
 
 
 def parsed_changes(settings_model: type[BaseModel], store_settings: Mapping[str, Any],
@@ -117,8 +117,8 @@ def drawn_values(settings_model: type[BaseModel],
         for times, over in FACTORS:
             scaled = value * times // over
             candidate = f"{scaled}ms" if duration else scaled
-            if scaled != value and candidate not in values and not any(
-                    problems(settings_model, "", store_settings, {written: candidate}, "")):
+            if scaled != value and candidate not in values and takes(
+                    settings_model, store_settings, {written: candidate}):
                 values.append(candidate)
         if values:
             found[written] = values

@@ -36,9 +36,9 @@ from simulator.scenario.faults import (
     ServerSettings,
     kept_until,
 )
+from simulator.scenario.reconfigure import Reconfiguration, reconfigured
 from simulator.world.findings import StoreRaised, store_raised
 from simulator.world.fleet import Replica, start_replica
-from simulator.scenario.reconfigure import Reconfiguration, reconfigured
 from simulator.world.operations import (
     PreparedMigration,
     run_migration,
