@@ -29,6 +29,8 @@ from simulator.search.strategies import fault_schedules
 HUNTS = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt"
 BUDGET = HUNTS / "reconfigure-budget-quiet.toml"
 LEASES = HUNTS / "reconfigure-leases-quiet.toml"
+TOLLGATE = HUNTS / "tollgate-reclaim-without-grace-quiet.toml"
+AV_STATE = HUNTS / "av-state-add-without-ttl-quiet.toml"
 MUTANTS = {mutant.name: mutant for mutant in catalogue()}
 
 LOWERED = {"at": "800ms", "fault": "reconfigure", "every": "100ms",
@@ -39,6 +41,12 @@ BUDGET_STORE_LOGIC = parse_condition(
     "wrongful_admissions_by_store_logic > 0 or cap_overshoot_by_store_logic_microdollars > 0 "
     "or false_denials_by_store_logic > 0 or leaked_hold_microdollar_seconds_by_store_logic > 0 "
     "or conservation_drift_by_store_logic_microdollars != 0")
+TOLLGATE_STORE_LOGIC = parse_condition(
+    "conservation_violations > 0 or billing_loss_units_by_store_logic > 0 "
+    "or double_billed_units > 0 or overspend_units > 0 or settlement_loss_excess_units != 0 "
+    "or units_forfeited_in_grace > 0 or fencing_violations > 0 "
+    "or units_stranded_by_store_logic > 0 or regrant_shortfall_units > 0 "
+    "or demand_shortfall_units > 0")
 LEASE_STORE_LOGIC = parse_condition(
     "concurrency_excess_lease_seconds_by_store_logic > 0 or false_denials_by_store_logic > 0 "
     "or leaked_lease_seconds_by_store_logic > 0")
@@ -124,13 +132,13 @@ def test_a_change_the_store_cannot_reload_is_refused_in_one_line(changes, said):
 
 
 def test_a_store_whose_settings_reload_nothing_refuses_a_change():
+    """av_state's limits come with each request, its TTL is the store's own:
+    its settings hold nothing to reload."""
     with pytest.raises(ScenarioError, match="reloads no setting"):
-        load_scenario(HUNTS / "tollgate-reclaim-without-grace-quiet.toml", {
-            "faults.schedule": [{"at": "1s", "fault": "reconfigure",
-                                 "settings": {"lease_ttl": "1s"}}]})
+        load_scenario(AV_STATE, {"faults.schedule": [{"at": "1s", "fault": "reconfigure",
+                                                      "settings": {"key_prefix": "x"}}]})
     with pytest.raises(ValueError, match="--faults reconfigure: the store .* reloads no setting"):
-        Hunt(HUNTS / "tollgate-reclaim-without-grace-quiet.toml", BUDGET_STORE_LOGIC,
-             kinds=("reconfigure",))
+        Hunt(AV_STATE, parse_condition("counters_without_ttl > 0"), kinds=("reconfigure",))
 
 
 def test_a_change_is_drawn_around_each_reloadable_value_gentlest_first():
@@ -154,11 +162,17 @@ def test_drawn_reconfigurations_are_valid_schedule_entries(schedule):
     load_scenario(BUDGET, {"faults.schedule": schedule})
 
 
-@pytest.mark.parametrize(("path", "condition"), [(BUDGET, BUDGET_STORE_LOGIC),
-                                                 (LEASES, LEASE_STORE_LOGIC)])
-def test_hunted_reconfigurations_never_blame_a_sound_store(path, condition):
+@pytest.mark.parametrize(("path", "condition", "overrides"), [
+    (BUDGET, BUDGET_STORE_LOGIC, {}),
+    (BUDGET, BUDGET_STORE_LOGIC, {"store": "axond_budget.redis_v2",
+                                  "store_settings.namespace_cap_microdollars": 15_000}),
+    (LEASES, LEASE_STORE_LOGIC, {}),
+    (TOLLGATE, TOLLGATE_STORE_LOGIC, {"store": "tollgate.ledger"}),
+], ids=["budget_v1", "budget_v2", "leases", "tollgate"])
+def test_hunted_reconfigurations_never_blame_a_sound_store(path, condition, overrides):
     hunt = Hunt(path, condition, seed=0, examples=30, time_budget_s=300,
-                kinds=("reconfigure", "crash", "lose_reply"), max_faults=3)
+                kinds=("reconfigure", "crash", "lose_reply"), max_faults=3,
+                overrides=overrides)
     assert hunt.search() is None
     assert hunt.runs == 31
 

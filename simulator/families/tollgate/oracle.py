@@ -121,8 +121,9 @@ class LedgerOracle:
         self.aborted_requests.add(number)
 
     def settings_in_force(self, replica: int, changes: dict[str, Any], now_us: int) -> None:
-        """Never told: no tollgate settings model declares a setting an
-        operator may reload yet (``simulator.scenario.reconfigure``)."""
+        """A holder reconfigured (``lease_units``, ``lease_ttl``: what it asks
+        for): nothing to follow, as every lease is judged by the grant and
+        the expiry the ledger recorded for it, never by what was asked."""
 
     def source_lost(self, source: Any, now_us: int) -> None:
         self.holders_lost.add(source)
