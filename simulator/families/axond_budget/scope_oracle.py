@@ -167,6 +167,7 @@ class RequestTruth:
     cap_used: int | None = None  # the cap its replica ran with (the scenario's, or reconfigured)
     ttl_ms: int | None = None  # the hold TTL its replica ran with
     reconfigured: bool = False  # its replica ran settings an operator's reconfigure changed
+    ttl_reconfigured: bool = False  # ... and the hold TTL among them
     view_at_decision: int = 0  # the truth view of its key when the store admitted it
     honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
     latest_deadline_us: int = 0  # the writer's clock when its hold was written + the TTL
@@ -206,6 +207,16 @@ class RequestTruth:
         # Its hold reached its deadline while it ran: a pause or a delay the
         # lab caused (the contract's hold_expired_while_running).
         return "hold_expired_while_running" if self.hold == "expired" else NO_FAULT
+
+    @property
+    def leak_exposure(self) -> str:
+        """What exposed the part of its leaked hold the store is to blame for:
+        counted past the deadline its own replica's TTL allows, that is the
+        operator's TTL change (a store that ignores it) once it had one, else
+        what the lab did to it."""
+        if self.ttl_reconfigured and self.leak_cause() != STORE_LOGIC:
+            return RECONFIGURED
+        return self.exposure
 
     def leak_cause(self) -> str:
         """Why its hold outlives it, from what the lab did to it."""
@@ -465,6 +476,7 @@ class ScopeOracle:
             request.cap_used = book.cap  # a layout that keeps no such cap yet
         request.ttl_ms = self.replica_ttls.get(replica, self.reservation_ttl_ms)
         request.reconfigured = replica in self.reconfigured_replicas
+        request.ttl_reconfigured = request.ttl_ms != self.reservation_ttl_ms
 
     def admitted(self, number: int, held: bool, now_us: int) -> None:
         request = self.requests[number]
@@ -845,7 +857,7 @@ class ScopeOracle:
             self._decide(book, request, now_us, source)
         if request.over_at is not None:
             self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms),
-                            request.leak_cause(), request.exposure, request.latest_deadline_us)
+                            request.leak_cause(), request.leak_exposure, request.latest_deadline_us)
         self._recount(book, request)
 
     def _hold_removed(self, book: KeyBook, rid: str, now_us: int, tag: int, how: str,
@@ -1071,7 +1083,7 @@ class ScopeOracle:
     def _maybe_leak(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
         if request.hold == "held":
             self._open_leak(book, request.hold_id, request.hold_amount, now_us,
-                            request.hold_deadline_us, request.leak_cause(), request.exposure,
+                            request.hold_deadline_us, request.leak_cause(), request.leak_exposure,
                             request.latest_deadline_us)
 
     def _open_leak(self, book: KeyBook, rid: str, amount: int, now_us: int,

@@ -21,7 +21,8 @@ from stores.registry import load_plugins
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "data" / "scenarios" / "hunt"
 
-CATALOGUE = ("cap_pinned_by_first_boot", "limit_pinned_by_first_boot")
+CATALOGUE = ("cap_pinned_by_first_boot", "limit_pinned_by_first_boot",
+             "ttl_pinned_by_first_boot")
 """Every reconfiguration mutant module."""
 
 
@@ -38,6 +39,15 @@ class ReconfigureMutant:
     """The ``reconfigure`` entry that exposes it, as a ``[[faults.schedule]]`` entry."""
     damage: tuple[str, ...]
     """The metrics whose ``store_logic`` part it must move."""
+    also: tuple[dict[str, Any], ...] = ()
+    """Faults of the lab's beside the change, when the damage needs one to
+    show (a crash stranding holds): alone they expose nothing."""
+
+    @property
+    def schedule(self) -> list[dict[str, Any]]:
+        """The change and the faults beside it, in time order."""
+        return sorted([self.reconfigure, *self.also], key=lambda entry: int(
+            entry["at"].removesuffix("ms")))
 
     @property
     def kind(self) -> str:
