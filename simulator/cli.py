@@ -196,8 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--max-faults", type=int, default=4)
     hunt_cmd.add_argument("--faults", default=",".join(HUNTED_FAULTS),
                           help="fault kinds to draw, comma-separated (default: the four "
-                          "message and replica faults); also connection_stall, "
-                          "connection_reset, slow_reply, dropped_waiter")
+                          "message and replica faults); also partition, connection_stall, "
+                          "connection_reset, slow_reply, dropped_waiter, and an operator's "
+                          "migrate, rolling_restart, reconfigure")
     hunt_cmd.add_argument("--target", choices=["any", "replicas", "migration"], default="any",
                           help="what lost requests and replies may hit")
     hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
