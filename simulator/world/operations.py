@@ -180,10 +180,19 @@ async def _stop_gracefully(world: Operated, indices: list[int]) -> None:
     for replica in replicas:
         replica.stopping = True
     deadline = world.kernel.now + DRAIN_TIMEOUT_US
-    while any(replica.in_flight for replica in replicas) and world.kernel.now < deadline:
+    while any(_busy(replica) for replica in replicas) and world.kernel.now < deadline:
         await Sleep(POLL_US)
     for index in indices:
         world.retire(index)
+
+
+def _busy(replica: Replica) -> bool:
+    """Whether a replica told to stop still works for a request: one in
+    flight, or what a request's call spawned and left running (a release
+    retried in the background after its request was over). A graceful stop
+    waits for both; the store's own loops (tagged by no request) it does not."""
+    return bool(replica.in_flight) or any(process.tag >= 0
+                                          for process in replica.owner.processes)
 
 
 def _start_attempt(world: Operated, migration: PreparedMigration, number: int) -> Attempt:
