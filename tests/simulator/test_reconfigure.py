@@ -98,6 +98,22 @@ def test_a_lease_limit_lowered_under_callers_holding_is_the_operator_s():
     assert blamed_on_the_store(summary) == {}
 
 
+def test_a_restart_waits_for_a_release_retried_after_its_request_was_over():
+    """Found by a hunt: a reconfigure's restart at 279 ms stopped replica 0
+    while it retried request 1's lost release on a fresh connection, after
+    the request had left its in-flight window: the retry died with it, and
+    the sound store was blamed for the lease left counted. A graceful stop
+    waits for what a request's calls left running."""
+    change = {"fault": "reconfigure", "every": "50ms", "down_for": "0ms",
+              "settings": {"max_in_flight": 3}}
+    summary = run(LEASES, [{"at": "0ms", **change},
+                           {"at": "0ms", "fault": "lose_request", "replica": 0,
+                            "call": "release"},
+                           {"at": "279ms", **change}]).summary
+    assert summary["leaked_lease_seconds_by_release_lost"] > 0
+    assert blamed_on_the_store(summary) == {}
+
+
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_a_store_that_ignores_the_change_is_blamed_exposed_by_it(name):
     mutant: ReconfigureMutant = MUTANTS[name]
