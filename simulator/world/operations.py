@@ -1,8 +1,9 @@
 """An operator's migration, run inside the simulation.
 
 What an operator does to move a fleet from one store kind to another: stop
-the replicas gracefully (they take no new request and finish the ones in
-flight), run the target kind's migration from a separate process of its own,
+the replicas gracefully (they take no new request, finish the ones in
+flight and what those left running, such as a release retried in the
+background), run the target kind's migration from a separate process of its own,
 run it again if it died, then start the fleet on the target kind. Every
 command the migration sends is a real message on the simulated network,
 tagged ``MIGRATION`` so the oracle reads the moves it makes as moves, not as
