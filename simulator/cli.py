@@ -196,8 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--max-faults", type=int, default=4)
     hunt_cmd.add_argument("--faults", default=",".join(HUNTED_FAULTS),
                           help="fault kinds to draw, comma-separated (default: the four "
-                          "message and replica faults); also connection_stall, "
-                          "connection_reset, slow_reply, dropped_waiter")
+                          "message and replica faults); also partition, connection_stall, "
+                          "connection_reset, slow_reply, dropped_waiter, and an operator's "
+                          "migrate, rolling_restart, reconfigure")
     hunt_cmd.add_argument("--target", choices=["any", "replicas", "migration"], default="any",
                           help="what lost requests and replies may hit")
     hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
@@ -650,8 +651,7 @@ def _reference_scenario(args: argparse.Namespace, scenario: Scenario) -> Scenari
         return None
     from simulator.families import refuse_other_family
     from simulator.run.compose import resolve_backend
-    from simulator.scenario.model import load_scenario
-    from simulator.scenario.model import read_toml, set_dotted
+    from simulator.scenario.model import load_scenario, read_toml, set_dotted
     from simulator.scenario.stand_in import placed, reference_kind, stand_in
     from stores import registry
     try:

@@ -28,7 +28,7 @@ MIGRATION = -2
 """The tag of an operator's migration: its commands belong to no request."""
 
 
-CORE_FACTS = frozenset({"aborted", "source_lost", "message_fault"})
+CORE_FACTS = frozenset({"aborted", "source_lost", "message_fault", "settings_in_force"})
 """The facts the core itself reports (below); a family adds its lifecycle's
 (``Family.oracle_facts``)."""
 
@@ -90,6 +90,12 @@ class Oracle(Protocol):
 
     def source_lost(self, source: Any, now_us: int) -> None:
         """A source of record vanished with its state (a crashed replica's memory)."""
+
+    def settings_in_force(self, replica: int, changes: dict[str, Any], now_us: int) -> None:
+        """Replica ``replica`` booted an incarnation whose settings differ from
+        the scenario's by ``changes`` (field name to value; empty: back to the
+        scenario's), an operator's ``reconfigure``: the requests it serves from
+        now on are judged by them. Never told in a run without one."""
 
     def sample(self, now_us: int, per_key: bool) -> list[dict[str, Any]]:
         """The metrics at ``now_us``: one aggregate row and, with ``per_key``, one per key."""

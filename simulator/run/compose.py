@@ -420,7 +420,7 @@ def _simulate(scenario: Scenario, kernel: Kernel, streams: Streams, oracle: Orac
     oracle.replica_clocks(world.clocks)
     world.fault_clock.listener = world_oracle.message_fault
     world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us, streams),
-                migrations, scenario.rolling_restarts)
+                migrations, scenario.rolling_restarts, scenario.reconfigurations)
     sampler.start()
     step_us = max(1, end_us // 100)
     with long_lived_frozen():

@@ -32,6 +32,12 @@ migrate                (an operator's action) run the ``[[migrations]]`` entry
 rolling_restart        (an operator's action) restart the replicas gracefully
                        one after another, ``every`` apart, each down for
                        ``down_for`` (``replicas``: which; default all)
+reconfigure            (an operator's action) change some of the store's
+                       ``settings`` (a cap, a TTL: those its family declares
+                       reloadable) and roll them out as a rolling restart
+                       does: each replica restarted with the new settings in
+                       turn, so old and new serve side by side meanwhile
+                       (``replicas``: which get them; default all)
 =====================  ==================================================
 
 The four connection faults also come from per-replica rates, each hitting
@@ -42,7 +48,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -109,6 +115,7 @@ FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
                           ("slow_reply", "slow"), ("dropped_waiter", "drop_waiter"))),
     FaultKind("migrate", targets_replicas=False, rated=False, operator=True),
     FaultKind("rolling_restart", targets_replicas=False, rated=False, operator=True),
+    FaultKind("reconfigure", targets_replicas=False, rated=False, operator=True),
 )}
 """Every fault kind, by name, in the order the docs list them."""
 
@@ -184,7 +191,7 @@ class ScheduledFault(Model):
     fault: FaultName = Field(description="crash, pause, partition, server_restart, failover, "
                              "latency_spike, lose_request, lose_reply, connection_stall, "
                              "connection_reset, slow_reply or dropped_waiter; or an "
-                             "operator's migrate or rolling_restart.")
+                             "operator's migrate, rolling_restart or reconfigure.")
     replica: ReplicaIndex | None = Field(None, description="The replica it hits (from 0, below "
                                          "fleet.replicas).")
     replicas: list[ReplicaIndex] = Field(default_factory=list, description="Several replicas "
@@ -193,7 +200,8 @@ class ScheduledFault(Model):
     restart_after: DurationUs | None = Field(None, description="crash: restart delay.")
     direction: Direction = Field("both", description="partition direction.")
     lag: DurationUs = Field("0s", description="failover: replication lag.")
-    down_for: DurationUs = Field("0s", description="server_restart/failover downtime.")
+    down_for: DurationUs = Field("0s", description="server_restart/failover downtime; "
+                                 "rolling_restart, reconfigure: each replica's.")
     extra: DurationUs = Field("50ms", description="latency_spike, slow_reply: added latency.")
     call: str | None = Field(None, description="lose_* and connection faults: only calls "
                              "with this label (a script name such as 'settle_v1', or a verb).")
@@ -209,13 +217,20 @@ class ScheduledFault(Model):
         None, ge=1, le=MAX_STEP_COMMANDS, description="migrate: kill the migration after this "
         "many of its commands ran.")
     stop_fleet: Flag | None = Field(None, description="migrate: stop the fleet first.")
-    every: DurationUs = Field("1s", description="rolling_restart: from one replica's restart "
-                              "to the next's.")
+    every: DurationUs = Field("1s", description="rolling_restart, reconfigure: from one "
+                              "replica's restart to the next's.")
+    settings: dict[str, Any] | None = Field(
+        None, description="reconfigure: the store settings the operator changes and their new "
+        "values, by their names in store_settings; only those the store kind "
+        "declares reloadable (a cap, a TTL).")
 
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:
         if self.fault == "migrate" and self.step is None:
             raise ValueError("a scheduled migrate needs `step`: the [[migrations]] entry it runs")
+        if self.fault == "reconfigure" and not self.settings:
+            raise ValueError("a scheduled reconfigure needs `settings`: the store settings it "
+                             "changes and their new values, by their names in store_settings")
         if FAULT_KINDS[self.fault].operator:
             return self
         if self.migration:

@@ -37,6 +37,7 @@ from simulator.scenario.distributions import DurationDistribution, PpmDistributi
 from simulator.scenario.domains import describe, field_at, field_path
 from simulator.scenario.faults import Faults, ScheduledFault, ServerSettings
 from simulator.scenario.limits import Limits
+from simulator.scenario.reconfigure import Reconfiguration, parsed_changes, unreloadable
 from simulator.scenario.sessions import MAX_RETRIES
 from simulator.scenario.workload import Workload
 from stores import registry
@@ -299,6 +300,15 @@ class Scenario(Model):
         return [entry for entry in self.faults.schedule if entry.fault == "rolling_restart"]
 
     @property
+    def reconfigurations(self) -> list[Reconfiguration]:
+        """The operator's configuration changes, from the fault schedule, each
+        with its changes read by the store's settings model."""
+        model = self.kind.settings_model
+        return [Reconfiguration(entry, parsed_changes(model, self.store_settings,
+                                                      entry.settings or {}))
+                for entry in self.faults.schedule if entry.fault == "reconfigure"]
+
+    @property
     def kind(self) -> registry.StoreKind:
         return registry.get(self.store)
 
@@ -363,6 +373,26 @@ def _migrate_names_a_step(scenario: Scenario) -> Iterator[str]:
                    f"{declared}, got {fault.step}")
 
 
+def _reconfigure_reloads(scenario: Scenario) -> Iterator[str]:
+    """A scheduled reconfigure changes only settings the store may reload (its
+    settings model's ``reloadable``: caps, TTLs), to values its settings take."""
+    kind = scenario.kind
+    model = kind.settings_model
+    for index, fault in enumerate(scenario.faults.schedule):
+        if fault.fault != "reconfigure" or not fault.settings:
+            continue
+        path = ("faults", "schedule", index, "settings")
+        unknown = unreloadable(model, kind.name, fault.settings, path)
+        if unknown:
+            yield from unknown
+            continue
+        merged = {**scenario.store_settings, **fault.settings}
+        try:
+            model.model_validate(merged)
+        except ValidationError as error:
+            yield from format_errors(error, prefix=path, model=model, data=merged).split("\n")
+
+
 def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:
     """A fixed list of arrivals names replicas of the fleet, and times before the
     duration."""
@@ -373,7 +403,8 @@ def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:
 
 
 CROSS_FIELD_CHECKS: tuple[Callable[[Scenario], Iterator[str]], ...] = (
-    _replicas_in_the_fleet, _instants_in_the_run, _migrate_names_a_step, _arrivals_fit_the_run)
+    _replicas_in_the_fleet, _instants_in_the_run, _migrate_names_a_step, _reconfigure_reloads,
+    _arrivals_fit_the_run)
 """The rules between fields, checked when a scenario is read (after each
 field's own domain)."""
 

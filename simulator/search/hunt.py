@@ -66,6 +66,7 @@ from simulator.scenario.model import (
     read_toml,
     set_dotted,
 )
+from simulator.scenario.reconfigure import drawn_values, reloadable
 from simulator.scenario.stand_in import (
     placed,
     reference_kind,
@@ -255,6 +256,10 @@ class Hunt:
         self.scheduler = scheduler
         if "migrate" in kinds:
             self._operator_draws_migrations()
+        self.reloads: dict[str, list[Any]] = {}
+        """What ``--faults reconfigure`` may change, and to what."""
+        if "reconfigure" in kinds:
+            self._operator_draws_reconfigurations()
         kinds_used = [self.scenario.store, *(step.to for step in self.scenario.migrations),
                       *([reference_kind(reference)] if reference else [])]
         self.plugins = tuple(dict.fromkeys([*plugins, *self.scenario.plugins,
@@ -333,7 +338,8 @@ class Hunt:
                                only_migration=self.target == "migration",
                                migration_calls=calls.migration,
                                timescales=timescales(scenario),
-                               steps=len(scenario.migrations) if "migrate" in self.kinds else 0)
+                               steps=len(scenario.migrations) if "migrate" in self.kinds else 0,
+                               reloads=self.reloads)
 
     def _operator_draws_migrations(self) -> None:
         """``--faults migrate``: the scenario's [[migrations]] are what the
@@ -346,6 +352,18 @@ class Hunt:
             self.overrides[f"migrations.{index}.scheduled"] = True
             set_dotted(self.data, f"migrations.{index}.scheduled", True)
         self.scenario = parse_scenario(self.data, source=str(self.scenario_path))
+
+    def _operator_draws_reconfigurations(self) -> None:
+        """``--faults reconfigure``: the store's reloadable settings it is
+        configured with, each with the values a change may give it."""
+        kind = self.scenario.kind
+        self.reloads = drawn_values(kind.settings_model, self.scenario.store_settings)
+        if not self.reloads:
+            allowed = reloadable(kind.settings_model)
+            raise ValueError(
+                f"--faults reconfigure: the store {kind.name!r} reloads no setting"
+                + (f" it is configured with (it may reload {', '.join(allowed)})"
+                   if allowed else ""))
 
     def search(self) -> Found | None:
         scenario = self.scenario
@@ -481,6 +499,13 @@ def timescales(scenario: Scenario) -> list[int]:
     return sorted(value for value in found if value <= scenario.end_us)
 
 
+def _reconfigured(fault: dict[str, Any]) -> str:
+    """A reconfigure entry's change and whom it reached, for a report's story."""
+    changes = ", ".join(f"{name} = {value}" for name, value in fault["settings"].items())
+    whom = f"replicas {fault['replicas']}" if fault.get("replicas") else "the fleet"
+    return f"{whom} ({changes})"
+
+
 def _key(schedule: list[dict[str, Any]]) -> str:
     """A schedule as a key: its faults' fields in a fixed order."""
     return json.dumps(schedule, sort_keys=True)
@@ -491,6 +516,7 @@ def _story(schedule: list[dict[str, Any]], verdict: Verdict) -> str:
     for fault in schedule:
         target = ("the migration" if fault.get("migration") else
                   f"step {fault['step']}" if fault["fault"] == "migrate" else
+                  _reconfigured(fault) if fault["fault"] == "reconfigure" else
                   f"replicas {fault['replicas']}" if "replicas" in fault else
                   "the fleet" if fault.get("replica") is None else f"replica {fault['replica']}")
         what = fault["fault"].replace("_", " ")

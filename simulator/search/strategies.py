@@ -30,7 +30,7 @@ A property test an engineer might write against their own store variant::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -44,7 +44,8 @@ CONNECTION_FAULTS = tuple(name for name, kind in FAULT_KINDS.items() if kind.con
 OPERATOR_ACTIONS = tuple(name for name, kind in FAULT_KINDS.items() if kind.operator)
 """An operator's actions: a migration (a step of the scenario's [[migrations]],
 at a drawn instant with drawn timings, stray replicas left on the old kind, a
-kill part-way), a rolling restart."""
+kill part-way), a rolling restart, a configuration change (a cap or a TTL,
+rolled out replica by replica)."""
 ALL_FAULTS = REPLICA_FAULTS + ("partition",) + CONNECTION_FAULTS + OPERATOR_ACTIONS
 """Every fault a strategy can draw (``--faults`` on ``hunt``)."""
 SHORT = ("100ms", "1s", "3s")
@@ -69,7 +70,8 @@ def durations_around(timescales: Sequence[int], longest_us: int | None = None) -
 def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
           kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
           only_migration: bool = False, migration_calls: Sequence[str] | None = None,
-          timescales: Sequence[int] = (), steps: int = 0
+          timescales: Sequence[int] = (), steps: int = 0,
+          reloads: Mapping[str, Sequence[Any]] | None = None
           ) -> st.SearchStrategy[dict[str, Any]]:
     """One scheduled fault on a fleet of ``replicas`` before ``until``.
 
@@ -79,7 +81,9 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     at ``migration_calls`` (default: ``calls``). A loss may also name no call
     (the next call of any label). Pauses, partitions and an operator's timings
     are drawn around the scenario's ``timescales`` (``durations_around``);
-    ``migrate`` runs one of the scenario's ``steps`` [[migrations]] entries.
+    ``migrate`` runs one of the scenario's ``steps`` [[migrations]] entries;
+    ``reconfigure`` changes one of the settings ``reloads`` names to one of
+    its values there (``simulator.scenario.reconfigure.drawn_values``).
     """
     until_us = parse_duration_us(until) if isinstance(until, str) else until
     until_ms = until_us // 1_000
@@ -121,6 +125,7 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
             {"at": at, "fault": st.just("rolling_restart"), "every": lasting,
              "down_for": st.sampled_from(["0ms", *scaled])}),
         "migrate": _migrate(at, replica, steps, scaled),
+        "reconfigure": _reconfigure(at, replica, reloads or {}, scaled),
         "connection_stall": on_calls("connection_stall"),
         "connection_reset": on_calls("connection_reset"),
         "slow_reply": on_calls("slow_reply", extra=st.sampled_from(["300ms", "1s"])),
@@ -145,15 +150,34 @@ def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps:
          "stop_fleet": st.sampled_from([True, False])})
 
 
+def _reconfigure(at: st.SearchStrategy[str], replica: st.SearchStrategy[int],
+                 reloads: Mapping[str, Sequence[Any]],
+                 scaled: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """An operator's configuration change: one of the ``reloads`` settings to
+    one of its values (gentlest first), at a drawn instant, rolled out with a
+    pace and a downtime drawn from ``scaled``, maybe to up to two replicas
+    only (the rest left on the old settings). Each shrinks toward a gentle
+    change rolled out quickly to the whole fleet."""
+    if not reloads:
+        return st.nothing()
+    change = st.one_of(*(st.fixed_dictionaries({name: st.sampled_from(list(values))})
+                         for name, values in reloads.items()))
+    return st.fixed_dictionaries(
+        {"at": at, "fault": st.just("reconfigure"), "settings": change,
+         "every": st.sampled_from(scaled), "down_for": st.sampled_from(["0ms", *scaled]),
+         "replicas": st.lists(replica, max_size=2, unique=True).map(sorted)})
+
+
 def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),
                     kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
                     max_faults: int = 4, only_migration: bool = False,
                     migration_calls: Sequence[str] | None = None,
-                    timescales: Sequence[int] = (), steps: int = 0
+                    timescales: Sequence[int] = (), steps: int = 0,
+                    reloads: Mapping[str, Sequence[Any]] | None = None
                     ) -> st.SearchStrategy[list[dict[str, Any]]]:
     """A schedule of up to ``max_faults`` faults (see ``fault``), in time order."""
     return st.lists(fault(replicas, until, calls, kinds, migration, only_migration,
-                          migration_calls, timescales, steps),
+                          migration_calls, timescales, steps, reloads),
                     min_size=1,
                     max_size=max_faults).map(
         lambda faults: sorted(faults, key=lambda item: parse_duration_us(item["at"])))

@@ -1,8 +1,9 @@
 """An operator's migration, run inside the simulation.
 
 What an operator does to move a fleet from one store kind to another: stop
-the replicas gracefully (they take no new request and finish the ones in
-flight), run the target kind's migration from a separate process of its own,
+the replicas gracefully (they take no new request, finish the ones in
+flight and what those left running, such as a release retried in the
+background), run the target kind's migration from a separate process of its own,
 run it again if it died, then start the fleet on the target kind. Every
 command the migration sends is a real message on the simulated network,
 tagged ``MIGRATION`` so the oracle reads the moves it makes as moves, not as
@@ -17,7 +18,10 @@ Rules kept here:
 * Replicas the operator ``keep_running`` stay on the old kind: stray writers.
 
 A rolling restart (``run_rolling_restart``) stops and starts replicas one
-at a time, gracefully, as a deployment or a configuration reload does.
+at a time, gracefully, as a deployment or a configuration reload does; a
+configuration change (``run_reconfigure``) is one whose replicas each boot
+again with the new settings, so while it rolls out old and new serve side
+by side (and a replica left out keeps the old ones for good).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from simulator.net.redis_port import SimRedis
 from simulator.plugin.protocol import MIGRATION
 from simulator.scenario.faults import ScheduledFault
 from simulator.scenario.model import MigrationStep
+from simulator.scenario.reconfigure import Reconfiguration
 from stores.registry import StoreKind
 
 if TYPE_CHECKING:
@@ -79,6 +84,9 @@ class Operated(Protocol):
     def retire(self, index: int) -> None: ...
 
     def restart_replica(self, index: int) -> None: ...
+
+    def reconfigure(self, index: int, changes: Any) -> None:
+        """Replica ``index``'s next incarnations boot with ``changes`` to its settings."""
 
 
 @dataclass(frozen=True)
@@ -129,19 +137,28 @@ async def run_migration(world: Operated, migration: PreparedMigration) -> None:
             world.restart_replica(index)
 
 
-async def run_rolling_restart(world: Operated, restart: ScheduledFault) -> None:
+async def run_rolling_restart(world: Operated, restart: ScheduledFault,
+                              reconfiguration: Reconfiguration | None = None) -> None:
     """The operator restarts replicas gracefully one at a time (all of them,
     or those ``restart`` names): each stops taking requests, finishes those in
     flight, exits and starts again ``down_for`` later; the next begins
     ``every`` after the one before it began. A replica already down (crashed,
-    or stopped by a migration) is passed over."""
+    or stopped by a migration) is passed over. With a ``reconfiguration``,
+    each replica in its turn gets the new settings first: the incarnation it
+    starts (and any later one) runs them."""
     kernel = world.kernel
     indices = list(restart.replicas) or (
         [restart.replica] if restart.replica is not None else range(len(world.current)))
-    world.trace.record(kernel.now, SERVER, 0, -1, "rolling_restart_started",
-                       amount=len(indices))
+    if reconfiguration is None:
+        world.trace.record(kernel.now, SERVER, 0, -1, "rolling_restart_started",
+                           amount=len(indices))
+    else:
+        world.trace.record(kernel.now, SERVER, 0, -1, "reconfigure_started",
+                           amount=len(indices), detail=reconfiguration.words())
     for index in indices:
         began = kernel.now
+        if reconfiguration is not None:
+            world.reconfigure(index, reconfiguration.changes)
         if world.current[index] is not None:
             world.hold_down([index])
             await _stop_gracefully(world, [index])
@@ -153,15 +170,30 @@ async def run_rolling_restart(world: Operated, restart: ScheduledFault) -> None:
             await Sleep(rest)
 
 
+async def run_reconfigure(world: Operated, reconfiguration: Reconfiguration) -> None:
+    """The operator changes the store's settings and rolls the change out as
+    a rolling restart (``run_rolling_restart``) with the new settings."""
+    await run_rolling_restart(world, reconfiguration.entry, reconfiguration)
+
+
 async def _stop_gracefully(world: Operated, indices: list[int]) -> None:
     replicas = [world.current[index] for index in indices]
     for replica in replicas:
         replica.stopping = True
     deadline = world.kernel.now + DRAIN_TIMEOUT_US
-    while any(replica.in_flight for replica in replicas) and world.kernel.now < deadline:
+    while any(_busy(replica) for replica in replicas) and world.kernel.now < deadline:
         await Sleep(POLL_US)
     for index in indices:
         world.retire(index)
+
+
+def _busy(replica: Replica) -> bool:
+    """Whether a replica told to stop still works for a request: one in
+    flight, or what a request's call spawned and left running (a release
+    retried in the background after its request was over). A graceful stop
+    waits for both; the store's own loops (tagged by no request) it does not."""
+    return bool(replica.in_flight) or any(process.tag >= 0
+                                          for process in replica.owner.processes)
 
 
 def _start_attempt(world: Operated, migration: PreparedMigration, number: int) -> Attempt:

@@ -36,9 +36,15 @@ from simulator.scenario.faults import (
     ServerSettings,
     kept_until,
 )
+from simulator.scenario.reconfigure import Reconfiguration, reconfigured
 from simulator.world.findings import StoreRaised, store_raised
 from simulator.world.fleet import Replica, start_replica
-from simulator.world.operations import PreparedMigration, run_migration, run_rolling_restart
+from simulator.world.operations import (
+    PreparedMigration,
+    run_migration,
+    run_reconfigure,
+    run_rolling_restart,
+)
 from simulator.world.requests import RequestSource
 from stores.registry import StoreKind
 
@@ -75,6 +81,13 @@ class World:
         self.networks = [ReplicaNetwork() for _ in clocks]
         self.migration_network = ReplicaNetwork()
         """Where the operator's migration sits on the network (all its attempts)."""
+        self.replica_settings: list[Any] = [settings] * len(clocks)
+        """What each replica's next incarnation boots with: the fleet's
+        settings, unless an operator's ``reconfigure`` changed its own."""
+        self.replica_changes: list[dict[str, Any]] = [{} for _ in clocks]
+        """Each replica's reconfigured settings (by field name) over the fleet's."""
+        self.told_changes: list[dict[str, Any]] = [{} for _ in clocks]
+        """The changes the oracle was last told each replica runs with."""
         self.current: list[Replica | None] = [None] * len(clocks)
         self.incarnations = [0] * len(clocks)
         self.spike_ends: list[int] = []
@@ -97,7 +110,8 @@ class World:
 
     def start(self, faults: list[PlannedFault],
               migrations: list[PreparedMigration] = (),
-              restarts: list[ScheduledFault] = ()) -> None:
+              restarts: list[ScheduledFault] = (),
+              reconfigurations: list[Reconfiguration] = ()) -> None:
         for index in range(len(self.clocks)):
             self._boot(index)
         for fault in faults:
@@ -106,12 +120,23 @@ class World:
             self.kernel.at(migration.step.at, self._begin_migration, migration)
         for restart in restarts:
             self.kernel.at(restart.at, self._begin_rolling_restart, restart)
+        for reconfiguration in reconfigurations:
+            self.kernel.at(reconfiguration.entry.at, self._begin_reconfigure, reconfiguration)
 
     def _begin_migration(self, migration: PreparedMigration) -> None:
         self.kernel.spawn(run_migration(self, migration), self.lab, OPERATOR)
 
     def _begin_rolling_restart(self, restart: ScheduledFault) -> None:
         self.kernel.spawn(run_rolling_restart(self, restart), self.lab, OPERATOR)
+
+    def _begin_reconfigure(self, reconfiguration: Reconfiguration) -> None:
+        self.kernel.spawn(run_reconfigure(self, reconfiguration), self.lab, OPERATOR)
+
+    def reconfigure(self, index: int, changes: dict[str, Any]) -> None:
+        """Replica ``index``'s next incarnations boot with ``changes`` (by field
+        name) to its settings: an operator's configuration change reaching it."""
+        self.replica_settings[index] = reconfigured(self.replica_settings[index], changes)
+        self.replica_changes[index] = {**self.replica_changes[index], **changes}
 
     def hold_down(self, indices: list[int]) -> None:
         """Replicas an operator stopped: fault restarts leave them down."""
@@ -124,8 +149,12 @@ class World:
         self.counts[name] += amount
 
     def switch_kind(self, kind: StoreKind, settings: Any) -> None:
-        """Replicas booted from now on run ``kind`` with ``settings``."""
+        """Replicas booted from now on run ``kind`` with ``settings`` (a
+        reconfiguration before it is the old fleet's: the migration's settings
+        are the new fleet's)."""
         self.kind, self.settings = kind, settings
+        self.replica_settings = [settings] * len(self.clocks)
+        self.replica_changes = [{} for _ in self.clocks]
 
     def retire(self, index: int) -> None:
         """Take replica ``index`` down (an operator's stop, or a crash)."""
@@ -164,9 +193,23 @@ class World:
         replica.as_embedded = self.as_embedded
         self.current[index] = replica
         self.replica_of[replica.owner] = index
-        self.kernel.spawn(replica.main(self.settings, self.sources[index], self.until_us,
+        settings = self.replica_settings[index]
+        changes = self.replica_changes[index]
+        if changes != self.told_changes[index]:
+            self._configured(index, incarnation, changes)
+        self.kernel.spawn(replica.main(settings, self.sources[index], self.until_us,
                                        self.boot_retry_us),
                           replica.owner, "replica main")
+
+    def _configured(self, index: int, incarnation: int, changes: dict[str, Any]) -> None:
+        """Replica ``index`` boots with other settings than its last
+        incarnation: the trace says which, and the oracle judges its requests
+        by them (``settings_in_force``)."""
+        self.told_changes[index] = dict(changes)
+        words = ",".join(f"{name}={value}" for name, value in sorted(changes.items()))
+        self.trace.record(self.kernel.now, index, incarnation, -1, "replica_reconfigured",
+                          detail=words or "as the fleet")
+        self.oracle.settings_in_force(index, dict(changes), self.kernel.now)
 
     def _boot_refused(self, refusal: BaseException) -> None:
         if self.first_boot_traceback is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -157,6 +157,11 @@ class SharedSettings(BaseModel):
     """Settings of the shared (Redis) budget stores."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    reloadable: ClassVar[tuple[str, ...]] = (
+        "subject_cap_microdollars", "namespace_cap_microdollars", "reservation_ttl")
+    """What an operator may change while the fleet runs (``reconfigure``): the caps
+    and the hold TTL, read by each replica at boot."""
 
     subject_cap_microdollars: Amount = Field(
         1_000_000, description="Spend cap of one (namespace, subject), in micro-dollars."

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,6 +66,9 @@ class InMemorySettings(BaseModel):
     """Settings of the per-replica in-memory budget store."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    reloadable: ClassVar[tuple[str, ...]] = ("subject_cap_microdollars", "reservation_ttl")
+    """What an operator may change while the fleet runs (``reconfigure``)."""
 
     subject_cap_microdollars: Amount = Field(
         1_000_000, description="Spend cap of one (namespace, subject), in micro-dollars."

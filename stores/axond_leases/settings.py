@@ -8,6 +8,8 @@ but the cap exists to refuse rather than pile up work behind a stalled one).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from stores.axond_leases.contract import UnavailablePolicy
@@ -24,6 +26,10 @@ class LeaseSettings(BaseModel):
     """What one replica's limiter is configured with."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    reloadable: ClassVar[tuple[str, ...]] = ("max_in_flight", "lease_ttl")
+    """What an operator may change while the fleet runs (``reconfigure``): the
+    cap on leases in flight and the lease TTL, read by each replica at boot."""
 
     key_prefix: str = Field("axond:rate_limit", description="Prefix of every key the store writes.")
     max_in_flight: Integer = Field(

@@ -10,6 +10,8 @@ accounts have a budget schedule, runs the ledger's rollover pass.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from stores.domains import Integer
@@ -24,6 +26,12 @@ class TollgateSettings(BaseModel):
     """What the ledger and every holder are configured with."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    reloadable: ClassVar[tuple[str, ...]] = ("lease_units", "lease_ttl")
+    """What an operator may change while the fleet runs (``reconfigure``): what a
+    holder asks its leases for, read by each replica at boot. The ledger's own
+    settings (its grace, its TTL clamp, the budget schedule) are the service's,
+    which a replica's restart does not reload."""
 
     deposit: Integer = Field(
         5_000_000, ge=1, le=LEDGER_UNITS_MAX,

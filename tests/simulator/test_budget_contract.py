@@ -37,8 +37,12 @@ SCENARIOS = REPO / "data" / "scenarios"
 
 
 def test_every_contract_cause_is_one_the_family_files():
-    from simulator.families.axond_budget.causes import CAUSES, DENIAL_CAUSES, LEAK_CAUSES
-    known = {*CAUSES, *DENIAL_CAUSES, *LEAK_CAUSES, "message_lost", "replica_crash",
+    from simulator.families.axond_budget.causes import (
+        DENIAL_CAUSES,
+        LEAK_CAUSES,
+        OVERSHOOT_CAUSES,
+    )
+    known = {*OVERSHOOT_CAUSES, *DENIAL_CAUSES, *LEAK_CAUSES, "message_lost", "replica_crash",
              "store_unavailable", "duplicate_execution"}
     assert set(CONTRACT.causes) <= known
 

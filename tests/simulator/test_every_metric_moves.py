@@ -160,6 +160,14 @@ def shipped_exercises() -> dict[str, dict[str, Any]]:
             "workload": {"duration": "lognormal(3s, 0.3)"},
             "faults": {"crash": {"rate": "20/m", "restart_after": "300ms"}},
         },
+        # The operator lowers both caps under what is spent, half the fleet
+        # at a time: old and new caps serve side by side (config_change).
+        "reconfigure": {
+            "faults": {"schedule": [
+                {"at": "2s", "fault": "reconfigure", "every": "100ms",
+                 "settings": {"subject_cap_microdollars": 5_000,
+                              "namespace_cap_microdollars": 40_000}}]},
+        },
         # Per-replica ledgers, some evicted to make room.
         "in_memory": {
             "store": "axond_budget.in_memory",

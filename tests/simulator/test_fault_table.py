@@ -43,6 +43,8 @@ def test_a_scheduled_fault_needs_what_its_kind_says():
             bare["duration"] = "1s"
         if name == "migrate":
             bare["step"] = 0  # which [[migrations]] entry: its one required field
+        if name == "reconfigure":
+            bare["settings"] = {"subject_cap_microdollars": 1}  # what it changes: required
         try:
             ScheduledFault.model_validate(bare)
             refused = False

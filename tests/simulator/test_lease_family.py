@@ -84,6 +84,12 @@ FAULTS = {
               schedule({"at": "2s", "fault": "slow_reply", "replica": 0, "call": "acquire",
                         "extra": "300ms"})),
         {"requests_cancelled", "leaked_lease_seconds_by_abandoned_acquire"}),
+    # The operator lowers the limit under callers already holding, replica
+    # by replica: old and new limits serve side by side meanwhile.
+    "reconfigure": (
+        merge(BUSY, schedule({"at": "3s", "fault": "reconfigure", "every": "200ms",
+                              "settings": {"max_in_flight": 1, "lease_ttl": "3s"}})),
+        {"concurrency_excess_lease_seconds_by_config_change"}),
 }
 """Each fault class: its scenario change, and the metrics it must move."""
 

@@ -185,6 +185,10 @@ class CounterOracle:
                 self._leftover(ledger, "crash")
         self._end_life(session)
 
+    def settings_in_force(self, replica: int, changes: dict[str, Any], now_us: int) -> None:
+        """Never told: the av_state settings declare no setting an operator may
+        reload yet (``simulator.scenario.reconfigure``)."""
+
     def source_lost(self, source: Any, now_us: int) -> None:
         """A replica's twin vanished with its counters."""
         for ledger in list(self.of_source(source).values()):

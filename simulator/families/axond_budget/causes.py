@@ -24,6 +24,22 @@ CAUSES = (
 )
 """Every cause an overshoot can be attributed to (see docs/metrics.md)."""
 
+CONFIG_CHANGE = "config_change"
+"""What the operator's configuration change (``reconfigure``) let in: the
+overshoot past the cap in force at the end of admissions each judged by the
+cap its own replica ran with. A cap lowered below what was already spent, or
+old and new caps serving side by side while it rolls out (or for good, on a
+replica it left out), is the operator's doing, not the store's. Only an
+overshoot cause: every admission is judged by its own replica's cap, so a
+wrongful admission or a false denial is never the change's."""
+
+OVERSHOOT_CAUSES = (*CAUSES[:-1], CONFIG_CHANGE, STORE_LOGIC)
+"""The causes ``cap_overshoot_by_<cause>_microdollars`` splits over."""
+
+RECONFIGURED = f"{CONFIG_CHANGE} on reconfigure"
+"""What exposed store-logic damage to a request no fault of the lab's hit,
+served by a replica the operator had reconfigured: the change itself."""
+
 DRIFT_CAUSES = ("settlement_in_flight", "settlement_lost", "fail_open_admission",
                 "duplicate_execution", "server_data_loss", "eviction", "crashed_replica_ledger",
                 "scope_not_enforced", STORE_LOGIC)

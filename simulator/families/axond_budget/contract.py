@@ -20,7 +20,11 @@ The rule the oracle applies from these clauses, in one line each:
 * spend a migration took and no re-run put back is the store's;
 * spend on a ledger the deciding replica could not read is the lab's only
   when the lab (or its operator) put it there: other replicas' ledgers of a
-  per-replica store, a stray v1 writer beside a v2 fleet.
+  per-replica store, a stray v1 writer beside a v2 fleet;
+* each request is judged by the cap and the TTL its own replica ran with (an
+  operator's ``reconfigure`` changes them replica by replica); overshoot past
+  the lowest cap in force that admissions under a higher one let in is the
+  operator's (``config_change``).
 """
 
 from __future__ import annotations
@@ -125,6 +129,22 @@ CONTRACT = Contract(family="axond_budget", clauses=(
         may_suffer="nothing lasting: the claim is parked, resumable, applied at most once",
         never="spend lost, spend carried twice",
         seed=(f"{SEED}:183-216", f"{SEED}:567-570")),
+    Clause(
+        lab_did="changed a cap as an operator, rolled out replica by replica (reconfigure)",
+        cause="config_change",
+        may_suffer="overshoot past the lowest cap in force at the end by spend each replica "
+                   "admitted under the cap it ran with: a cap lowered below what was already "
+                   "spent, old and new caps serving side by side",
+        never="an admission past the cap its own replica ran with, a denial its own cap had "
+              "room for (store_logic, exposed by config_change on reconfigure)",
+        seed=(f"{SEED}:842-866", f"{SEED}:81-83")),
+    Clause(
+        lab_did="changed the reservation TTL as an operator (reconfigure)",
+        cause="hold_expired_while_running",
+        may_suffer="a running request's hold expired at the deadline its own replica's TTL "
+                   "gave it",
+        never="a hold counted past, or dropped before, the deadline its writer's TTL gives it",
+        seed=(f"{SEED}:859-860", f"{SEED}:105")),
     Clause(
         lab_did="misaligned a multiplexed connection's replies",
         cause="misaligned_reply",

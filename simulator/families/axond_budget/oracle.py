@@ -52,11 +52,12 @@ class BudgetOracle:
                   "fail_open_allowed": fail_open_allowed}
         self.scopes: dict[str, ScopeOracle] = {
             "subject": ScopeOracle(lambda key: subject_cap, **common,
-                                   absent_causes=SUBJECT_ABSENT_CAUSES)}
+                                   absent_causes=SUBJECT_ABSENT_CAUSES,
+                                   cap_setting="subject_cap_microdollars")}
         if namespace_cap is not None:
             self.scopes["namespace"] = ScopeOracle(
                 lambda key: namespace_cap, scope_of=lambda key: (key[0], NAMESPACE), **common,
-                absent_causes=NAMESPACE_ABSENT_CAUSES)
+                absent_causes=NAMESPACE_ABSENT_CAUSES, cap_setting="namespace_cap_microdollars")
         self.counts: Counter = Counter()
         self.denial_exposures = Exposures()
         """False denials blamed on the store, by what exposed them."""
@@ -73,6 +74,12 @@ class BudgetOracle:
     def message_fault(self, number: int, what: str, call: str = "") -> None:
         for scope in self.scopes.values():
             scope.message_fault(number, what, call)
+
+    def settings_in_force(self, replica: int, changes: dict[str, Any], now_us: int) -> None:
+        """An operator reconfigured ``replica``: each scope judges its requests
+        by the cap and the hold TTL it now runs with."""
+        for scope in self.scopes.values():
+            scope.settings_in_force(replica, changes)
 
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
                 now_us: int) -> None:

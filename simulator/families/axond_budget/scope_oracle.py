@@ -47,9 +47,12 @@ from typing import Any
 from simulator.engine.runtime import EPOCH_MS
 from simulator.families.axond_budget.causes import (
     CAUSES,
+    CONFIG_CHANGE,
     DRIFT_CAUSES,
     LEAK_CAUSES,
     OVERCOUNT_CAUSES,
+    OVERSHOOT_CAUSES,
+    RECONFIGURED,
     UNDERCOUNT_CAUSES,
 )
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
@@ -161,6 +164,11 @@ class RequestTruth:
     carry: str = ""  # a migration "carried" its unrecorded spend into this scope, or "lost" it
     noted: bool = False  # where the store's damage began was judged at it
     arrived_us: int = 0
+    cap_used: int | None = None  # the cap its replica ran with (the scenario's, or reconfigured)
+    ttl_ms: int | None = None  # the hold TTL its replica ran with
+    reconfigured: bool = False  # its replica ran settings an operator's reconfigure changed
+    ttl_reconfigured: bool = False  # ... and the hold TTL among them
+    view_at_decision: int = 0  # the truth view of its key when the store admitted it
     honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
     latest_deadline_us: int = 0  # the writer's clock when its hold was written + the TTL
     settled_elsewhere: bool = False  # its settlement ran in another scope of the store
@@ -192,9 +200,23 @@ class RequestTruth:
             return exposure(*self.fault_calls[0])
         if self.aborted:
             return "replica_crash"
+        if self.reconfigured:
+            # Served with settings the operator changed: the change is what
+            # took the store down a path a run without it never takes.
+            return RECONFIGURED
         # Its hold reached its deadline while it ran: a pause or a delay the
         # lab caused (the contract's hold_expired_while_running).
         return "hold_expired_while_running" if self.hold == "expired" else NO_FAULT
+
+    @property
+    def leak_exposure(self) -> str:
+        """What exposed the part of its leaked hold the store is to blame for:
+        counted past the deadline its own replica's TTL allows, that is the
+        operator's TTL change (a store that ignores it) once it had one, else
+        what the lab did to it."""
+        if self.ttl_reconfigured and self.leak_cause() != STORE_LOGIC:
+            return RECONFIGURED
+        return self.exposure
 
     def leak_cause(self) -> str:
         """Why its hold outlives it, from what the lab did to it."""
@@ -330,8 +352,16 @@ class ScopeOracle:
                  scope_of: Any = None, holds_expire: bool = True,
                  reservation_ttl_ms: int | None = None, clocks: list | None = None,
                  absent_causes: frozenset[str] = frozenset(),
-                 fail_open_allowed: bool = True) -> None:
+                 fail_open_allowed: bool = True, cap_setting: str = "") -> None:
         self.cap_of = cap_of
+        self.cap_setting = cap_setting
+        """The store setting that holds this scope's cap (an operator may reload it)."""
+        self.replica_caps: dict[int, int | None] = {}
+        self.replica_ttls: dict[int, int] = {}
+        """The cap and the hold TTL of each replica an operator reconfigured
+        (``settings_in_force``): its requests are judged by them."""
+        self.reconfigured_replicas: set[int] = set()
+        self.caps_changed = False
         self.per_replica = per_replica
         # Whether the store stops counting a hold at its deadline (the fixed
         # stores) or only once it is removed (a store that never reclaims).
@@ -415,13 +445,38 @@ class ScopeOracle:
         request.fault_calls = (*request.fault_calls, (what, call))
         self._recount(self.book(request.key), request)
 
+    def settings_in_force(self, replica: int, changes: Mapping[str, Any]) -> None:
+        """Replica ``replica`` now runs settings an operator changed by
+        ``changes`` (field names; empty: the scenario's again)."""
+        if self.cap_setting in changes:
+            self.replica_caps[replica] = changes[self.cap_setting]
+            self.caps_changed = True
+        else:
+            self.replica_caps.pop(replica, None)
+        if "reservation_ttl_ms" in changes:
+            self.replica_ttls[replica] = changes["reservation_ttl_ms"]
+        else:
+            self.replica_ttls.pop(replica, None)
+        if changes:
+            self.reconfigured_replicas.add(replica)
+        else:
+            self.reconfigured_replicas.discard(replica)
+
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
                 now_us: int) -> None:
         self.counts["requests_arrived"] += 1
         key = self.scope_of(key)
-        self.book(key)
-        self.requests[number] = RequestTruth(number, key, estimate, actual, replica,
-                                             arrived_us=now_us)
+        book = self.book(key)
+        request = self.requests[number] = RequestTruth(number, key, estimate, actual, replica,
+                                                       arrived_us=now_us)
+        # The configuration in force on its replica: what a sound store there
+        # decides by, so what it is judged by.
+        request.cap_used = self.replica_caps.get(replica, book.cap)
+        if request.cap_used is None:
+            request.cap_used = book.cap  # a layout that keeps no such cap yet
+        request.ttl_ms = self.replica_ttls.get(replica, self.reservation_ttl_ms)
+        request.reconfigured = replica in self.reconfigured_replicas
+        request.ttl_reconfigured = request.ttl_ms != self.reservation_ttl_ms
 
     def admitted(self, number: int, held: bool, now_us: int) -> None:
         request = self.requests[number]
@@ -478,11 +533,12 @@ class ScopeOracle:
         truth = request.truth_before
         if truth is None:
             truth = book.truth_view + book.settling_slack
-        had_room = book.cap is None or truth + request.estimate <= book.cap
+        cap = request.cap_used
+        had_room = cap is None or truth + request.estimate <= cap
         blame = self._denial_cause(book, request, reason)
-        if reason == "exceeded" and book.cap is not None:
+        if reason == "exceeded" and cap is not None:
             needed = request.store_before + request.estimate
-            if needed > book.cap >= needed - request.leaked_before:
+            if needed > cap >= needed - request.leaked_before:
                 self.counts["denials_caused_by_leaked_holds"] += 1
         self._maybe_leak(book, request, now_us)
         self._recount(book, request)
@@ -500,12 +556,13 @@ class ScopeOracle:
             # (seed 001:400-420), which it reports as unavailable.
             lab = request.lost_by_lab or self.per_replica
             return "store_unavailable" if lab else STORE_LOGIC
-        if book.cap is None or request.store_before + request.estimate <= book.cap:
+        cap = request.cap_used
+        if cap is None or request.store_before + request.estimate <= cap:
             return None
         # Holds counted past their deadline (seed 000:77-79) that alone made
         # the difference: a sound store, which drops them, had room.
         overdue = (request.leaked_before_by_cause or {}).get(STORE_LOGIC, 0)
-        if overdue and request.store_before - overdue + request.estimate <= book.cap:
+        if overdue and request.store_before - overdue + request.estimate <= cap:
             return STORE_LOGIC
         # Holds leaked within their contract (until their deadline) and spend
         # a retry charged twice excuse a denial; a hold counted past its
@@ -515,7 +572,7 @@ class ScopeOracle:
                      if cause != STORE_LOGIC}
         explained["duplicate_execution"] = max(0, book.drift.get("duplicate_execution", 0))
         counted_honestly = request.store_before - sum(explained.values())
-        if counted_honestly + request.estimate > book.cap:
+        if counted_honestly + request.estimate > cap:
             return STORE_LOGIC
         return dominant(explained)
 
@@ -785,22 +842,22 @@ class ScopeOracle:
         if how == "command":
             # A store reads its clock once its request has arrived, so an
             # honest deadline is never earlier than this one.
+            # The TTL its own replica ran with (an operator may have changed it).
+            ttl_ms = request.ttl_ms
             request.honest_deadline_ms = (
-                deadline_ms if self.reservation_ttl_ms is None
-                else self.clock_ms(request.replica, request.arrived_us)
-                + self.reservation_ttl_ms)
+                deadline_ms if ttl_ms is None
+                else self.clock_ms(request.replica, request.arrived_us) + ttl_ms)
             # No sound store reads its clock after its command ran: a hold
             # may count no later than that clock plus the configured TTL
             # (seed 000:12-15, 105), whatever deadline the store wrote.
             request.latest_deadline_us = (
-                0 if self.reservation_ttl_ms is None
-                else deadline_us(self.clock_ms(request.replica, now_us)
-                                 + self.reservation_ttl_ms))
+                0 if ttl_ms is None
+                else deadline_us(self.clock_ms(request.replica, now_us) + ttl_ms))
         if not request.admitted and request.over_at is None:
             self._decide(book, request, now_us, source)
         if request.over_at is not None:
             self._open_leak(book, rid, amount, now_us, deadline_us(deadline_ms),
-                            request.leak_cause(), request.exposure, request.latest_deadline_us)
+                            request.leak_cause(), request.leak_exposure, request.latest_deadline_us)
         self._recount(book, request)
 
     def _hold_removed(self, book: KeyBook, rid: str, now_us: int, tag: int, how: str,
@@ -841,9 +898,9 @@ class ScopeOracle:
         remover = self.requests.get(tag) if how == "command" else None
         if remover is not None:
             return self.clock_ms(remover.replica, now_us) >= request.honest_deadline_ms
-        if self.reservation_ttl_ms is None:
+        if request.ttl_ms is None:
             return now_us >= request.hold_deadline_us
-        return now_us >= request.arrived_us + self.reservation_ttl_ms * 1_000
+        return now_us >= request.arrived_us + request.ttl_ms * 1_000
 
     # -- the bookkeeping ----------------------------------------------------
 
@@ -852,8 +909,10 @@ class ScopeOracle:
         would have done, and if not, whose fault was it?"""
         request.admitted = True
         estimate = request.estimate
-        if book.cap is not None and book.truth_view + estimate > book.cap:
-            excess = min(estimate, book.truth_view + estimate - book.cap)
+        request.view_at_decision = book.truth_view
+        cap = request.cap_used
+        if cap is not None and book.truth_view + estimate > cap:
+            excess = min(estimate, book.truth_view + estimate - cap)
             if request.unheld:
                 request.wrongful = {self._unheld_cause(): excess}
                 self._expose_wrongful(book, request, excess if not self.fail_open_allowed else 0,
@@ -868,7 +927,7 @@ class ScopeOracle:
                 # truth, and with none open it is the store's too.
                 own = 0
                 if request.recorded_here:
-                    own = max(0, min(excess, request.store_before + estimate - book.cap))
+                    own = max(0, min(excess, request.store_before + estimate - cap))
                 request.wrongful = apportion(excess - own, weights)
                 if own:
                     request.wrongful[STORE_LOGIC] = request.wrongful.get(STORE_LOGIC, 0) + own
@@ -1024,7 +1083,7 @@ class ScopeOracle:
     def _maybe_leak(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
         if request.hold == "held":
             self._open_leak(book, request.hold_id, request.hold_amount, now_us,
-                            request.hold_deadline_us, request.leak_cause(), request.exposure,
+                            request.hold_deadline_us, request.leak_cause(), request.leak_exposure,
                             request.latest_deadline_us)
 
     def _open_leak(self, book: KeyBook, rid: str, amount: int, now_us: int,
@@ -1090,8 +1149,9 @@ class ScopeOracle:
             for cause, amount in book.drift_by_cause(self.carried_into).items():
                 row[f"drift_{cause}_microdollars"] = amount
             total.update(row)
-            if book.cap:
-                over = max(0, book.true_spend - book.cap) / book.cap
+            cap = self.cap_in_force(book)
+            if cap:
+                over = max(0, book.true_spend - cap) / cap
                 worst_ratio = max(worst_ratio, over)
                 total["keys_over_cap"] += over > 0
             if per_key:
@@ -1229,17 +1289,20 @@ class ScopeOracle:
         by_cause: Counter = Counter()
         worst_ratio: float | None = None
         total = over = 0
-        for book in self.books.values():
-            if book.cap is None:
+        config_change = self._config_change()
+        for key, book in self.books.items():
+            cap = self.cap_in_force(book)
+            if cap is None:
                 continue
-            excess = max(0, book.true_spend - book.cap)
-            ratio = excess / book.cap if book.cap else float(excess > 0)
+            excess = max(0, book.true_spend - cap)
+            ratio = excess / cap if cap else float(excess > 0)
             worst_ratio = max(worst_ratio or 0.0, ratio)
             if excess:
                 over += 1
                 total += excess
                 weights = dict(book.wrongful)
                 weights["estimate_underrun"] = weights.get("estimate_underrun", 0) + book.underrun
+                weights[CONFIG_CHANGE] = config_change.get(key, 0)
                 parts = apportion(excess, weights)
                 by_cause.update(parts)
                 if parts.get(STORE_LOGIC):
@@ -1252,13 +1315,45 @@ class ScopeOracle:
             "cap_overshoot_microdollars_total": total if capped else None,
             "keys_over_cap": over if capped else None,
         }
-        for cause in CAUSES:
+        for cause in OVERSHOOT_CAUSES:
             metrics[f"cap_overshoot_by_{cause}_microdollars"] = by_cause.get(cause, 0)
         metrics["wrongful_admissions"] = self.counts.get("wrongful_admissions", 0)
         for cause in CAUSES:
             metrics[f"wrongful_admissions_by_{cause}"] = self.counts.get(
                 f"wrongful_admissions_by_{cause}", 0)
         return metrics
+
+    def cap_in_force(self, book: KeyBook) -> int | None:
+        """``book``'s cap as the fleet runs it now: the scenario's, or, once
+        an operator changed it, the lowest any replica runs with (an overshoot
+        is judged against the strictest; ``_config_change`` says how much of
+        it the change let in)."""
+        if not self.caps_changed:
+            return book.cap
+        caps = [self.replica_caps.get(index, book.cap)
+                for index in range(len(self.clocks)) or self.replica_caps]
+        caps = [cap for cap in caps if cap is not None]
+        return min(caps) if caps else book.cap
+
+    def _config_change(self) -> dict[Key, int]:
+        """By key, what admissions let through past the cap in force now
+        beyond their excess over the cap their own replica ran with: what an
+        operator's change let in (a cap lowered below what was already
+        admitted, an old replica still admitting under the old cap), not the
+        store. Zero without a change: the two caps are one."""
+        if not self.caps_changed:
+            return {}
+        found: Counter = Counter()
+        for request in self.requests.values():
+            if not (request.confirmed and request.admitted) or request.aborted:
+                continue
+            cap = self.cap_in_force(self.books[request.key])
+            if cap is None:
+                continue
+            past = max(0, min(request.estimate, request.view_at_decision + request.estimate
+                              - cap))
+            found[request.key] += max(0, past - sum(request.wrongful.values()))
+        return found
 
     def _hold_metrics(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
         leaks = [leak for book in self.books.values() for leak in book.leaks]

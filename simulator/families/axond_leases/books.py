@@ -160,6 +160,11 @@ class LeaseRequest:
     untrusted: Untrusted | None = None
     """Its answer was read off a generation its store no longer trusted (a
     reply, or the connection found recovering)."""
+    limit: int = 0
+    """The ``max_in_flight`` its replica ran with (the scenario's, or an
+    operator's reconfigured one): what a sound store there admits up to."""
+    reconfigured: bool = False
+    """Its replica ran settings an operator's ``reconfigure`` changed."""
 
 
 @dataclass(slots=True)
@@ -176,6 +181,9 @@ class KeyBook:
     """The requests holding a permit now."""
     holder_changes: list[tuple[int, int]] = field(default_factory=list)
     """``(time, +1 | -1)``: a caller began or stopped holding."""
+    holder_limits: list[tuple[int, int, int]] = field(default_factory=list)
+    """``(time, +1 | -1, limit)``: the same, with the ``max_in_flight`` the
+    caller's replica ran with (read only once an operator changed it)."""
     uncounted: list[tuple[int, int, str]] = field(default_factory=list)
     """``(start, end, cause)``: closed spells of a caller holding with no
     lease the store counted."""

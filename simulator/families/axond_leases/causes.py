@@ -15,15 +15,18 @@ from simulator.net.links import CALLER_MAY_NOT_KNOW, MESSAGE_FAULTS
 from simulator.plugin.attribution import STORE_LOGIC
 
 EXCESS_CAUSES = ("fail_open", "lease_expired_while_held", "server_data_loss", "evicted",
-                 STORE_LOGIC)
+                 "config_change", STORE_LOGIC)
 """Why a caller held a permit without a lease the store counted, so that
 more callers held than ``max_in_flight``: admitted unenforced by the
 fail-open policy; its lease expired (honestly: at or after the writer's
 clock at arrival plus the configured TTL) while it still ran; a restore or
-failover lost it; the server evicted it. Excess no uncounted holder
-explains (the store admitted past its own count), and a caller admitted on
-another command's reply (the seed's echo check refuses to act on one: see
-``contract``), are ``store_logic``."""
+failover lost it; the server evicted it. ``config_change``: callers the
+store counted, admitted under a higher ``max_in_flight`` than the lowest in
+force (an operator lowered it under callers already holding, or left old and
+new limits serving side by side: ``excess``). Excess no uncounted holder nor
+the operator's change explains (the store admitted past its own count), and
+a caller admitted on another command's reply (the seed's echo check refuses
+to act on one: see ``contract``), are ``store_logic``."""
 
 LEAK_CAUSES = ("crash", "abandoned_acquire", "release_lost", "release_gave_up",
                "server_data_loss", STORE_LOGIC)

@@ -169,5 +169,17 @@ CONTRACT = Contract(
                "a refused caller's lease left counted (store_logic from the refusal on: "
                "judged from whether its compensating release ran, not from a timeout)",
                (lines(37, 40), lines(628, 631))),
+        Clause("changed max_in_flight as an operator, rolled out replica by replica "
+               "(reconfigure)", "config_change",
+               "callers holding past the lowest limit in force, admitted under the higher "
+               "limit their own replica ran with (a limit lowered under callers already "
+               "holding; old and new limits serving side by side)",
+               "a caller admitted past the limit its own replica ran with, a refusal its own "
+               "limit had room for (store_logic, exposed by config_change on reconfigure)",
+               (lines(24, 41), lines(514, 535))),
+        Clause("changed the lease TTL as an operator (reconfigure)", "lease_expired_while_held",
+               "a held lease expired at the deadline its own replica's TTL gave it",
+               "a lease written with a deadline short of its own replica's TTL",
+               (lines(514, 535), lines(37, 41))),
     ),
 )

@@ -65,7 +65,7 @@ from simulator.families.axond_leases.causes import (
     LAB_LEAK_CAUSES,
     LEAK_CAUSES,
 )
-from simulator.families.axond_leases.excess import Excess, concurrency_excess
+from simulator.families.axond_leases.excess import CONFIG_CHANGE, Excess, Limits, concurrency_excess
 from simulator.families.axond_leases.invariants import INVARIANTS
 from simulator.families.axond_leases.leaks import (
     DUPLICATES,
@@ -142,6 +142,15 @@ class LeaseOracle:
         self.replica_faults: dict[int, list[Fault]] = {}
         """Every fault the lab did to a request's messages, by its replica, in
         order: what may have failed (or exposes) a replica's shared connection."""
+        self.replica_limits: dict[int, int] = {}
+        self.replica_ttls: dict[int, int] = {}
+        """The ``max_in_flight`` and lease TTL of each replica an operator
+        reconfigured (``settings_in_force``): its requests are judged by them."""
+        self.reconfigured_replicas: set[int] = set()
+        self.floors: list[tuple[int, int]] = []
+        """``(time, the lowest limit in force from then on)``, once an operator
+        changed ``max_in_flight`` (empty until then: the limit is one number)."""
+        self.first_change_us: int | None = None
 
     # -- what the core tells every oracle ------------------------------------
 
@@ -240,6 +249,43 @@ class LeaseOracle:
     def source_lost(self, source: Any, now_us: int) -> None:
         """Leases are kept on the server only: a replica's memory holds none."""
 
+    def settings_in_force(self, replica: int, changes: dict[str, Any], now_us: int) -> None:
+        """Replica ``replica`` now runs settings an operator changed by
+        ``changes`` (field names; empty: the scenario's again): its requests
+        are judged by its ``max_in_flight`` and lease TTL."""
+        if "max_in_flight" in changes:
+            self.replica_limits[replica] = changes["max_in_flight"]
+        else:
+            self.replica_limits.pop(replica, None)
+        if "lease_ttl_ms" in changes:
+            self.replica_ttls[replica] = changes["lease_ttl_ms"]
+        else:
+            self.replica_ttls.pop(replica, None)
+        if changes:
+            self.reconfigured_replicas.add(replica)
+            if self.first_change_us is None:
+                self.first_change_us = now_us
+        else:
+            self.reconfigured_replicas.discard(replica)
+        if "max_in_flight" in changes or self.floors:
+            self.floors.append((now_us, self.floor()))
+
+    def floor(self) -> int:
+        """The lowest ``max_in_flight`` any replica runs with now."""
+        return min([self.replica_limits.get(index, self.max_in_flight)
+                    for index in range(len(self.clocks))] or [self.max_in_flight])
+
+    def limit_of(self, request: LeaseRequest) -> int:
+        """The ``max_in_flight`` ``request``'s replica ran with."""
+        return request.limit or self.max_in_flight
+
+    def _exposing(self, request: LeaseRequest) -> Fault | None:
+        """What exposed store-logic damage to ``request``: the first fault on
+        its acquire, else the operator's change when its replica ran it."""
+        if request.acquire_fault is not None or not request.reconfigured:
+            return request.acquire_fault
+        return Fault(CONFIG_CHANGE, "reconfigure", request.arrived_us)
+
     # -- facts from the lifecycle --------------------------------------------
 
     def book(self, key: Key) -> KeyBook:
@@ -252,9 +298,12 @@ class LeaseOracle:
         self.now_us = max(self.now_us, now_us)
         self.counts["requests_arrived"] += 1
         self.book(key)
-        honest = (None if self.lease_ttl_ms is None
-                  else self.clock_ms(replica, now_us) + self.lease_ttl_ms)
-        self.requests[number] = LeaseRequest(number, key, replica, now_us, honest)
+        ttl_ms = self.replica_ttls.get(replica, self.lease_ttl_ms)
+        honest = (None if ttl_ms is None else self.clock_ms(replica, now_us) + ttl_ms)
+        self.requests[number] = LeaseRequest(
+            number, key, replica, now_us, honest,
+            limit=self.replica_limits.get(replica, self.max_in_flight),
+            reconfigured=replica in self.reconfigured_replicas)
 
     def admitted(self, number: int, enforced: bool, now_us: int) -> None:
         """The caller took its permit: with a lease, or unenforced (fail-open)."""
@@ -272,6 +321,7 @@ class LeaseOracle:
         request.state, request.enforced, request.admitted_us = HOLDING, enforced, now_us
         book.holding.add(number)
         book.holder_changes.append((now_us, 1))
+        book.holder_limits.append((now_us, 1, self.limit_of(request)))
         self.holding += 1
         self.holding_peak = max(self.holding_peak, self.holding)
         lease = request.lease
@@ -343,6 +393,7 @@ class LeaseOracle:
         book = self.book(request.key)
         book.holding.discard(request.number)
         book.holder_changes.append((now_us, -1))
+        book.holder_limits.append((now_us, -1, self.limit_of(request)))
         self.holding -= 1
         spell = self._open_spell(request, now_us)
         if spell is not None:
@@ -464,7 +515,7 @@ class LeaseOracle:
             if request.misaligned:
                 return self._store_logic(request, self._misaligned_fault(request),
                                          "admitted on another command's grant")
-            return self._store_logic(request, request.acquire_fault, "admitted with no lease")
+            return self._store_logic(request, self._exposing(request), "admitted with no lease")
         if lease.removed_us is None or lease.deadline_us <= lease.removed_us:
             return self._expiry_cause(request, lease)
         how = lease.removed_how
@@ -476,7 +527,7 @@ class LeaseOracle:
             honest = self.clock_ms(request.replica, lease.removed_us) >= request.honest_deadline_ms
             if honest:
                 return "lease_expired_while_held"
-            return self._store_logic(request, request.acquire_fault,
+            return self._store_logic(request, self._exposing(request),
                                      "its lease's key expired before its TTL")
         remover = self.requests.get(lease.removed_by)
         if how == "command" and remover is not None and remover is not request:
@@ -487,13 +538,13 @@ class LeaseOracle:
             return self._store_logic(request, self._sharing_fault(request, remover),
                                      f"its live lease removed by request {remover.number}'s "
                                      f"command on replica {remover.replica}")
-        return self._store_logic(request, request.acquire_fault, "its lease removed early")
+        return self._store_logic(request, self._exposing(request), "its lease removed early")
 
     def _expiry_cause(self, request: LeaseRequest, lease: Lease) -> Label:
         """Its lease's deadline passed: the TTL ran out, if the store wrote an honest one."""
         if request.honest_deadline_ms is None or lease.deadline_ms >= request.honest_deadline_ms:
             return "lease_expired_while_held"
-        return self._store_logic(request, request.acquire_fault,
+        return self._store_logic(request, self._exposing(request),
                                  "its lease written with a deadline short of its TTL")
 
     def _store_logic(self, request: LeaseRequest, fault: Fault | None,
@@ -502,12 +553,11 @@ class LeaseOracle:
             f"acquire on replica {request.replica} for request {request.number}: asked for "
             f"one lease counted while it held; {what}"))
 
-    @staticmethod
-    def _sharing_fault(request: LeaseRequest, remover: LeaseRequest) -> Fault | None:
+    def _sharing_fault(self, request: LeaseRequest, remover: LeaseRequest) -> Fault | None:
         """What the lab did that let another request's command remove a live
         lease: it ran that request on another replica of the fleet."""
         if remover.replica == request.replica:
-            return request.acquire_fault
+            return self._exposing(request)
         call = "release" if remover.state == OVER else "acquire"
         return Fault(SHARED_KEY, call, remover.arrived_us)
 
@@ -527,13 +577,13 @@ class LeaseOracle:
         filled by leases the store itself failed to give back, a refusal
         with room in its own count, or a refusal read off another command's
         reply (the seed's echo check refuses to act on it) is the store's."""
-        limit = self.max_in_flight
+        limit = self.limit_of(request)
         occupying, own, lab_leaked, store_leaked = self._occupancy(request, judged)
         if len(occupying) >= limit:
             return None
         counted = len(judged.leases)
         duplicated = own if not request.acquire_faults.isdisjoint(DUPLICATES) else 0
-        fault = request.acquire_fault
+        fault = self._exposing(request)
         if request.misaligned:
             cause = STORE_LOGIC  # it took another command's refusal for its own
             fault = self._misaligned_fault(request)
@@ -603,7 +653,7 @@ class LeaseOracle:
     def _ideal_had_room(self, request: LeaseRequest, judged: Judged) -> bool:
         """The denial as judged when it happens (for the metrics series): a
         release possibly on its way still occupies its slot."""
-        return len(self._occupancy(request, judged, settled=False)[0]) < self.max_in_flight
+        return len(self._occupancy(request, judged, settled=False)[0]) < self.limit_of(request)
 
     @staticmethod
     def _misaligned_fault(request: LeaseRequest) -> Fault:
@@ -630,7 +680,7 @@ class LeaseOracle:
                 rows.append({"time_us": now_us, "namespace": namespace, "subject": subject,
                              **row})
         aggregate = {"time_us": now_us, "namespace": "*", "subject": "*", **total,
-                     "requests_in_flight": self.holding, "max_in_flight": self.max_in_flight}
+                     "requests_in_flight": self.holding, "max_in_flight": self.floor()}
         for name in ("requests_arrived", "requests_admitted", "requests_denied",
                      "misaligned_results_accepted"):
             aggregate[name] = self.counts.get(name, 0)
@@ -648,7 +698,7 @@ class LeaseOracle:
             uncounted += lease is None or not lease.counts_at(now_us)
         return {"callers_holding": len(book.holding), "leases_counted": len(counted),
                 "leases_leaked": leaked, "callers_uncounted": uncounted,
-                "concurrency_excess": max(0, len(book.holding) - self.max_in_flight)}
+                "concurrency_excess": max(0, len(book.holding) - self.floor())}
 
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
         """Every lease metric, from what happened (see the module docstring)."""
@@ -758,8 +808,20 @@ class LeaseOracle:
                 if spell is not None:
                     spells.append(spell)
                     still_open.append(spell)
-            total.add(concurrency_excess(book.holder_changes, spells, self.max_in_flight))
+            total.add(concurrency_excess(book.holder_changes, spells, self.max_in_flight,
+                                         self._limits(book)))
         return total, still_open
+
+    def _limits(self, book: KeyBook) -> Limits | None:
+        """``max_in_flight`` as the operator's changes made it vary for
+        ``book`` (None: never changed, one number)."""
+        if not self.floors:
+            return None
+        at_us = self.first_change_us or 0
+        own = StoreLogic(Fault(CONFIG_CHANGE, "reconfigure", at_us), at_us, NO_REQUEST,
+                         f"the fleet admitted past the max_in_flight its replicas ran with "
+                         f"on {book.key}, once an operator reconfigured it")
+        return Limits(self.floors, book.holder_limits, own)
 
     def _leaks(self, end_us: int) -> tuple[list[Leak], int, int]:
         """Every leak, how many are still leaked at ``end_us``, and the most at once on a key."""

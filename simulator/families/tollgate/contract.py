@@ -161,6 +161,16 @@ CLAUSES = (
               "less than a refused quote the restored balance can fund (GL-131)",
         seed=(_at("250-256"), _at("344-366"), _at("500-532")),
     ),
+    Clause(
+        lab_did="changed what holders ask for, lease_units or lease_ttl, as an operator, "
+                "rolled out replica by replica (reconfigure)",
+        cause=STORE_LOGIC,
+        may_suffer="nothing beyond the graceful restarts it rolls out with: each lease is "
+                   "judged by the grant and the expiry the ledger recorded for it, whatever "
+                   "its holder asked",
+        never=NEVER_ANYWHERE,
+        seed=(_at("474-486"),),
+    ),
 )
 
 CONTRACT = Contract("tollgate", CLAUSES)

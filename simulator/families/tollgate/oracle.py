@@ -120,6 +120,11 @@ class LedgerOracle:
     def aborted(self, number: int, now_us: int) -> None:
         self.aborted_requests.add(number)
 
+    def settings_in_force(self, replica: int, changes: dict[str, Any], now_us: int) -> None:
+        """A holder reconfigured (``lease_units``, ``lease_ttl``: what it asks
+        for): nothing to follow, as every lease is judged by the grant and
+        the expiry the ledger recorded for it, never by what was asked."""
+
     def source_lost(self, source: Any, now_us: int) -> None:
         self.holders_lost.add(source)
         self.lab.crash(now_us, source[0])
