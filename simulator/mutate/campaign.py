@@ -100,7 +100,8 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
         kind = registry.get(name)
         probed = prober.probe(mutation, kind.scripts)
         row = MutantRow(number, name, mutation.script, mutation.line, mutation.operator,
-                        mutation.label.split(" ", 1)[1], mutation.diff(base.scripts[mutation.script]),
+                        mutation.label.split(" ", 1)[1],
+                        mutation.diff(base.scripts[mutation.script]),
                         probed.outcome, probed.detail)
         if probed.judged:
             _judge(row, scenario_path, scenario, base.name, options)

@@ -193,7 +193,8 @@ def _call_end(found: list[Token], open_index: int) -> int:
     """The index of the ``)`` closing the ``(`` at ``open_index``."""
     depth = 0
     for index in range(open_index, len(found)):
-        depth += {"(": 1, ")": -1}.get(found[index].text, 0) if found[index].kind in Punctuation else 0
+        if found[index].kind in Punctuation:
+            depth += {"(": 1, ")": -1}.get(found[index].text, 0)
         if depth == 0:
             return index
     raise ValueError("unbalanced parentheses")

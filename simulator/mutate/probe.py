@@ -27,6 +27,9 @@ from typing import Any
 import fakeredis
 import redis
 
+# Lua 5.1, as Redis runs (and fakeredis: a second Lua in one process crashes it).
+from lupa.lua51 import LuaRuntime, LuaSyntaxError
+
 from simulator.mutate.lua import Mutation
 from stores.registry import StoreKind
 
@@ -76,7 +79,7 @@ class Prober:
             return Probed("not run", f"{mutation.script}:{mutation.line} never ran")
         replies, keys = _replay(calls, {base.scripts.source(name): text
                                         for name, text in mutated.items()})
-        for number, (mine, theirs) in enumerate(zip(replies, self.base_replies)):
+        for number, (mine, theirs) in enumerate(zip(replies, self.base_replies, strict=True)):
             if mine != theirs:
                 name = self.originals.get(calls[number][0], "a command")
                 return Probed("differs", f"call {number + 1} ({name}): {_short(mine)} where "
@@ -93,15 +96,14 @@ def _compiles(sources: Any) -> bool:
 
 
 def _compile_error(sources: Any) -> str:
-    """The first of ``sources`` that fails to load, as its error; "" if none does."""
-    server = _server()
-    try:
-        for source in sources:
-            server.script_load(source)
-    except redis.ResponseError as error:
-        return str(error).splitlines()[0]
-    finally:
-        server.close()
+    """The first of ``sources`` that does not compile, as its error; "" if
+    none fails (Lua's own compiler, as ``SCRIPT LOAD`` on a real server)."""
+    runtime = LuaRuntime()
+    for source in sources:
+        try:
+            runtime.compile(source)
+        except LuaSyntaxError as error:
+            return str(error).splitlines()[0]
     return ""
 
 
