@@ -212,6 +212,32 @@ def build_parser() -> argparse.ArgumentParser:
                           help="judge the schedules on a Dask cluster, e.g. "
                           "tcp://10.0.0.5:8786 (its workers need the lab and the plugins)")
 
+    mutate_cmd = commands.add_parser(
+        "mutate", parents=[plugins],
+        help="measure the lab's own power: generated mutants of the scenario's store "
+        "kind, each probed and hunted against the unmutated kind")
+    mutate_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
+    mutate_cmd.add_argument("--operators", default=None, metavar="CLASS,...",
+                            help="mutation operator classes (default: all): "
+                            "relational, arithmetic, constant, call_removed, ttl, index, "
+                            "loop_bound, early_return")
+    mutate_cmd.add_argument("--schedules", type=int, default=50, metavar="N",
+                            help="schedules each mutant's hunt may try (default 50)")
+    mutate_cmd.add_argument("--budget", default="2m",
+                            help="wall-time cap per mutant, search and shrinking (default 2m)")
+    mutate_cmd.add_argument("--faults", default=",".join(HUNTED_FAULTS),
+                            help="fault kinds the hunts draw, comma-separated (default: the "
+                            "four message and replica faults)")
+    mutate_cmd.add_argument("--max-faults", type=int, default=3)
+    mutate_cmd.add_argument("--seed", type=int, default=1, help="the hunts' seed")
+    mutate_cmd.add_argument("--workers", type=int, default=1, metavar="N",
+                            help="local processes judging each hunt's schedules")
+    mutate_cmd.add_argument("--scheduler", metavar="ADDRESS",
+                            help="judge the schedules on a Dask cluster instead")
+    mutate_cmd.add_argument("--out", type=Path,
+                            help="where the table, the kill rates and the mutants' plugin "
+                            "go (default: data/results/mutate/SCENARIO-NAME)")
+
     sweep_cmd = commands.add_parser(
         "sweep", parents=[plugins, limits],
         help="run a scenario over a grid or random design of parameters x seeds")
@@ -322,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         return _exit_code_of(lambda: _sweep(args), "sweep")
     if args.command == "bench":
         return _exit_code_of(lambda: _bench(args), "bench")
+    if args.command == "mutate":
+        return _exit_code_of(lambda: _mutate(args), "mutate")
     return _exit_code_of(lambda: _run(args), "run")
 
 
@@ -387,6 +415,34 @@ def _fault_kinds(text: str) -> tuple[str, ...]:
     if unknown or not kinds:
         raise ValueError(f"--faults: expected some of {', '.join(ALL_FAULTS)}, got {text!r}")
     return kinds
+
+
+def _mutate(args: argparse.Namespace) -> int:
+    from simulator.mutate.campaign import Options, run_campaign
+    from simulator.mutate.lua import OPERATORS
+    from simulator.mutate.table import summary_line, write_tables
+    from simulator.scenario.model import load_scenario
+    operators = OPERATORS
+    if args.operators is not None:
+        operators = tuple(name.strip() for name in args.operators.split(",") if name.strip())
+        unknown = sorted(set(operators) - set(OPERATORS))
+        if unknown or not operators:
+            raise ValueError(f"--operators: expected some of {', '.join(OPERATORS)}, "
+                             f"got {args.operators!r}")
+    if args.schedules < 0:
+        raise ValueError(f"--schedules: at least 0, got {args.schedules}")
+    name = load_scenario(args.scenario).name
+    out = args.out or Path("data") / "results" / "mutate" / name
+    options = Options(operators=operators, schedules=args.schedules,
+                      seconds=parse_duration_us(args.budget) / 1e6,
+                      faults=_fault_kinds(args.faults), max_faults=args.max_faults,
+                      seed=args.seed, workers=args.workers, scheduler=args.scheduler)
+    rows = run_campaign(args.scenario, options, out,
+                        echo=lambda line: print(line, flush=True))
+    written = write_tables(rows, out)
+    print(summary_line(rows))
+    print(f"written: {', '.join(str(path) for path in written)}")
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -86,6 +86,11 @@ class StoreKind:
     reclaims expired holds. The oracle needs it to know when such a hold stops
     counting."""
 
+    with_scripts: Callable[[str, ScriptSet], StoreKind] | None = None
+    """Redis kinds: ``with_scripts(name, scripts)`` is this kind under another
+    name running ``scripts`` instead (its ``build`` and ``migrate`` too): how
+    a plugin, or ``mutate``, derives a kind whose one script changed."""
+
     @property
     def per_replica(self) -> bool:
         """Each replica keeps its own state (no shared server or service)."""

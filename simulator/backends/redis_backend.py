@@ -71,6 +71,12 @@ def _lost_scripts(error: Exception) -> bool:
     return isinstance(error, NoScriptError) or str(error).startswith("Function not found")
 
 
+SCRIPT_ERRORS = "script_errors"
+"""The summary's count of error replies the server gave the store's own
+scripts (and plain commands): the lab's faults act on links and replicas,
+never inside a script, so each is the store's (an invariant of every kind on
+Redis: ``simulator.families.SCRIPT_ERRORS_INVARIANT``)."""
+
 EMBEDDED_NAMESPACE = "lab:"
 """Where an embedded fakeredis keeps a run's keys: the whole server is the run's."""
 
@@ -89,6 +95,7 @@ class RedisBackend:
         self.expiry = VirtualExpiry()
         self.executed = 0
         self.store_commands = 0  # commands run by store scripts themselves (not the shim)
+        self.script_errors = 0  # error replies to the store's own scripts and commands
         self.backend_seconds = 0.0  # wall time spent waiting on the backend for scripts
         self.library = library
         self.mark_key = mark_key
@@ -178,6 +185,7 @@ class RedisBackend:
                                        "trusted")
                 # The shim catches script errors itself; this is one it could not.
                 message = str(packed)
+                self.script_errors += 1
                 outcomes.append(Outcome.failed(
                     self.library.plain(message) if self.library else message))
                 continue
@@ -187,6 +195,7 @@ class RedisBackend:
             self.expiry.apply(now_us, ttl_pairs, key_states)
             observed = tuple(observed)
             if status == STATUS_ERROR:
+                self.script_errors += 1
                 outcomes.append(Outcome.failed(packed[5], observed))
             else:
                 outcomes.append(Outcome.ok(packed[5] if status == STATUS_VALUE else None,

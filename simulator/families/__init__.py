@@ -31,13 +31,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from simulator.backends.redis_backend import SCRIPT_ERRORS
 from simulator.plugin.family import Family, SummaryLayout, TimelineLanes
+from simulator.scenario.conditions import Invariant
 
 if TYPE_CHECKING:
     from stores.registry import StoreKind
 
 __all__ = ["SHIPPED", "Family", "SummaryLayout", "TimelineLanes", "families", "family_of",
            "invariants_for", "register_family"]
+
+SCRIPT_ERRORS_INVARIANT = Invariant(SCRIPT_ERRORS, store_only=True)
+"""No script of the store fails: every error reply is the store's own bug
+(the lab injects faults around scripts, never inside one), whatever else the
+store makes of it (it may well answer "unavailable" and fail open or closed)."""
 
 SHIPPED = ("axond_budget", "axond_leases", "av_state", "tollgate")
 """The families shipped with the lab, by package name under ``simulator.families``."""
@@ -83,8 +90,10 @@ def family_of(kind: StoreKind) -> Family:
 
 
 def invariants_for(kind: StoreKind) -> tuple[Any, ...]:
-    """The invariants of a store kind's family."""
-    return family_of(kind).invariants
+    """The invariants of a store kind's family; for a kind on Redis, also that
+    its scripts do not fail (``SCRIPT_ERRORS_INVARIANT``)."""
+    core = (SCRIPT_ERRORS_INVARIANT,) if "redis" in kind.backends else ()
+    return (*family_of(kind).invariants, *core)
 
 
 def refuse_other_family(candidate: StoreKind, reference: StoreKind) -> None:

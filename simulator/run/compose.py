@@ -23,6 +23,7 @@ from simulator.backends import (
     open_redis_backend,
     require_loopback,
 )
+from simulator.backends.redis_backend import SCRIPT_ERRORS
 from simulator.backends.service_backend import ServiceRunner, open_service_backend
 from simulator.engine.collector import long_lived_frozen
 from simulator.engine.kernel import Kernel, describe_time
@@ -303,7 +304,8 @@ class ServerSide:
         """The server's work, for the summary (deterministic: counts)."""
         if self.redis_backend is not None:
             return {"scripts_executed": self.redis_backend.executed,
-                    "store_commands_executed": self.redis_backend.store_commands}
+                    "store_commands_executed": self.redis_backend.store_commands,
+                    SCRIPT_ERRORS: self.redis_backend.script_errors}
         if self.service_backend is not None:
             return {"transactions_executed": self.server.transactions}
         return {}

@@ -11,6 +11,7 @@ them. A family adds its own keys through its oracle's summary and its
 
 from __future__ import annotations
 
+from simulator.backends.redis_backend import SCRIPT_ERRORS
 from simulator.scenario.conditions import STORE_RAISED
 
 RUN_FIELDS = ("scenario", "store", "backend", "seed", "replicas", "virtual_duration_us")
@@ -30,7 +31,7 @@ RUN_TOTALS = (*MIGRATION_TOTALS, "noscript_replies_count", "swallowed_io_by_dead
 """What every run counts besides its trace events (``simulator.run.compose``)."""
 DETERMINISM = ("trace_events", "trace_fingerprint")
 """How a run's trace is told apart from another's."""
-BACKEND_TOTALS = {"redis": ("scripts_executed", "store_commands_executed"),
+BACKEND_TOTALS = {"redis": ("scripts_executed", "store_commands_executed", SCRIPT_ERRORS),
                   "service": ("transactions_executed",)}
 """The work a run's server did, by the kind of server it ran."""
 

@@ -50,7 +50,9 @@ def redis_kind(name: str, summary: str, *, store_class: type[RedisStateStore] = 
     return StoreKind(name=name, summary=summary, protocol=PROTOCOL,
                      settings_model=StateSettings, backends=("redis",), build=build,
                      contract=contract, ledger_keys=ledger_keys, decode=decode,
-                     read_ledgers=None, scripts=sources)
+                     read_ledgers=None, scripts=sources,
+                     with_scripts=lambda other, scripts: redis_kind(
+                         other, summary, store_class=store_class, scripts=scripts))
 
 
 async def _build_in_memory(data: Any, runtime: Runtime,

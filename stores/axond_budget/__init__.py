@@ -99,7 +99,11 @@ def redis_kind(name: str, summary: str, *, layout: Literal["v1", "v2"] = "v1",
                      backends=("redis",), build=build, contract=contract,
                      ledger_keys=ledger_keys, decode=decode_ledger_value, read_ledgers=None,
                      scripts=sources, migrate=migrate if v2 else None,
-                     holds_count_past_deadline=holds_count_past_deadline)
+                     holds_count_past_deadline=holds_count_past_deadline,
+                     with_scripts=lambda other, scripts: redis_kind(
+                         other, summary, layout=layout, store_class=store_class,
+                         scripts=scripts, migration=migration,
+                         holds_count_past_deadline=holds_count_past_deadline))
 
 
 async def _build_in_memory(data: Any, runtime: Any, settings: InMemorySettings) -> InMemoryBudget:

@@ -49,4 +49,6 @@ def redis_kind(name: str, summary: str, *, store_class: type[LeaseLimiter] = Lea
     return StoreKind(name=name, summary=summary, protocol=PROTOCOL,
                      settings_model=LeaseSettings, backends=("redis",), build=build,
                      contract=contract, ledger_keys=ledger_keys, decode=decode,
-                     read_ledgers=None, scripts=sources)
+                     read_ledgers=None, scripts=sources,
+                     with_scripts=lambda other, scripts: redis_kind(
+                         other, summary, store_class=store_class, scripts=scripts))

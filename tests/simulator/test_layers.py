@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sweeps",),              # designs, execution, results
     ("search",),              # hunt, races, counterfactual
     ("present",),             # report, verdicts, timelines, HTML report
-    ("analysis", "bench"),    # what each notebook computes; the benchmarks
+    ("analysis", "bench", "mutate"),  # what notebooks compute; benchmarks; mutants
     ("cli", "strategies"),    # the commands; an old name kept as a re-export
     ("__main__",),            # python -m simulator
 )

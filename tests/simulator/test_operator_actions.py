@@ -173,7 +173,8 @@ def test_a_bare_reference_stands_in_wherever_a_kind_of_its_settings_is_named():
 
 
 def test_a_reference_that_cannot_take_the_fleet_says_how_to_aim_it():
-    with pytest.raises(ScenarioError, match=r"--reference migrations\.0\.to=axond_budget\.redis_v2"):
+    aimed = r"--reference migrations\.0\.to=axond_budget\.redis_v2"
+    with pytest.raises(ScenarioError, match=aimed):
         Hunt(SCENARIOS / "migrate-v1-to-v2.toml", reference="axond_budget.redis_v2", examples=1)
 
 

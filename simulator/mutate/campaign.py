@@ -1,0 +1,167 @@
+"""A mutation campaign: generate mutants of a scenario's store kind, probe
+each, judge the ones that differ, and tell how many the lab caught.
+
+Judging a mutant is what the lab does for any store: the scenario without
+faults, then ``hunt --reference BASE`` within a budget of schedules (and a
+wall-time cap); a mutant is detected when a schedule (the fault-free one
+included) makes it worse than the unmutated kind on one of the family's
+invariants beyond the noise margin, or makes it raise. For each detected
+mutant the table keeps which invariants, after how many schedules and
+seconds, how much of its added damage the oracle filed under ``store_logic``,
+and the fault that exposed it. A survivor is classified by its probe
+(``simulator.mutate.probe``): stillborn, not run by the scenario, equivalent
+on the scenario's calls, or exercised yet undetected -- the last is the lab's
+own gap, the one before it the scenario's.
+
+Deterministic: the mutants, their order and their verdicts depend only on
+the scenario, its seed and the options (hunts are, with any number of
+workers).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simulator.families import invariants_for
+from simulator.mutate import kinds as mutant_kinds
+from simulator.mutate.lua import OPERATORS, Mutation, mutations
+from simulator.mutate.probe import Prober
+from simulator.scenario.model import Scenario, load_scenario
+from stores import registry
+
+SURVIVOR_CLASSES = ("stillborn", "not run", "equivalent", "undetected")
+"""Why a mutant survived, from the probe's verdict to the lab's own miss."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a campaign searches each mutant."""
+
+    operators: tuple[str, ...] = OPERATORS
+    schedules: int = 50
+    """The hunt's schedules per mutant (besides the fault-free run)."""
+    seconds: float = 120.0
+    """A mutant's wall-time cap, search and shrinking."""
+    faults: tuple[str, ...] | None = None
+    """Fault kinds the hunts draw (None: the hunt's default)."""
+    max_faults: int = 3
+    seed: int = 1
+    workers: int = 1
+    scheduler: str | None = None
+
+
+@dataclass
+class MutantRow:
+    """One row of the campaign's table."""
+
+    number: int
+    kind: str
+    script: str
+    line: int
+    operator: str
+    change: str
+    diff: str
+    probe: str
+    probe_detail: str
+    detected: bool = False
+    invariants: str = ""
+    schedules: int | None = None
+    seconds: float = 0.0
+    store_logic_share: float | None = None
+    exposed_by: str = ""
+    survived_as: str = ""
+    verdict: str = field(default="", repr=False)
+
+
+def generate(base: Any, operators: Sequence[str]) -> list[Mutation]:
+    """Every mutation of ``base``'s scripts, script by script in name order."""
+    return [mutation for name in sorted(base.scripts)
+            for mutation in mutations(name, base.scripts[name], tuple(operators))]
+
+
+def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
+                 echo: Callable[[str], None] = print) -> list[MutantRow]:
+    """Generate, probe and judge every mutant of ``scenario_path``'s store kind."""
+    scenario = load_scenario(scenario_path)
+    base = registry.get(scenario.store)
+    found = generate(base, options.operators)
+    named = [(mutant_kinds.mutant_name(base.name, number), mutation)
+             for number, mutation in enumerate(found, start=1)]
+    mutant_kinds.write_plugin(out_dir, base.name, named)
+    prober = Prober(base, scenario)
+    echo(f"mutate: {len(named)} mutant(s) of {base.name} ({', '.join(options.operators)}); "
+         f"the scenario's fault-free run sent {len(prober.calls)} script call(s) to probe with")
+    rows = []
+    for number, (name, mutation) in enumerate(named, start=1):
+        kind = registry.get(name)
+        probed = prober.probe(mutation, kind.scripts)
+        row = MutantRow(number, name, mutation.script, mutation.line, mutation.operator,
+                        mutation.label.split(" ", 1)[1],
+                        mutation.diff(base.scripts[mutation.script]),
+                        probed.outcome, probed.detail)
+        if probed.judged:
+            _judge(row, scenario_path, scenario, base.name, options)
+        row.survived_as = "" if row.detected else (
+            probed.outcome if probed.outcome != "differs" else "undetected")
+        rows.append(row)
+        echo(_line(row))
+    return rows
+
+
+def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
+           options: Options) -> None:
+    """Hunt the mutant against its base kind; fill in what it found."""
+    from simulator.run.compose import quiet_store_logs
+    from simulator.search.hunt import REPLICA_FAULTS, Hunt
+
+    hunt = Hunt(scenario_path, None, seed=options.seed, examples=options.schedules,
+                time_budget_s=options.seconds, max_faults=options.max_faults,
+                kinds=options.faults or REPLICA_FAULTS, reference=f"store={base}",
+                overrides={"store": row.kind}, workers=options.workers,
+                scheduler=options.scheduler)
+    started = time.perf_counter()
+    with quiet_store_logs():
+        found = hunt.search()
+    row.seconds = round(time.perf_counter() - started, 2)
+    if found is None:
+        row.schedules = hunt.runs - 1
+        return
+    row.detected = True
+    row.schedules = found.schedules
+    row.verdict = str(found.verdict)
+    worse = found.verdict.worse
+    if found.verdict.raised is not None and not worse:
+        row.invariants = "the store raised"
+        return
+    row.invariants = ", ".join(item.metric for item in worse)
+    summary = found.result.summary
+    by_metric = {invariant.metric: invariant for invariant in invariants_for(
+        registry.get(scenario.store))}
+    shares, exposures = [], []
+    for item in worse:
+        invariant = by_metric[item.metric]
+        store = invariant.badness(invariant.causes(summary).get("store_logic", 0))
+        shares.append(store / item.by if item.by else 0.0)
+        exposure = summary.get(f"{item.metric}_exposed_by")
+        if exposure:
+            exposures.append(str(exposure))
+    row.store_logic_share = round(max(shares), 4) if shares else None
+    row.exposed_by = "; ".join(dict.fromkeys(exposures))
+
+
+def _line(row: MutantRow) -> str:
+    head = f"  {row.number:>4} {row.script}:{row.line} {row.change}"
+    if row.detected:
+        share = ("" if row.store_logic_share is None
+                 else f", store_logic {row.store_logic_share:.0%}")
+        return (f"{head}: detected after {row.schedules} schedule(s), {row.seconds:.1f} s, "
+                f"by {row.invariants}{share}")
+    return f"{head}: survived ({row.survived_as}: {row.probe_detail})"
+
+
+def as_records(rows: Sequence[MutantRow]) -> list[dict[str, Any]]:
+    return [asdict(row) for row in rows]

@@ -1,0 +1,92 @@
+"""Mutants as store kinds, registered through the plug-in route.
+
+A campaign writes its mutants down as a plugin module in its output directory
+(``lab_mutants_<digest>.py``: the base kind and, per mutant, its name and its
+one change, as data) and imports it like any ``--plugin`` module: the module
+calls ``register_mutants``, which registers each mutant as the base kind under
+the mutant's name with its one script changed (``StoreKind.with_scripts``).
+So a hunt's workers, a sweep task or a later ``replay`` of a mutant's race
+report import the same module and get the same kinds, and traces name the
+mutant's scripts as they name the base kind's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from simulator.mutate.lua import Mutation
+from stores import registry
+from stores.registry import StoreKind
+
+MUTANT = ".mutant."
+"""What a mutant kind's name has between its base kind's name and its number."""
+
+
+def mutant_name(base: str, number: int) -> str:
+    """``axond_leases.redis.mutant.0007``: the ``number``-th mutant of ``base``."""
+    return f"{base}{MUTANT}{number:04d}"
+
+
+def mutant_kind(base: StoreKind, name: str, mutation: Mutation) -> StoreKind:
+    """``base`` under ``name``, its script ``mutation.script`` changed by ``mutation``."""
+    if base.with_scripts is None:
+        raise ValueError(f"{base.name} cannot run other scripts (it declares no "
+                         f"with_scripts): its Lua cannot be mutated")
+    mutated = mutation.apply(base.scripts[mutation.script])
+    return base.with_scripts(name, base.scripts.replacing(**{mutation.script: mutated}))
+
+
+def register_mutants(base: str, mutants: Sequence[dict]) -> None:
+    """Register each of ``mutants`` (``{"name", "script", "operator",
+    "offset", "old", "new", "line"}``) as a kind: what a campaign's plugin
+    module calls when imported."""
+    kind = registry.get(base)
+    known = registry.kinds()
+    for row in mutants:
+        if row["name"] not in known:
+            registry.register(mutant_kind(kind, row["name"], mutation_of(row)))
+
+
+def mutation_of(row: dict) -> Mutation:
+    return Mutation(row["script"], row["operator"], row["offset"], row["old"], row["new"],
+                    row["line"])
+
+
+def row_of(name: str, mutation: Mutation) -> dict:
+    return {"name": name, "script": mutation.script, "operator": mutation.operator,
+            "offset": mutation.offset, "old": mutation.old, "new": mutation.new,
+            "line": mutation.line}
+
+
+def write_plugin(out_dir: Path, base: str, mutants: Sequence[tuple[str, Mutation]]) -> str:
+    """Write the plugin module registering ``mutants`` of ``base`` into
+    ``out_dir``, put ``out_dir`` on the import path (this process's and its
+    future workers'), import it, and return its module name."""
+    rows = [row_of(name, mutation) for name, mutation in mutants]
+    data = json.dumps({"base": base, "mutants": rows}, indent=1, sort_keys=True)
+    module = f"lab_mutants_{hashlib.sha256(data.encode()).hexdigest()[:12]}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{module}.py").write_text(
+        f'"""Mutants of {base}, written by `python -m simulator mutate`: importing\n'
+        f'this module registers each as a store kind (simulator.mutate.kinds)."""\n\n'
+        f"import json\n\nfrom simulator.mutate.kinds import register_mutants\n\n"
+        f"MUTANTS = json.loads({data!r})\n\n"
+        f'register_mutants(MUTANTS["base"], MUTANTS["mutants"])\n', encoding="utf-8")
+    on_path(out_dir)
+    registry.load_plugins([module])
+    return module
+
+
+def on_path(directory: Path) -> None:
+    """``directory`` importable here and in processes started from here."""
+    where = str(directory.resolve())
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    paths = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
+    if where not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([where, *paths])

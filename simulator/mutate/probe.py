@@ -1,0 +1,170 @@
+"""Probing a mutant: direct calls against fakeredis, beside the unmutated store.
+
+The calls are the scenario's own: the scripts its fault-free run sent to the
+server, in order, with their keys and arguments (``run_scenario``'s
+``record_scripts``). A probe replays them on two fresh embedded servers, one
+running the base kind's scripts and one the mutant's, and compares every
+reply and, at the end, every key (its type, its value, its TTL to a tenth of
+a second). What it finds:
+
+* ``stillborn`` -- the mutant's script does not compile;
+* ``not run`` -- the mutated line never ran on these calls: the same calls on
+  the base scripts with that line made to stop the script never stop it;
+* ``equivalent`` -- the line ran, yet every reply and every key came out the
+  same (an equivalent mutant, or one these calls cannot tell apart);
+* ``differs`` -- a reply or a key differs: worth judging.
+
+A line that cannot be made to stop (it continues an expression: the probe's
+marker would not compile there) is taken as run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fakeredis
+import redis
+
+# Lua 5.1, as Redis runs (and fakeredis: a second Lua in one process crashes it).
+from lupa.lua51 import LuaRuntime, LuaSyntaxError
+
+from simulator.mutate.lua import Mutation
+from stores.registry import StoreKind
+
+Call = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""A recorded script call: ``(body, keys, args)``."""
+STOP = "lab-probe: line reached"
+"""The error the coverage marker raises where it is put."""
+BLOCK_WORDS = ("end", "else", "elseif", "until", "then", "do")
+"""Words a line may start with that end or continue a block, not begin a statement."""
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What a probe found (``outcome``), and where the mutant first differed."""
+
+    outcome: str
+    detail: str = ""
+
+    @property
+    def judged(self) -> bool:
+        """Worth a scenario run and a hunt: it differs from the base."""
+        return self.outcome == "differs"
+
+
+class Prober:
+    """Probes mutants of ``base`` on the calls ``scenario``'s fault-free run sends."""
+
+    def __init__(self, base: StoreKind, scenario: Any) -> None:
+        from simulator.run.compose import run_scenario
+
+        self.base = base
+        self.calls: list[Call] = []
+        run_scenario(scenario, record_scripts=self.calls)
+        self.originals = {base.scripts.source(name): name for name in base.scripts}
+        self.base_replies, self.base_keys = _replay(self.calls, {})
+
+    def probe(self, mutation: Mutation, mutant_scripts: Any) -> Probed:
+        """Probe the mutant: ``base`` running ``mutant_scripts``."""
+        base, calls = self.base, self.calls
+        mutated = {name: mutant_scripts.source(name) for name in base.scripts
+                   if mutant_scripts.source(name) != base.scripts.source(name)}
+        if not _compiles(mutated.values()):
+            return Probed("stillborn", _compile_error(mutated.values()))
+        if not any(self.originals.get(body) in mutated for body, _, _ in calls):
+            return Probed("not run", f"no call ran {', '.join(sorted(mutated))}")
+        if not _line_runs(base, mutation, calls):
+            return Probed("not run", f"{mutation.script}:{mutation.line} never ran")
+        replies, keys = _replay(calls, {base.scripts.source(name): text
+                                        for name, text in mutated.items()})
+        for number, (mine, theirs) in enumerate(zip(replies, self.base_replies, strict=True)):
+            if mine != theirs:
+                name = self.originals.get(calls[number][0], "a command")
+                return Probed("differs", f"call {number + 1} ({name}): {_short(mine)} where "
+                                         f"the base had {_short(theirs)}")
+        for key in sorted(set(self.base_keys) | set(keys)):
+            if self.base_keys.get(key) != keys.get(key):
+                return Probed("differs", f"key {key!r}: {_short(keys.get(key))} where the "
+                                         f"base has {_short(self.base_keys.get(key))}")
+        return Probed("equivalent", f"{len(calls)} call(s), the same replies and keys")
+
+
+def _compiles(sources: Any) -> bool:
+    return _compile_error(sources) == ""
+
+
+def _compile_error(sources: Any) -> str:
+    """The first of ``sources`` that does not compile, as its error; "" if
+    none fails (Lua's own compiler, as ``SCRIPT LOAD`` on a real server)."""
+    runtime = LuaRuntime()
+    for source in sources:
+        try:
+            runtime.compile(source)
+        except LuaSyntaxError as error:
+            return str(error).splitlines()[0]
+    return ""
+
+
+def _line_runs(base: StoreKind, mutation: Mutation, calls: Sequence[Call]) -> bool:
+    """Whether the mutated line runs on ``calls``: the base scripts with a
+    marker that stops the script at the line's start; true when the marker
+    cannot go there."""
+    text = base.scripts[mutation.script]
+    start = text.rfind("\n", 0, mutation.offset) + 1
+    words = text[start:].split(None, 1)
+    if not words or words[0] in BLOCK_WORDS:
+        return True  # a marker before it would belong to the block it closes
+    marked = base.scripts.replacing(**{
+        mutation.script: f"{text[:start]}error('{STOP}') {text[start:]}"})
+    swaps = {base.scripts.source(name): marked.source(name) for name in base.scripts
+             if marked.source(name) != base.scripts.source(name)}
+    if not _compiles(swaps.values()):
+        return True
+    replies, _ = _replay(calls, swaps, until=STOP)
+    return any(isinstance(reply, str) and STOP in reply for reply, _ in replies)
+
+
+def _server() -> redis.Redis:
+    return fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
+
+
+def _replay(calls: Sequence[Call], swaps: dict[str, str], until: str | None = None
+            ) -> tuple[list[Any], dict[str, Any]]:
+    """Every reply (an error as its message) and every key at the end, for
+    ``calls`` run on a fresh server with the bodies in ``swaps`` replaced;
+    ``until``: stop at the first error that says it."""
+    server = _server()
+    replies: list[Any] = []
+    try:
+        for body, keys, args in calls:
+            try:
+                reply = server.eval(swaps.get(body, body), len(keys), *keys, *args)
+            except redis.ResponseError as error:
+                reply = str(error)
+            # The reply, and the keys the call named as they are after it: a
+            # value written wrong shows here even if a later call removes it.
+            replies.append((reply, [_key_state(server, key) for key in keys]))
+            if until is not None and isinstance(reply, str) and until in reply:
+                break
+        return replies, {key: _key_state(server, key) for key in server.scan_iter(count=1000)}
+    finally:
+        server.close()
+
+
+def _key_state(server: redis.Redis, key: str) -> tuple[str, Any, int]:
+    """A key's type, value and TTL (to a tenth of a second; -1 none, -2 gone)."""
+    kind = server.type(key)
+    value: Any = {"string": server.get, "hash": server.hgetall,
+                  "set": lambda name: sorted(server.smembers(name)),
+                  "list": lambda name: server.lrange(name, 0, -1),
+                  "zset": lambda name: server.zrange(name, 0, -1, withscores=True),
+                  }.get(kind, lambda name: None)(key)
+    ttl = server.pttl(key)
+    return kind, value, round(ttl / 100) if ttl > 0 else ttl
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

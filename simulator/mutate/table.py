@@ -1,0 +1,72 @@
+"""A campaign's results: the table of every mutant, kill rates, the summary line.
+
+The kill rate counts what the lab could have caught: a mutant is in its
+denominator when it ran in the scenario and differed from the base on the
+probe (``judged``); stillborn, not-run and equivalent mutants are counted
+apart, as survivors of their own kinds. Per invariant, a mutant counts for
+each invariant that detected it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow, as_records
+
+TABLE = "mutants.parquet"
+RATES = "kill_rates.parquet"
+
+
+def judged(rows: Sequence[MutantRow]) -> list[MutantRow]:
+    """The mutants the lab could have caught: run, and different on the probe."""
+    return [row for row in rows if row.probe == "differs"]
+
+
+def kill_rates(rows: Sequence[MutantRow]) -> list[dict[str, Any]]:
+    """Per operator class: judged, detected, the rate; and per invariant, how
+    many of the judged it detected (its share of all detections)."""
+    rates = []
+    by_operator = Counter(row.operator for row in judged(rows))
+    killed = Counter(row.operator for row in judged(rows) if row.detected)
+    for operator in sorted(by_operator):
+        rates.append({"by": "operator", "name": operator, "judged": by_operator[operator],
+                      "detected": killed[operator],
+                      "kill_rate": killed[operator] / by_operator[operator]})
+    total = len(judged(rows))
+    by_invariant = Counter(name for row in judged(rows) if row.detected
+                           for name in row.invariants.split(", ") if name)
+    for invariant, count in sorted(by_invariant.items()):
+        rates.append({"by": "invariant", "name": invariant, "judged": total,
+                      "detected": count, "kill_rate": count / total if total else 0.0})
+    return rates
+
+
+def summary_line(rows: Sequence[MutantRow]) -> str:
+    """One line: generated, each survivor class, detected of judged, blamed."""
+    survivors = Counter(row.survived_as for row in rows if not row.detected)
+    detected = [row for row in rows if row.detected]
+    blamed = [row for row in detected if (row.store_logic_share or 0) >= 0.95]
+    candidates = len(judged(rows))
+    rate = f" ({len(detected) / candidates:.0%})" if candidates else ""
+    parts = [f"{len(rows)} mutant(s)",
+             *(f"{survivors[name]} {name}" for name in SURVIVOR_CLASSES if name != "undetected"),
+             f"{len(detected)} of {candidates} judged detected{rate}",
+             f"{len(blamed)} of them blamed on the store (>= 95% store_logic)",
+             f"{survivors['undetected']} survived undetected"]
+    return "mutate: " + ", ".join(parts)
+
+
+def write_tables(rows: Sequence[MutantRow], out_dir: Path) -> list[Path]:
+    """The table and the kill rates, as Parquet in ``out_dir``."""
+    import pandas as pd
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, records in ((TABLE, as_records(rows)), (RATES, kill_rates(rows))):
+        path = out_dir / name
+        pd.DataFrame.from_records(records).to_parquet(path, index=False)
+        written.append(path)
+    return written
