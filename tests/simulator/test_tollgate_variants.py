@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 from blame import blamed_on_the_store
 from manual_runtime import ManualRuntime
+from test_tollgate_holder_retire import LostConsolidation
 from tollgate_ledgers import fresh_schema
 
 from simulator.run.compose import RunResult, run_scenario
 from simulator.scenario.model import load_scenario
 from stores.registry import get
 from stores.tollgate.domain import LeaseGrant, UsageEvent
-from stores.tollgate.errors import AllocateStorage, StoreError
+from stores.tollgate.errors import AllocateStorage
 from stores.tollgate.holder import HeldLease
 from stores.tollgate.settings import TollgateSettings
 from stores.tollgate.variants import SpendsThroughAmbiguity
@@ -127,17 +128,6 @@ def test_keeping_an_ambiguous_consolidations_lease_costs_only_when_it_committed(
     assert lost_requests["spends_refused_by_storage"] > 0  # as ambiguous to the holder
     assert lost_requests["billing_loss_units"] == 0
     assert blamed_on_the_store(lost_requests) == {}
-
-
-class LostConsolidation:
-    """A client whose consolidation fails in transit, after ``meanwhile`` ran."""
-
-    def __init__(self, meanwhile) -> None:
-        self.meanwhile = meanwhile
-
-    async def consolidate(self, *args):
-        self.meanwhile()
-        raise AllocateStorage(StoreError("consolidate: timed out"))
 
 
 def _ambiguous_exchange(meanwhile) -> tuple[SpendsThroughAmbiguity, HeldLease]:
