@@ -79,6 +79,24 @@ def test_a_guessed_attribution_lets_a_piped_namespace_spend_its_budget_again():
     assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"] > 0
 
 
+def test_a_guessed_attribution_that_robs_the_only_namespace_is_the_store_s():
+    # One configured namespace, "team|west": the guess carries its spend to a
+    # namespace nobody follows, and writes nothing the namespace scope sees.
+    variant = run_migrating_to("hunt/guessed-attribution-quiet.toml",
+                               "axond_budget.variants.guessed_attribution")
+    fixed = run_migrating_to("hunt/guessed-attribution-quiet.toml", FIXED)
+    drift = variant["namespace_conservation_drift_microdollars_total"]
+    assert drift < 0
+    assert variant["namespace_conservation_drift_by_store_logic_microdollars"] == drift
+    assert variant["namespace_conservation_drift_by_scope_not_enforced_microdollars"] == 0
+    assert (variant["namespace_conservation_drift_microdollars_total_exposed_by"]
+            == "migration on migrate")
+    assert "the migration did not carry its spend" in variant["store_logic_began"]
+    assert fixed["namespace_conservation_drift_microdollars_total"] == 0
+    assert not any(value for name, value in fixed.items() if name.endswith("_by_store_logic")
+                   or name.endswith("_by_store_logic_microdollars"))
+
+
 def test_the_bookkeeping_is_dropped_records_first_only_by_the_fixed_migration():
     dropped: list[str] = []
 

@@ -29,12 +29,6 @@ fault on: a hold crashed a moment later leaks a moment longer)."""
 
 
 KNOWN_GAPS = {
-    "budget-migration-guesses-a-piped-namespace":
-        "the namespace the guessing migration robbed has its missing carry filed "
-        "scope_not_enforced, not store_logic",
-    "budget-same-tick-reservation-ids-collide":
-        "no fault exposes colliding reservation ids, and the budget oracle names no "
-        "workload condition for them (the lease oracle's replicas_sharing_key)",
     "leases-slow-reply-retires-healthy-connection":
         "the excess a fail-open store admits after retiring a healthy connection is "
         "filed fail_open: the oracle does not know the retirement was the store's error",

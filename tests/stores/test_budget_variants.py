@@ -346,7 +346,11 @@ def test_start_time_ids_admit_wrongly_by_their_own_logic_where_the_fixed_store_d
     assert variant["requests_arrived"] == fixed["requests_arrived"]
     assert variant["holds_removed_by_store"] > 0
     assert variant["wrongful_admissions"] > 0
-    # No fault was injected: the colliding ids are the store's own.
+    # No fault was injected: the colliding ids are the store's own, exposed by
+    # the lab running requests of one key on several replicas (issue 26).
     assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"]
+    assert variant["wrongful_admissions_exposed_by"] == "replicas_sharing_key on reserve"
+    assert "one hold for two requests" in variant["store_logic_began"]
     assert fixed["holds_removed_by_store"] == 0
     assert fixed["wrongful_admissions"] == 0
+

@@ -17,7 +17,12 @@ The rule the oracle applies from these clauses, in one line each:
   its reply: a release without its charge is the store's;
 * a hold counted past the deadline its store wrote is the store's, whatever
   stranded it;
-* spend a migration took and no re-run put back is the store's;
+* spend a migration took and no re-run put back is the store's, and so is
+  spend it took off a namespace's subjects and carried anywhere but that
+  namespace;
+* a hold another replica's command overwrote or removed before its
+  deadline is the store's, exposed by the lab running the key on several
+  replicas (``replicas_sharing_key``);
 * spend on a ledger the deciding replica could not read is the lab's only
   when the lab (or its operator) put it there: other replicas' ledgers of a
   per-replica store, a stray v1 writer beside a v2 fleet.
@@ -125,6 +130,14 @@ CONTRACT = Contract(family="axond_budget", clauses=(
         may_suffer="nothing lasting: the claim is parked, resumable, applied at most once",
         never="spend lost, spend carried twice",
         seed=(f"{SEED}:183-216", f"{SEED}:567-570")),
+    Clause(
+        lab_did="ran requests of one key on several replicas (replicas_sharing_key)",
+        cause=STORE_LOGIC,
+        may_suffer="nothing: a hold's id is unique fleet-wide, so one replica's reserve or "
+                   "settle touches only its own request's hold",
+        never="a live hold of another replica's request overwritten, removed, or written "
+              "again for a second request",
+        seed=(f"{SEED}:105-113", f"{STORE}:77-90")),
     Clause(
         lab_did="misaligned a multiplexed connection's replies",
         cause="misaligned_reply",

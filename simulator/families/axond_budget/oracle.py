@@ -121,7 +121,14 @@ class BudgetOracle:
                 spent: int | None = None, holds: dict | None = None,
                 scope: str = "subject") -> None:
         if scope in self.scopes:
-            self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+            taken = self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+            if taken:
+                # A migration took a subject's spend off the old layout: it owes
+                # the other scopes their carry of it (seed 000:567-574), wherever
+                # it writes it.
+                for name, other in self.scopes.items():
+                    if name != scope:
+                        other.migration_took_elsewhere(key, now_us)
             if how == "command" and self.scopes[scope].settlement_ran(tag):
                 # Tell the other scopes: a settlement the store ran in one scope
                 # was not lost in another (seed 000:25-27, one script for both).

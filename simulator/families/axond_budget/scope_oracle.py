@@ -74,6 +74,11 @@ LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "e
             "replica_crash": ("crashed", "crashed_replica_ledger")}
 """How a hold or spend vanished without a command: the hold's state, and the cause."""
 
+SHARED_KEY = "replicas_sharing_key"
+"""What the lab did that exposes a store whose replicas overwrite or remove
+each other's live holds (ids that collide across the fleet): it ran requests
+of one key on several replicas. The lease oracle names the same condition."""
+
 EVICTED_IN_USE = "evicted_in_use"
 """A per-replica store evicted a ledger its replica had called for within the
 idle TTL (a refusal included): not idle, so the store's (seed 001:448-451)."""
@@ -370,6 +375,9 @@ class ScopeOracle:
         """Store-logic partings of the observation being read (see ``observe``)."""
         self.migration_unsettled = False
         """A migration moved spend in this scope since its carry was last judged."""
+        self.migration_owed_at: int | None = None
+        """When a migration last took spend off another scope's old ledgers
+        that it owes this scope (``migration_took_elsewhere``)."""
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -429,6 +437,8 @@ class ScopeOracle:
         self.counts["requests_admitted"] += 1
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        if held and request.hold == "none" and not request.fault_calls:
+            self._expose_shared_hold(book, request, now_us)
         if not held:
             self.counts["requests_admitted_unenforced"] += 1
             request.unheld = True
@@ -456,6 +466,29 @@ class ScopeOracle:
             if blame == STORE_LOGIC:
                 self.store_wrongful_admissions.append(request)
         self._recount(book, request)
+
+    def _expose_shared_hold(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
+        """A request its store admitted held, whose reserve ran here and wrote
+        no hold the oracle saw: if another replica's request holds, live, the
+        very hold it would have written (its estimate, due its clock at
+        arrival plus the TTL), its reserve wrote that field again under the
+        same id and changed nothing. Colliding ids, exposed by the lab running
+        requests of one key on several replicas."""
+        if not request.recorded_here or self.per_replica or self.reservation_ttl_ms is None:
+            return
+        written = (request.estimate,
+                   self.clock_ms(request.replica, request.arrived_us) + self.reservation_ttl_ms)
+        for source, holds in book.holds.items():
+            for rid, hold in holds.items():
+                owner = self.requests.get(book.hold_owner.get((source, rid), -1))
+                if hold == written and owner is not None and owner.replica != request.replica:
+                    request.fault_calls = ((SHARED_KEY, "reserve"),)
+                    self.exposures.parted(
+                        now_us, request.number,
+                        f"reserve on replica {request.replica} for request {request.number}: "
+                        f"admitted on hold {rid}, request {owner.number}'s on replica "
+                        f"{owner.replica}: one hold for two requests")
+                    return
 
     def denied(self, number: int, reason: str, now_us: int) -> tuple[bool, str | None]:
         """Record a denial; say whether this scope had room for the request,
@@ -576,28 +609,35 @@ class ScopeOracle:
     # -- facts from the store's record -------------------------------------
 
     def observe(self, key: Key, source: Any, now_us: int, tag: int, how: str,
-                spent: int | None = None, holds: Holds | None = None) -> None:
-        """The store's record of ``key`` at ``source`` after a change.
+                spent: int | None = None, holds: Holds | None = None) -> int:
+        """The store's record of ``key`` at ``source`` after a change; the
+        spend an operator's migration took off this scope's record with it.
 
         ``tag`` is the request whose command caused it (-1: none); ``how`` is
-        ``command``, ``key_expired``, ``data_loss`` or ``evicted``.
+        ``command``, ``migration``, ``key_expired``, ``data_loss`` or ``evicted``.
         """
         if how != "migration":
             self._settle_migration()
-        self._observe(key, source, now_us, tag, how, spent, holds)
-        # A settlement reports its release and its charge in one observation:
-        # the two parted only if they are still apart once both are read.
+        taken = self._observe(key, source, now_us, tag, how, spent, holds)
+        self._note_partings()
+        return taken
+
+    def _note_partings(self) -> None:
+        """Note the partings judged since the last note that still stand. A
+        settlement reports its release and its charge in one observation: the
+        two parted only if they are still apart once both are read."""
         for parted_us, request, what in self.partings:
             if STORE_LOGIC in (request.cause, request.unsettled_cause):
                 self._parted(parted_us, request, what)
         self.partings = []
 
     def _observe(self, key: Key, source: Any, now_us: int, tag: int, how: str,
-                 spent: int | None, holds: Holds | None) -> None:
+                 spent: int | None, holds: Holds | None) -> int:
         key = self.scope_of(key)
         book = self.book(key)
         request = self.requests.get(tag)
         own = request is not None and request.key == key and how == "command"
+        taken = 0
         if own:
             request.recorded_here = True
             # What the store counted, as its script judged it: by the clock
@@ -631,16 +671,10 @@ class ScopeOracle:
                 # A move between layouts; what it drops is judged at the end.
                 book.migration_net += delta
                 book.migration_carried += delta
-                self.last_migration_us = now_us
-                self.migration_unsettled = True
-                if self.in_flight and self.migration_exposure in (NO_FAULT, MIGRATED):
-                    self.migration_exposure = "live_fleet on migrate"
-                elif self.migration_exposure == NO_FAULT:
-                    # No fault, no live fleet: the operator's migration itself
-                    # is what took the store down a path it got wrong.
-                    self.migration_exposure = MIGRATED
+                self._migration_moved(now_us)
                 if delta < 0 and "scope_not_enforced" in self.absent_causes:  # the subject scope
                     self._migration_took(book, -delta, now_us)
+                    taken = -delta
                 else:
                     restored = min(delta, book.migration_interrupted)
                     book.migration_interrupted -= restored
@@ -654,12 +688,50 @@ class ScopeOracle:
                 self._store_drift(book, delta, request, now_us, "charged another key")
             elif delta < 0:
                 self._spend_lost(book, -delta, how, request, now_us)
+        return taken
 
-    def _settle_migration(self) -> None:
+    def _migration_moved(self, now_us: int) -> None:
+        """The operator's migration moved spend in this scope now: its carry
+        is judged once the fleet acts again."""
+        self.last_migration_us = now_us
+        self.migration_unsettled = True
+        self._expose_migration()
+
+    def _expose_migration(self) -> None:
+        """What exposed a carry the operator's migration gets wrong: a fault
+        that hit it (``message_fault``), a live fleet beside it, or itself."""
+        if self.in_flight and self.migration_exposure in (NO_FAULT, MIGRATED):
+            self.migration_exposure = "live_fleet on migrate"
+        elif self.migration_exposure == NO_FAULT:
+            # No fault, no live fleet: the operator's migration itself
+            # is what took the store down a path it got wrong.
+            self.migration_exposure = MIGRATED
+
+    def migration_took_elsewhere(self, key: Key, now_us: int) -> None:
+        """The operator's migration took ``key``'s spend off the old layout in
+        another scope (its subject's v1 ledger): it owes this scope's book of
+        ``key`` that carry. A migration that carries it to the ledger of a
+        namespace the configuration does not name (one read off the v1 tag by
+        guesswork) writes nothing this scope follows: what it took from a
+        configured namespace's subjects and never brought to that namespace
+        is the store's (seed 000:567-574). Judged when the run ends, unless a
+        carry into this scope comes first: a sound migration adds a claim
+        here only after it took it, and a live fleet may act in between."""
+        self.book(self.scope_of(key))
+        self.migration_owed_at = now_us
+        self._expose_migration()
+
+    def _settle_migration(self, final: bool = False) -> None:
         """Once the fleet acts again after a migration, judge its carry: of the
         spend this scope's record never kept (``scope_not_enforced``) and that
         was over before the migration, what it carried is now counted, and
-        what it did not is the store's (seed 000:567-574)."""
+        what it did not is the store's (seed 000:567-574). A carry owed here
+        by a migration that wrote nothing here is judged at the end
+        (``final``)."""
+        owed = self.migration_owed_at
+        if final and owed is not None and owed > (self.last_migration_us or -1):
+            # It took spend after its last carry here, and never brought it.
+            self.last_migration_us, self.migration_unsettled = owed, True
         if not self.migration_unsettled:
             return
         self.migration_unsettled = False
@@ -829,6 +901,18 @@ class ScopeOracle:
                 # Removed by a command of another request the lab faulted (a
                 # compensation on its recovery path): that fault exposed it.
                 request.fault_calls = remover.fault_calls[:1]
+            elif (remover is not None and remover.replica != request.replica
+                  and not request.fault_calls):
+                # Overwritten or deleted by another replica's command on the
+                # same key (reservation ids that collide across the fleet): no
+                # fault, the lab's workload exposed it by sharing the key.
+                call = "settle" if remover.work_done else "reserve"
+                request.fault_calls = ((SHARED_KEY, call),)
+                self.exposures.parted(
+                    now_us, remover.number,
+                    f"{call} on replica {remover.replica} for request {remover.number}: "
+                    f"removed hold {rid}, request {request.number}'s on replica "
+                    f"{request.replica}, live until its deadline")
             self.counts["holds_removed_by_store"] += 1
             self.counts["holds_removed_by_store_microdollars"] += request.hold_amount
         self._recount(book, request)
@@ -1107,7 +1191,8 @@ class ScopeOracle:
 
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
         """Every budget metric, from what happened (see docs/metrics.md)."""
-        self._settle_migration()
+        self._settle_migration(final=True)
+        self._note_partings()
         for book in self.books.values():
             for rid, leak in list(book.open_leaks.items()):
                 amount, end = leak[1], leak[2]
