@@ -125,3 +125,18 @@ def test_sequences_dropped_first_lose_a_stray_writer_s_spend_when_the_cleanup_di
     assert variant["conservation_drift_microdollars_total"] < 0
     assert variant["migration_carried_microdollars"] < fixed["migration_carried_microdollars"]
     assert fixed["conservation_drift_microdollars_total"] == 0
+
+
+def test_an_unmarked_migration_killed_part_way_lets_a_restarted_v1_replica_serve():
+    variant = run_migrating_to("variant-unmarked-migration.toml",
+                               "axond_budget.variants.unmarked_migration")
+    fixed = run_migrating_to("variant-unmarked-migration.toml", FIXED)
+    for summary in (variant, fixed):
+        assert summary["fault_migration_killed_count"] == 1
+        assert summary["migration_reruns"] == 1
+        assert summary["migrations_completed"] == 1
+    # Replica 0, left on v1, restarts before the re-run: on the unmarked
+    # keyspace it boots, and the subjects already carried read zero on v1.
+    assert variant["cap_overshoot_microdollars_total"] > 10 * fixed[
+        "cap_overshoot_microdollars_total"]
+    assert variant["wrongful_admissions"] > 10 * fixed["wrongful_admissions"]
