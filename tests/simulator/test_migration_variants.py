@@ -140,3 +140,14 @@ def test_an_unmarked_migration_killed_part_way_lets_a_restarted_v1_replica_serve
     assert variant["cap_overshoot_microdollars_total"] > 10 * fixed[
         "cap_overshoot_microdollars_total"]
     assert variant["wrongful_admissions"] > 10 * fixed["wrongful_admissions"]
+    # A sound store refuses that boot: what the replica admits is the store's,
+    # exposed by the kill; the fixed store's stray, reading no parked claim,
+    # is the operator's (stray_layout_writer), and the fixed store is blamed
+    # for nothing.
+    excess = (variant["cap_overshoot_microdollars_total"]
+              - fixed["cap_overshoot_microdollars_total"])
+    assert variant["cap_overshoot_by_store_logic_microdollars"] >= 0.95 * excess
+    assert (variant["cap_overshoot_microdollars_total_exposed_by"]
+            == "migration_killed on migrate")
+    assert fixed["cap_overshoot_by_stray_layout_writer_microdollars"] > 0
+    assert not any(value for name, value in fixed.items() if "_by_store_logic" in name)

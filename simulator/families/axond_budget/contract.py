@@ -20,6 +20,11 @@ The rule the oracle applies from these clauses, in one line each:
 * spend a migration took and no re-run put back is the store's, and so is
   spend it took off a namespace's subjects and carried anywhere but that
   namespace;
+* a replica of the old layout that booted after a migration began moving
+  spend is the store's (its marker refuses that boot), and so is the gap
+  its old-layout spend opens for the new layout's replicas, exposed by what
+  interrupted the migration; a stray the operator left running reads no
+  claim in flight or parked by the operator's doing;
 * a hold another replica's command overwrote or removed before its
   deadline is the store's, exposed by the lab running the key on several
   replicas (``replicas_sharing_key``);
@@ -130,6 +135,13 @@ CONTRACT = Contract(family="axond_budget", clauses=(
         may_suffer="nothing lasting: the claim is parked, resumable, applied at most once",
         never="spend lost, spend carried twice",
         seed=(f"{SEED}:183-216", f"{SEED}:567-570")),
+    Clause(
+        lab_did="restarted a replica of the old layout while a migration was part-way",
+        cause=STORE_LOGIC,
+        may_suffer="nothing: the mid-migration marker refuses its boot until a re-run "
+                   "finishes, and the v2 marker after",
+        never="a replica booted on a keyspace a migration has begun emptying",
+        seed=(f"{SEED}:70-75", f"{SEED}:409-427", f"{SEED}:616-626")),
     Clause(
         lab_did="ran requests of one key on several replicas (replicas_sharing_key)",
         cause=STORE_LOGIC,

@@ -171,6 +171,7 @@ class RequestTruth:
     settled_elsewhere: bool = False  # its settlement ran in another scope of the store
     leaked_before_by_cause: Mapping[str, int] | None = None  # None: no leak then
     recorded_here: bool = False  # a command of it touched this scope's record
+    unfenced: str = ""  # served by a boot a sound store refuses: what exposed that boot
 
     @property
     def lost_by_lab(self) -> bool:
@@ -192,7 +193,10 @@ class RequestTruth:
     @property
     def exposure(self) -> str:
         """What the lab did to it, in words, for store-logic damage it exposed:
-        the first message fault and the call it hit, or its replica's crash."""
+        the first message fault and the call it hit, or its replica's crash;
+        for a request a boot no sound store allows served, what let it boot."""
+        if self.unfenced:
+            return self.unfenced
         if self.fault_calls:
             return exposure(*self.fault_calls[0])
         if self.aborted:
@@ -256,6 +260,9 @@ class KeyBook:
     """The ``store_logic`` drift by what exposed it (signed)."""
     store_wrongful: list = field(default_factory=list)
     """The requests admitted with a ``store_logic`` part of excess."""
+    unfenced_spent: Counter = field(default_factory=Counter)
+    """Per source, the spend requests served by a boot no sound store allows
+    (``ScopeOracle.unfenced``) recorded there and no migration has taken off."""
 
     def wrongful_exposure(self) -> Counter:
         """The ``store_logic`` part of its wrongful admissions' excess by what exposed it."""
@@ -375,6 +382,10 @@ class ScopeOracle:
         """Store-logic partings of the observation being read (see ``observe``)."""
         self.migration_unsettled = False
         """A migration moved spend in this scope since its carry was last judged."""
+        self.unfenced_exposure = ""
+        """What let the latest replica no sound store lets boot serve (``unfenced``)."""
+        self.emptied_sources: set[Any] = set()
+        """The sources of record (layouts) the operator's migrations took spend off."""
         self.migration_owed_at: int | None = None
         """When a migration last took spend off another scope's old ledgers
         that it owes this scope (``migration_took_elsewhere``)."""
@@ -422,6 +433,18 @@ class ScopeOracle:
         request.message_faults = request.message_faults | {what}
         request.fault_calls = (*request.fault_calls, (what, call))
         self._recount(self.book(request.key), request)
+
+    def unfenced(self, number: int, exposed: str) -> None:
+        """Request ``number`` is served by a replica that booted on the old
+        layout after the operator's migration began moving spend: a sound store
+        refuses that boot (its mid-migration marker, seed 000:70-75, 421-427;
+        after the migration, its ``v2`` marker, 409-420), so whatever its
+        admissions and its unrecorded spend cost is the store's, exposed by
+        ``exposed`` (what interrupted the migration)."""
+        request = self.requests.get(number)
+        if request is not None and not request.unfenced:
+            request.unfenced = self.unfenced_exposure = exposed
+            self._recount(self.book(request.key), request)
 
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
                 now_us: int) -> None:
@@ -674,14 +697,18 @@ class ScopeOracle:
                 self._migration_moved(now_us)
                 if delta < 0 and "scope_not_enforced" in self.absent_causes:  # the subject scope
                     self._migration_took(book, -delta, now_us)
+                    self.emptied_sources.add(source)
+                    if book.unfenced_spent[source] > spent:
+                        book.unfenced_spent[source] = spent  # carried on
                     taken = -delta
                 else:
+                    self._migration_put_back(book, delta)
                     restored = min(delta, book.migration_interrupted)
                     book.migration_interrupted -= restored
                     book.buckets[STORE_LOGIC] -= restored
                     book.bucket_exposure[self.migration_exposure] -= restored
             elif delta > 0 and own:
-                self._charged(book, request, delta, now_us)
+                self._charged(book, request, delta, now_us, source)
             elif delta > 0 and how == "command":
                 # Charged on behalf of a request of another key, or of none.
                 book.drift[STORE_LOGIC] += delta
@@ -736,7 +763,9 @@ class ScopeOracle:
             return
         self.migration_unsettled = False
         for request in self.requests.values():
-            if (request.cause != "scope_not_enforced" or request.over_at is None
+            unrecorded = request.cause == "scope_not_enforced" or (
+                request.unfenced and not request.recorded_here and not request.carry)
+            if (not unrecorded or request.over_at is None
                     or request.over_at > (self.last_migration_us or 0)):
                 continue
             book = self.books[request.key]
@@ -751,6 +780,19 @@ class ScopeOracle:
         if now_us != self.migration_taking_at:
             self.migration_taking, self.migration_taking_at = [], now_us
         self.migration_taking.append((book, amount))
+
+    def _migration_put_back(self, book: KeyBook, amount: int) -> None:
+        """The migration added ``amount`` to ``book`` in the new layout: of what
+        it had taken off the old one, that much is in flight no more, and an
+        interruption from now on leaves it carried, not lost."""
+        in_flight = []
+        for taken_book, taken in self.migration_taking:
+            if taken_book is book:
+                back = min(taken, max(0, amount))
+                taken, amount = taken - back, amount - back
+            if taken:
+                in_flight.append((taken_book, taken))
+        self.migration_taking = in_flight
 
     def _spend_lost(self, book: KeyBook, amount: int, how: str,
                     request: RequestTruth | None = None, now_us: int = 0) -> None:
@@ -815,7 +857,10 @@ class ScopeOracle:
                 book.spent.pop(source, None)
                 book.holds.pop(source, None)
 
-    def _charged(self, book: KeyBook, request: RequestTruth, delta: int, now_us: int) -> None:
+    def _charged(self, book: KeyBook, request: RequestTruth, delta: int, now_us: int,
+                 source: Any = None) -> None:
+        if request.unfenced:
+            book.unfenced_spent[source] += delta
         request.charged += delta
         request.charges += 1
         request.settle_executed = True
@@ -945,7 +990,10 @@ class ScopeOracle:
             else:
                 weights = {cause: amount for cause, amount in book.buckets.items() if amount > 0}
                 if source is not None:
-                    weights.update(self._unseen_ledgers(book, source, now_us, weights))
+                    self._parked_unseen(book, source, request, weights)
+                    for cause, amount in self._unseen_ledgers(book, source, now_us, weights,
+                                                              request).items():
+                        weights[cause] = weights.get(cause, 0) + amount
                 # Past what its own record said (as its script judged it), the
                 # store admitted by its own mistake; the rest of the excess
                 # came through the gaps the lab opened between record and
@@ -959,21 +1007,50 @@ class ScopeOracle:
                 self._expose_wrongful(book, request, own, now_us)
         book.truth_view += estimate
 
+    def _parked_unseen(self, book: KeyBook, source: Any, request: RequestTruth,
+                       weights: dict[str, int]) -> None:
+        """Spend a migration took off the old layout and has not put back yet
+        (a claim in flight, or parked by an interruption: the store's until a
+        re-run applies it) is hidden from a replica the operator left on that
+        layout by the operator's doing: it reads no claim, and no v2 ledger
+        either (a sound store refuses any new boot there, seed 000:70-75), so
+        that much of its gap is ``stray_layout_writer``."""
+        if (source not in self.emptied_sources or request.unfenced or self.per_replica
+                or "stray_layout_writer" in self.absent_causes):
+            return
+        parked = min(book.migration_interrupted, weights.get(STORE_LOGIC, 0))
+        if parked > 0:
+            weights[STORE_LOGIC] -= parked
+        parked += sum(amount for taken_book, amount in self.migration_taking
+                      if taken_book is book)
+        if parked > 0:
+            weights["stray_layout_writer"] = weights.get("stray_layout_writer", 0) + parked
+
     def _unseen_ledgers(self, book: KeyBook, source: Any, now_us: int,
-                        weights: Mapping[str, int]) -> dict[str, int]:
+                        weights: Mapping[str, int],
+                        request: RequestTruth | None = None) -> dict[str, int]:
         """The gap between the truth and the ledger the deciding command read
         that other ledgers hold: other replicas' (a per-replica store, seed
         001:164-166), or another layout's (a v1 replica the operator left
         writing beside a v2 fleet, 000:30-38). Only what those ledgers really
-        hold is excused; the rest of the gap is someone else's."""
+        hold is excused; the rest of the gap is someone else's. A replica no
+        sound store lets boot (``unfenced``) reads the old layout by the
+        store's fault, not the operator's: that gap is ``store_logic``."""
         now_ms = EPOCH_MS + now_us // 1_000
         unseen = book.truth_view - book.store_view(source, now_ms, self.holds_expire)
         elsewhere = sum(book.store_view(other, now_ms, self.holds_expire)
                         for other in book.spent.keys() | book.holds.keys() if other != source)
         cause = "per_replica_ledger" if self.per_replica else "stray_layout_writer"
+        gap = max(0, min(unseen - sum(weights.values()), elsewhere))
+        if request is not None and request.unfenced:
+            return {STORE_LOGIC: gap}
         if cause in self.absent_causes:
             return {}
-        return {cause: max(0, min(unseen - sum(weights.values()), elsewhere))}
+        # What replicas no sound store lets boot wrote where this one cannot
+        # read is the store's: only a stray the operator left is the operator's.
+        unfenced = min(gap, sum(spent for other, spent in book.unfenced_spent.items()
+                                if other != source))
+        return {cause: gap - unfenced, STORE_LOGIC: unfenced}
 
     def _expose_wrongful(self, book: KeyBook, request: RequestTruth, own: int,
                          now_us: int) -> None:
@@ -984,7 +1061,11 @@ class ScopeOracle:
         if not store:
             return
         gap = dominant(book.bucket_exposure, NO_FAULT)
-        if gap == NO_FAULT and book.migration_net:
+        if request.unfenced:
+            gap = request.unfenced  # it read a layout a sound store would not serve
+        elif gap == NO_FAULT and book.unfenced_spent and self.unfenced_exposure:
+            gap = self.unfenced_exposure  # it could not read what such a replica wrote
+        elif gap == NO_FAULT and book.migration_net:
             gap = self.migration_exposure  # a migration moved spend in this book
         request.wrongful_own, request.wrongful_gap = own, (gap, store - own)
         self._parted(now_us, request, f"admitted {store:,} past the cap")
@@ -1037,7 +1118,10 @@ class ScopeOracle:
             # layout does not keep this scope (a subject-capped store judged
             # against a namespace cap it does not enforce yet), and no
             # migration has carried it in (one that should have: the store's).
-            return STORE_LOGIC if request.carry == "lost" else "scope_not_enforced"
+            # A replica no sound store lets boot writes no namespace record
+            # by the store's fault: what no migration carries is the store's.
+            lost = request.carry == "lost" or (request.unfenced and request.carry != "carried")
+            return STORE_LOGIC if lost else "scope_not_enforced"
         if request.hold == "held":
             return ("estimate_underrun" if request.hold_amount >= request.estimate
                     else STORE_LOGIC)
@@ -1070,7 +1154,7 @@ class ScopeOracle:
             elif request.unheld:
                 cause = self._unheld_cause()  # nothing held, so nothing to settle
             elif not request.recorded_here:
-                cause = "scope_not_enforced"
+                cause = STORE_LOGIC if request.unfenced else "scope_not_enforced"
             elif request.hold == "released" or request.settled_elsewhere:
                 cause = STORE_LOGIC  # its settlement ran (here or in another scope), uncharged
             else:
