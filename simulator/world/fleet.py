@@ -52,6 +52,9 @@ class Replica:
     """Requests this incarnation is serving: a crash ends them."""
     stopping: bool = False
     """Told to stop (an operator's graceful stop): takes no new requests."""
+    booted_us: int | None = None
+    """When its store booted (``None`` until it has): a family's oracle may
+    judge whether a sound store would have booted then."""
     boot_refused: Any = None
     """Told of each boot refusal (``World.boot_refused``), to keep the first's traceback."""
     as_embedded: Any = str
@@ -100,6 +103,7 @@ class Replica:
                                   "replica_boot_failed", outcome=type(refusal).__name__,
                                   detail=self.as_embedded(str(refusal))[:200])
                 await Sleep(boot_retry_us)
+        self.booted_us = self.kernel.now
         self.trace.record(self.kernel.now, self.index, self.incarnation, -1, "replica_started")
         serve = self.family.serve
         while (arrival := source.next_arrival(self.kernel.now)) is not None:

@@ -15,9 +15,10 @@ Kinds registered for the lab (see ``stores.registry``):
   reservation ids unique per process only (``variants.StartTimeReservationIds``);
 * ``axond_budget.variants.recomputed_namespace_total``,
   ``axond_budget.variants.claim_without_slot``,
-  ``axond_budget.variants.guessed_attribution`` and
-  ``axond_budget.variants.sequences_dropped_first`` — the v2 store reached by
-  one of the four historical migrations (``variants.migrate_*``).
+  ``axond_budget.variants.guessed_attribution``,
+  ``axond_budget.variants.sequences_dropped_first`` and
+  ``axond_budget.variants.unmarked_migration`` — the v2 store reached by
+  one of the five historical migrations (``variants.migrate_*``).
 
 A plugin registers a kind of its own with ``redis_kind`` (a ``RedisBudget``
 subclass, or the shipped class with some of ``SCRIPTS`` replaced).
@@ -53,6 +54,7 @@ from stores.axond_budget.variants import (
     migrate_attributing_by_guesswork,
     migrate_dropping_sequences_first,
     migrate_recomputing_namespace_totals,
+    migrate_without_a_migrating_marker,
     migrate_without_parked_claims,
 )
 from stores.registry import StoreKind
@@ -182,4 +184,8 @@ KINDS = (
                "historical: the v2 store, migrated by a migration that drops claim sequences "
                "before the records of applied claims (a death between drops later stray spend)",
                layout="v2", migration=migrate_dropping_sequences_first),
+    redis_kind("axond_budget.variants.unmarked_migration",
+               "historical: the v2 store, migrated by a migration that stamps no "
+               "mid-migration marker (a run that dies part-way lets a v1 gateway boot)",
+               layout="v2", migration=migrate_without_a_migrating_marker),
 )

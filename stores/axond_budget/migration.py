@@ -104,6 +104,10 @@ Attribute = Callable[[str, str, str, "list[str] | tuple[str, ...]"], BudgetKey]
 ids) is read as the ``(namespace, subject)`` it belongs to
 (``attribute_v1_key``). A historical variant swaps in its own."""
 
+MarkMigrating = Callable[[RedisPort, str], Awaitable[None]]
+"""How a run tells the keyspace under a key prefix that it is about to move
+the first key (``mark_migrating``). A historical variant swaps in its own."""
+
 DropBookkeeping = Callable[[RedisPort, str, "list[str]", "list[BudgetKey]"], Awaitable[None]]
 """How a finished migration drops its bookkeeping (the touched namespaces'
 records of applied claims, the carried subjects' claim sequences):
@@ -127,12 +131,13 @@ async def migrate_redis(data: RedisPort, settings: SharedSettings,
                         carry: Carry | None = None,
                         scripts: ScriptSet = SCRIPTS,
                         attribute: Attribute | None = None,
-                        cleanup: DropBookkeeping | None = None) -> MigrationReport:
+                        cleanup: DropBookkeeping | None = None,
+                        mark: MarkMigrating | None = None) -> MigrationReport:
     """The migration as a deployment runs it: for the configuration it migrates
     *to*, with that kind's ``scripts`` (``migration_claim``, ``migration_apply``)."""
     require_namespace_cap(settings)
     return await migrate_v1_to_v2(data, settings.key_prefix, namespaces, carry, scripts,
-                                  attribute, cleanup)
+                                  attribute, cleanup, mark)
 
 
 # -- the two steps of a carry, and their keys ------------------------------
@@ -242,7 +247,8 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
                            carry: Carry | None = None,
                            scripts: ScriptSet = SCRIPTS,
                            attribute: Attribute | None = None,
-                           cleanup: DropBookkeeping | None = None) -> MigrationReport:
+                           cleanup: DropBookkeeping | None = None,
+                           mark: MarkMigrating | None = None) -> MigrationReport:
     """Carry every v1 ledger under ``key_prefix`` into v2 and stamp the marker.
 
     Run with the fleet stopped. Idempotent, resumable after dying at any step,
@@ -251,7 +257,8 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
     """
     try:
         return await _migrate(data, key_prefix, namespaces, carry or carry_forward, scripts,
-                              attribute or attribute_v1_key, cleanup or drop_bookkeeping)
+                              attribute or attribute_v1_key, cleanup or drop_bookkeeping,
+                              mark or mark_migrating)
     except UNREACHABLE as error:
         raise BudgetError(
             BACKEND, f"the server failed during the migration of `{key_prefix}`: {error}. "
@@ -260,7 +267,7 @@ async def migrate_v1_to_v2(data: RedisPort, key_prefix: str,
 
 async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tuple[str, ...],
                    carry: Carry, scripts: ScriptSet, attribute: Attribute,
-                   cleanup: DropBookkeeping) -> MigrationReport:
+                   cleanup: DropBookkeeping, mark: MarkMigrating) -> MigrationReport:
     spent_pattern, holds_pattern = v1_patterns(key_prefix)
     spent_keys = await collect(data, spent_pattern)
     holds_keys = await collect(data, holds_pattern)
@@ -281,7 +288,7 @@ async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tup
     # that died on a later subject would look like plain v1 state with some
     # ledgers at zero.
     if subjects or holds_keys:
-        await data.set(layout_key(key_prefix), LAYOUT_MIGRATING)
+        await mark(data, key_prefix)
 
     carried = 0
     for key in subjects:
@@ -295,6 +302,12 @@ async def _migrate(data: RedisPort, key_prefix: str, namespaces: list[str] | tup
     await data.set(layout_key(key_prefix), LAYOUT_V2)
     return MigrationReport(subjects=len(subjects), reservation_hashes=len(holds_keys),
                            namespaces=len(touched), carried_microdollars=carried)
+
+
+async def mark_migrating(data: RedisPort, key_prefix: str) -> None:
+    """Stamp ``v2-migrating``: from now until the ``v2`` stamp, neither layout
+    boots (``redis_budget.require_v1_layout``, ``require_v2_layout``)."""
+    await data.set(layout_key(key_prefix), LAYOUT_MIGRATING)
 
 
 async def drop_bookkeeping(data: RedisPort, key_prefix: str, namespaces: list[str],

@@ -251,3 +251,26 @@ async def migrate_without_parked_claims(
     """The migration with ``carry_without_a_parked_claim`` in place of the fixed carry."""
     return await migrate_redis(data, settings, namespaces, carry=carry_without_a_parked_claim,
                                scripts=scripts)
+
+
+async def leave_the_keyspace_unmarked(data: RedisPort, key_prefix: str) -> None:
+    """The old run's first move: nothing stamped before it."""
+
+
+async def migrate_without_a_migrating_marker(
+        data: RedisPort, settings: SharedSettings, namespaces: Sequence[str],
+        scripts: ScriptSet = SCRIPTS) -> MigrationReport:
+    """The migration that stamped nothing before its first move, only ``v2``
+    after its last (``leave_the_keyspace_unmarked``).
+
+    The bug: a carried subject leaves no v1 key behind (its claim is parked
+    in a slot the v1 layout never reads, then applied and dropped), so a run
+    that dies part-way leaves what looks like a plain, unmigrated v1 keyspace
+    in which the subjects already carried read zero. A gateway without the
+    namespace cap boots on it (nothing says a migration is under way) and
+    hands each of them a fresh budget until the re-run. The fix
+    (``migration.mark_migrating``) stamps ``v2-migrating`` before the first
+    move, and neither layout boots past it until the run finishes.
+    """
+    return await migrate_redis(data, settings, list(namespaces), scripts=scripts,
+                               mark=leave_the_keyspace_unmarked)

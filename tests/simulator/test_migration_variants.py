@@ -79,6 +79,24 @@ def test_a_guessed_attribution_lets_a_piped_namespace_spend_its_budget_again():
     assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"] > 0
 
 
+def test_a_guessed_attribution_that_robs_the_only_namespace_is_the_store_s():
+    # One configured namespace, "team|west": the guess carries its spend to a
+    # namespace nobody follows, and writes nothing the namespace scope sees.
+    variant = run_migrating_to("hunt/guessed-attribution-quiet.toml",
+                               "axond_budget.variants.guessed_attribution")
+    fixed = run_migrating_to("hunt/guessed-attribution-quiet.toml", FIXED)
+    drift = variant["namespace_conservation_drift_microdollars_total"]
+    assert drift < 0
+    assert variant["namespace_conservation_drift_by_store_logic_microdollars"] == drift
+    assert variant["namespace_conservation_drift_by_scope_not_enforced_microdollars"] == 0
+    assert (variant["namespace_conservation_drift_microdollars_total_exposed_by"]
+            == "migration on migrate")
+    assert "the migration did not carry its spend" in variant["store_logic_began"]
+    assert fixed["namespace_conservation_drift_microdollars_total"] == 0
+    assert not any(value for name, value in fixed.items() if name.endswith("_by_store_logic")
+                   or name.endswith("_by_store_logic_microdollars"))
+
+
 def test_the_bookkeeping_is_dropped_records_first_only_by_the_fixed_migration():
     dropped: list[str] = []
 
@@ -107,3 +125,29 @@ def test_sequences_dropped_first_lose_a_stray_writer_s_spend_when_the_cleanup_di
     assert variant["conservation_drift_microdollars_total"] < 0
     assert variant["migration_carried_microdollars"] < fixed["migration_carried_microdollars"]
     assert fixed["conservation_drift_microdollars_total"] == 0
+
+
+def test_an_unmarked_migration_killed_part_way_lets_a_restarted_v1_replica_serve():
+    variant = run_migrating_to("variant-unmarked-migration.toml",
+                               "axond_budget.variants.unmarked_migration")
+    fixed = run_migrating_to("variant-unmarked-migration.toml", FIXED)
+    for summary in (variant, fixed):
+        assert summary["fault_migration_killed_count"] == 1
+        assert summary["migration_reruns"] == 1
+        assert summary["migrations_completed"] == 1
+    # Replica 0, left on v1, restarts before the re-run: on the unmarked
+    # keyspace it boots, and the subjects already carried read zero on v1.
+    assert variant["cap_overshoot_microdollars_total"] > 10 * fixed[
+        "cap_overshoot_microdollars_total"]
+    assert variant["wrongful_admissions"] > 10 * fixed["wrongful_admissions"]
+    # A sound store refuses that boot: what the replica admits is the store's,
+    # exposed by the kill; the fixed store's stray, reading no parked claim,
+    # is the operator's (stray_layout_writer), and the fixed store is blamed
+    # for nothing.
+    excess = (variant["cap_overshoot_microdollars_total"]
+              - fixed["cap_overshoot_microdollars_total"])
+    assert variant["cap_overshoot_by_store_logic_microdollars"] >= 0.95 * excess
+    assert (variant["cap_overshoot_microdollars_total_exposed_by"]
+            == "migration_killed on migrate")
+    assert fixed["cap_overshoot_by_stray_layout_writer_microdollars"] > 0
+    assert not any(value for name, value in fixed.items() if "_by_store_logic" in name)

@@ -28,13 +28,7 @@ is the two runs' histories parting, not the bug (they differ from the first
 fault on: a hold crashed a moment later leaks a moment longer)."""
 
 
-KNOWN_GAPS = {
-    "budget-migration-guesses-a-piped-namespace":
-        "the namespace the guessing migration robbed has its missing carry filed "
-        "scope_not_enforced, not store_logic",
-    "budget-same-tick-reservation-ids-collide":
-        "no fault exposes colliding reservation ids, and the budget oracle names no "
-        "workload condition for them (the lease oracle's replicas_sharing_key)",
+KNOWN_GAPS: dict[str, str] = {
 }
 """Reports whose variant's damage the oracle does not yet file under
 ``store_logic`` with its exposure (issue 26's catalogue outran the oracles):

@@ -21,8 +21,20 @@ from simulator.net.redis_port import script_label
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario
 from stores import registry
-from stores.axond_budget.contract import Admission, BudgetKey, Denial, ExceededScope
-from stores.axond_budget.redis_budget import SCRIPTS, RedisBudget, v1_keys, v2_keys
+from stores.axond_budget.contract import (
+    Admission,
+    BudgetError,
+    BudgetKey,
+    Denial,
+    ExceededScope,
+)
+from stores.axond_budget.redis_budget import (
+    SCRIPTS,
+    RedisBudget,
+    layout_key,
+    v1_keys,
+    v2_keys,
+)
 from stores.axond_budget.variants import NoReclaim, SplitSettlement, StartTimeReservationIds
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
@@ -346,7 +358,64 @@ def test_start_time_ids_admit_wrongly_by_their_own_logic_where_the_fixed_store_d
     assert variant["requests_arrived"] == fixed["requests_arrived"]
     assert variant["holds_removed_by_store"] > 0
     assert variant["wrongful_admissions"] > 0
-    # No fault was injected: the colliding ids are the store's own.
+    # No fault was injected: the colliding ids are the store's own, exposed by
+    # the lab running requests of one key on several replicas (issue 26).
     assert variant["wrongful_admissions_by_store_logic"] == variant["wrongful_admissions"]
+    assert variant["wrongful_admissions_exposed_by"] == "replicas_sharing_key on reserve"
+    assert "one hold for two requests" in variant["store_logic_began"]
     assert fixed["holds_removed_by_store"] == 0
     assert fixed["wrongful_admissions"] == 0
+
+
+# -- a migration without its mid-migration marker -----------------------------------
+
+
+class DiesOnSecondApply:
+    """A data port whose connection drops when the migration applies its second
+    claim: the first subject is carried whole, the second's claim parked."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.applies = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def register_script(self, source: str):
+        script = self.inner.register_script(source)
+        if "HSETNX" not in source:  # only migration_apply records its token
+            return script
+
+        async def apply(keys=(), args=()):
+            self.applies += 1
+            if self.applies > 1:
+                raise RedisConnectionError("Connection closed by server.")
+            return await script(keys=keys, args=args)
+
+        return apply
+
+
+@pytest.mark.parametrize("kind", ["axond_budget.redis_v2",
+                                  "axond_budget.variants.unmarked_migration"],
+                         ids=["fixed", "unmarked_migration"])
+def test_a_migration_that_dies_part_way_lets_a_v1_gateway_boot_only_unmarked(lab, kind):
+    first, second = BudgetKey("acme", "first"), BudgetKey("acme", "second")
+
+    async def scenario():
+        for key, spent in ((first, 300), (second, 200)):
+            await lab.redis.set(v1_keys(lab.prefix, key)[0], spent)
+        with pytest.raises(BudgetError, match="failed during the migration"):
+            await registry.get(kind).migrate(DiesOnSecondApply(lab.client()),
+                                             lab.settings(1_000, 1_000), ["acme"])
+        if kind == "axond_budget.redis_v2":
+            # Marked mid-migration: neither layout boots until the re-run.
+            with pytest.raises(BudgetError, match="did not finish"):
+                await lab.v1(cap=400)
+            return
+        # Nothing says a migration is under way: a gateway without the cap
+        # boots, and the subject already carried starts again from zero.
+        assert await lab.redis.get(layout_key(lab.prefix)) is None
+        store = await lab.v1(cap=400)
+        assert (await store.reserve(first, 400)).is_allowed
+
+    run(scenario)

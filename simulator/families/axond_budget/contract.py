@@ -17,7 +17,17 @@ The rule the oracle applies from these clauses, in one line each:
   its reply: a release without its charge is the store's;
 * a hold counted past the deadline its store wrote is the store's, whatever
   stranded it;
-* spend a migration took and no re-run put back is the store's;
+* spend a migration took and no re-run put back is the store's, and so is
+  spend it took off a namespace's subjects and carried anywhere but that
+  namespace;
+* a replica of the old layout that booted after a migration began moving
+  spend is the store's (its marker refuses that boot), and so is the gap
+  its old-layout spend opens for the new layout's replicas, exposed by what
+  interrupted the migration; a stray the operator left running reads no
+  claim in flight or parked by the operator's doing;
+* a hold another replica's command overwrote or removed before its
+  deadline is the store's, exposed by the lab running the key on several
+  replicas (``replicas_sharing_key``);
 * spend on a ledger the deciding replica could not read is the lab's only
   when the lab (or its operator) put it there: other replicas' ledgers of a
   per-replica store, a stray v1 writer beside a v2 fleet;
@@ -145,6 +155,21 @@ CONTRACT = Contract(family="axond_budget", clauses=(
                    "gave it",
         never="a hold counted past, or dropped before, the deadline its writer's TTL gives it",
         seed=(f"{SEED}:859-860", f"{SEED}:105")),
+    Clause(
+        lab_did="restarted a replica of the old layout while a migration was part-way",
+        cause=STORE_LOGIC,
+        may_suffer="nothing: the mid-migration marker refuses its boot until a re-run "
+                   "finishes, and the v2 marker after",
+        never="a replica booted on a keyspace a migration has begun emptying",
+        seed=(f"{SEED}:70-75", f"{SEED}:409-427", f"{SEED}:616-626")),
+    Clause(
+        lab_did="ran requests of one key on several replicas (replicas_sharing_key)",
+        cause=STORE_LOGIC,
+        may_suffer="nothing: a hold's id is unique fleet-wide, so one replica's reserve or "
+                   "settle touches only its own request's hold",
+        never="a live hold of another replica's request overwritten, removed, or written "
+              "again for a second request",
+        seed=(f"{SEED}:105-113", f"{STORE}:77-90")),
     Clause(
         lab_did="misaligned a multiplexed connection's replies",
         cause="misaligned_reply",

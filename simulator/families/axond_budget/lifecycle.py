@@ -24,7 +24,7 @@ async def serve(replica: Any, store: Any, request: Request) -> None:
     kernel = replica.kernel
     number = request.number
     oracle.arrived(number, key, request.estimate_microdollars, request.actual_microdollars,
-                   replica.index, kernel.now)
+                   replica.index, kernel.now, replica.booted_us)
     replica.record("request_arrived", request, request.estimate_microdollars)
     admission = await store.reserve(budget_key, request.estimate_microdollars)
     replica.observe_store(number, key)

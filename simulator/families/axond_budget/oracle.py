@@ -61,6 +61,12 @@ class BudgetOracle:
         self.counts: Counter = Counter()
         self.denial_exposures = Exposures()
         """False denials blamed on the store, by what exposed them."""
+        self.booted: dict[int, int] = {}
+        """When each replica's current incarnation booted, by replica index (a
+        crash ends the requests of the one before)."""
+        self.emptied: dict[Any, int] = {}
+        """Each source of record an operator's migration took spend off (the old
+        layout), and when it first did."""
 
     @property
     def subject(self) -> ScopeOracle:
@@ -82,7 +88,9 @@ class BudgetOracle:
             scope.settings_in_force(replica, changes)
 
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
-                now_us: int) -> None:
+                now_us: int, booted_us: int | None = None) -> None:
+        if booted_us is not None:
+            self.booted[replica] = booted_us
         for scope in self.scopes.values():
             scope.arrived(number, key, estimate, actual, replica, now_us)
 
@@ -128,13 +136,34 @@ class BudgetOracle:
                 spent: int | None = None, holds: dict | None = None,
                 scope: str = "subject") -> None:
         if scope in self.scopes:
-            self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+            if how == "command" and self._unfenced(source, tag):
+                for each in self.scopes.values():
+                    each.unfenced(tag, self.subject.migration_exposure)
+            taken = self.scopes[scope].observe(key, source, now_us, tag, how, spent, holds)
+            if taken:
+                self.emptied.setdefault(source, now_us)
+                # A migration took a subject's spend off the old layout: it owes
+                # the other scopes their carry of it (seed 000:567-574), wherever
+                # it writes it.
+                for name, other in self.scopes.items():
+                    if name != scope:
+                        other.migration_took_elsewhere(key, now_us)
             if how == "command" and self.scopes[scope].settlement_ran(tag):
                 # Tell the other scopes: a settlement the store ran in one scope
                 # was not lost in another (seed 000:25-27, one script for both).
                 for name, other in self.scopes.items():
                     if name != scope:
                         other.settled_elsewhere(tag)
+
+    def _unfenced(self, source: Any, tag: int) -> bool:
+        """Whether request ``tag``'s command on ``source`` comes from a replica
+        that booted on a layout a migration had begun emptying: a sound store
+        refuses that boot (seed 000:70-75, 409-427), marked mid-migration from
+        before its first move and migrated after its last."""
+        began = self.emptied.get(source)
+        request = self.subject.requests.get(tag)
+        booted = self.booted.get(request.replica) if request is not None else None
+        return began is not None and booted is not None and booted >= began
 
     def source_lost(self, source: Any, now_us: int) -> None:
         for scope in self.scopes.values():

@@ -77,6 +77,11 @@ LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "e
             "replica_crash": ("crashed", "crashed_replica_ledger")}
 """How a hold or spend vanished without a command: the hold's state, and the cause."""
 
+SHARED_KEY = "replicas_sharing_key"
+"""What the lab did that exposes a store whose replicas overwrite or remove
+each other's live holds (ids that collide across the fleet): it ran requests
+of one key on several replicas. The lease oracle names the same condition."""
+
 EVICTED_IN_USE = "evicted_in_use"
 """A per-replica store evicted a ledger its replica had called for within the
 idle TTL (a refusal included): not idle, so the store's (seed 001:448-451)."""
@@ -174,6 +179,7 @@ class RequestTruth:
     settled_elsewhere: bool = False  # its settlement ran in another scope of the store
     leaked_before_by_cause: Mapping[str, int] | None = None  # None: no leak then
     recorded_here: bool = False  # a command of it touched this scope's record
+    unfenced: str = ""  # served by a boot a sound store refuses: what exposed that boot
 
     @property
     def lost_by_lab(self) -> bool:
@@ -195,7 +201,10 @@ class RequestTruth:
     @property
     def exposure(self) -> str:
         """What the lab did to it, in words, for store-logic damage it exposed:
-        the first message fault and the call it hit, or its replica's crash."""
+        the first message fault and the call it hit, or its replica's crash;
+        for a request a boot no sound store allows served, what let it boot."""
+        if self.unfenced:
+            return self.unfenced
         if self.fault_calls:
             return exposure(*self.fault_calls[0])
         if self.aborted:
@@ -273,6 +282,9 @@ class KeyBook:
     """The ``store_logic`` drift by what exposed it (signed)."""
     store_wrongful: list = field(default_factory=list)
     """The requests admitted with a ``store_logic`` part of excess."""
+    unfenced_spent: Counter = field(default_factory=Counter)
+    """Per source, the spend requests served by a boot no sound store allows
+    (``ScopeOracle.unfenced``) recorded there and no migration has taken off."""
 
     def wrongful_exposure(self) -> Counter:
         """The ``store_logic`` part of its wrongful admissions' excess by what exposed it."""
@@ -400,6 +412,13 @@ class ScopeOracle:
         """Store-logic partings of the observation being read (see ``observe``)."""
         self.migration_unsettled = False
         """A migration moved spend in this scope since its carry was last judged."""
+        self.unfenced_exposure = ""
+        """What let the latest replica no sound store lets boot serve (``unfenced``)."""
+        self.emptied_sources: set[Any] = set()
+        """The sources of record (layouts) the operator's migrations took spend off."""
+        self.migration_owed_at: int | None = None
+        """When a migration last took spend off another scope's old ledgers
+        that it owes this scope (``migration_took_elsewhere``)."""
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -462,6 +481,18 @@ class ScopeOracle:
         else:
             self.reconfigured_replicas.discard(replica)
 
+    def unfenced(self, number: int, exposed: str) -> None:
+        """Request ``number`` is served by a replica that booted on the old
+        layout after the operator's migration began moving spend: a sound store
+        refuses that boot (its mid-migration marker, seed 000:70-75, 421-427;
+        after the migration, its ``v2`` marker, 409-420), so whatever its
+        admissions and its unrecorded spend cost is the store's, exposed by
+        ``exposed`` (what interrupted the migration)."""
+        request = self.requests.get(number)
+        if request is not None and not request.unfenced:
+            request.unfenced = self.unfenced_exposure = exposed
+            self._recount(self.book(request.key), request)
+
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
                 now_us: int) -> None:
         self.counts["requests_arrived"] += 1
@@ -484,6 +515,8 @@ class ScopeOracle:
         self.counts["requests_admitted"] += 1
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        if held and request.hold == "none" and not request.fault_calls:
+            self._expose_shared_hold(book, request, now_us)
         if not held:
             self.counts["requests_admitted_unenforced"] += 1
             request.unheld = True
@@ -511,6 +544,29 @@ class ScopeOracle:
             if blame == STORE_LOGIC:
                 self.store_wrongful_admissions.append(request)
         self._recount(book, request)
+
+    def _expose_shared_hold(self, book: KeyBook, request: RequestTruth, now_us: int) -> None:
+        """A request its store admitted held, whose reserve ran here and wrote
+        no hold the oracle saw: if another replica's request holds, live, the
+        very hold it would have written (its estimate, due its clock at
+        arrival plus the TTL), its reserve wrote that field again under the
+        same id and changed nothing. Colliding ids, exposed by the lab running
+        requests of one key on several replicas."""
+        if not request.recorded_here or self.per_replica or self.reservation_ttl_ms is None:
+            return
+        written = (request.estimate,
+                   self.clock_ms(request.replica, request.arrived_us) + self.reservation_ttl_ms)
+        for source, holds in book.holds.items():
+            for rid, hold in holds.items():
+                owner = self.requests.get(book.hold_owner.get((source, rid), -1))
+                if hold == written and owner is not None and owner.replica != request.replica:
+                    request.fault_calls = ((SHARED_KEY, "reserve"),)
+                    self.exposures.parted(
+                        now_us, request.number,
+                        f"reserve on replica {request.replica} for request {request.number}: "
+                        f"admitted on hold {rid}, request {owner.number}'s on replica "
+                        f"{owner.replica}: one hold for two requests")
+                    return
 
     def denied(self, number: int, reason: str, now_us: int) -> tuple[bool, str | None]:
         """Record a denial; say whether this scope had room for the request,
@@ -633,28 +689,35 @@ class ScopeOracle:
     # -- facts from the store's record -------------------------------------
 
     def observe(self, key: Key, source: Any, now_us: int, tag: int, how: str,
-                spent: int | None = None, holds: Holds | None = None) -> None:
-        """The store's record of ``key`` at ``source`` after a change.
+                spent: int | None = None, holds: Holds | None = None) -> int:
+        """The store's record of ``key`` at ``source`` after a change; the
+        spend an operator's migration took off this scope's record with it.
 
         ``tag`` is the request whose command caused it (-1: none); ``how`` is
-        ``command``, ``key_expired``, ``data_loss`` or ``evicted``.
+        ``command``, ``migration``, ``key_expired``, ``data_loss`` or ``evicted``.
         """
         if how != "migration":
             self._settle_migration()
-        self._observe(key, source, now_us, tag, how, spent, holds)
-        # A settlement reports its release and its charge in one observation:
-        # the two parted only if they are still apart once both are read.
+        taken = self._observe(key, source, now_us, tag, how, spent, holds)
+        self._note_partings()
+        return taken
+
+    def _note_partings(self) -> None:
+        """Note the partings judged since the last note that still stand. A
+        settlement reports its release and its charge in one observation: the
+        two parted only if they are still apart once both are read."""
         for parted_us, request, what in self.partings:
             if STORE_LOGIC in (request.cause, request.unsettled_cause):
                 self._parted(parted_us, request, what)
         self.partings = []
 
     def _observe(self, key: Key, source: Any, now_us: int, tag: int, how: str,
-                 spent: int | None, holds: Holds | None) -> None:
+                 spent: int | None, holds: Holds | None) -> int:
         key = self.scope_of(key)
         book = self.book(key)
         request = self.requests.get(tag)
         own = request is not None and request.key == key and how == "command"
+        taken = 0
         if own:
             request.recorded_here = True
             # What the store counted, as its script judged it: by the clock
@@ -688,40 +751,78 @@ class ScopeOracle:
                 # A move between layouts; what it drops is judged at the end.
                 book.migration_net += delta
                 book.migration_carried += delta
-                self.last_migration_us = now_us
-                self.migration_unsettled = True
-                if self.in_flight and self.migration_exposure in (NO_FAULT, MIGRATED):
-                    self.migration_exposure = "live_fleet on migrate"
-                elif self.migration_exposure == NO_FAULT:
-                    # No fault, no live fleet: the operator's migration itself
-                    # is what took the store down a path it got wrong.
-                    self.migration_exposure = MIGRATED
+                self._migration_moved(now_us)
                 if delta < 0 and "scope_not_enforced" in self.absent_causes:  # the subject scope
                     self._migration_took(book, -delta, now_us)
+                    self.emptied_sources.add(source)
+                    if book.unfenced_spent[source] > spent:
+                        book.unfenced_spent[source] = spent  # carried on
+                    taken = -delta
                 else:
+                    self._migration_put_back(book, delta)
                     restored = min(delta, book.migration_interrupted)
                     book.migration_interrupted -= restored
                     book.buckets[STORE_LOGIC] -= restored
                     book.bucket_exposure[self.migration_exposure] -= restored
             elif delta > 0 and own:
-                self._charged(book, request, delta, now_us)
+                self._charged(book, request, delta, now_us, source)
             elif delta > 0 and how == "command":
                 # Charged on behalf of a request of another key, or of none.
                 book.drift[STORE_LOGIC] += delta
                 self._store_drift(book, delta, request, now_us, "charged another key")
             elif delta < 0:
                 self._spend_lost(book, -delta, how, request, now_us)
+        return taken
 
-    def _settle_migration(self) -> None:
+    def _migration_moved(self, now_us: int) -> None:
+        """The operator's migration moved spend in this scope now: its carry
+        is judged once the fleet acts again."""
+        self.last_migration_us = now_us
+        self.migration_unsettled = True
+        self._expose_migration()
+
+    def _expose_migration(self) -> None:
+        """What exposed a carry the operator's migration gets wrong: a fault
+        that hit it (``message_fault``), a live fleet beside it, or itself."""
+        if self.in_flight and self.migration_exposure in (NO_FAULT, MIGRATED):
+            self.migration_exposure = "live_fleet on migrate"
+        elif self.migration_exposure == NO_FAULT:
+            # No fault, no live fleet: the operator's migration itself
+            # is what took the store down a path it got wrong.
+            self.migration_exposure = MIGRATED
+
+    def migration_took_elsewhere(self, key: Key, now_us: int) -> None:
+        """The operator's migration took ``key``'s spend off the old layout in
+        another scope (its subject's v1 ledger): it owes this scope's book of
+        ``key`` that carry. A migration that carries it to the ledger of a
+        namespace the configuration does not name (one read off the v1 tag by
+        guesswork) writes nothing this scope follows: what it took from a
+        configured namespace's subjects and never brought to that namespace
+        is the store's (seed 000:567-574). Judged when the run ends, unless a
+        carry into this scope comes first: a sound migration adds a claim
+        here only after it took it, and a live fleet may act in between."""
+        self.book(self.scope_of(key))
+        self.migration_owed_at = now_us
+        self._expose_migration()
+
+    def _settle_migration(self, final: bool = False) -> None:
         """Once the fleet acts again after a migration, judge its carry: of the
         spend this scope's record never kept (``scope_not_enforced``) and that
         was over before the migration, what it carried is now counted, and
-        what it did not is the store's (seed 000:567-574)."""
+        what it did not is the store's (seed 000:567-574). A carry owed here
+        by a migration that wrote nothing here is judged at the end
+        (``final``)."""
+        owed = self.migration_owed_at
+        if final and owed is not None and owed > (self.last_migration_us or -1):
+            # It took spend after its last carry here, and never brought it.
+            self.last_migration_us, self.migration_unsettled = owed, True
         if not self.migration_unsettled:
             return
         self.migration_unsettled = False
         for request in self.requests.values():
-            if (request.cause != "scope_not_enforced" or request.over_at is None
+            unrecorded = request.cause == "scope_not_enforced" or (
+                request.unfenced and not request.recorded_here and not request.carry)
+            if (not unrecorded or request.over_at is None
                     or request.over_at > (self.last_migration_us or 0)):
                 continue
             book = self.books[request.key]
@@ -736,6 +837,19 @@ class ScopeOracle:
         if now_us != self.migration_taking_at:
             self.migration_taking, self.migration_taking_at = [], now_us
         self.migration_taking.append((book, amount))
+
+    def _migration_put_back(self, book: KeyBook, amount: int) -> None:
+        """The migration added ``amount`` to ``book`` in the new layout: of what
+        it had taken off the old one, that much is in flight no more, and an
+        interruption from now on leaves it carried, not lost."""
+        in_flight = []
+        for taken_book, taken in self.migration_taking:
+            if taken_book is book:
+                back = min(taken, max(0, amount))
+                taken, amount = taken - back, amount - back
+            if taken:
+                in_flight.append((taken_book, taken))
+        self.migration_taking = in_flight
 
     def _spend_lost(self, book: KeyBook, amount: int, how: str,
                     request: RequestTruth | None = None, now_us: int = 0) -> None:
@@ -800,7 +914,10 @@ class ScopeOracle:
                 book.spent.pop(source, None)
                 book.holds.pop(source, None)
 
-    def _charged(self, book: KeyBook, request: RequestTruth, delta: int, now_us: int) -> None:
+    def _charged(self, book: KeyBook, request: RequestTruth, delta: int, now_us: int,
+                 source: Any = None) -> None:
+        if request.unfenced:
+            book.unfenced_spent[source] += delta
         request.charged += delta
         request.charges += 1
         request.settle_executed = True
@@ -886,6 +1003,18 @@ class ScopeOracle:
                 # Removed by a command of another request the lab faulted (a
                 # compensation on its recovery path): that fault exposed it.
                 request.fault_calls = remover.fault_calls[:1]
+            elif (remover is not None and remover.replica != request.replica
+                  and not request.fault_calls):
+                # Overwritten or deleted by another replica's command on the
+                # same key (reservation ids that collide across the fleet): no
+                # fault, the lab's workload exposed it by sharing the key.
+                call = "settle" if remover.work_done else "reserve"
+                request.fault_calls = ((SHARED_KEY, call),)
+                self.exposures.parted(
+                    now_us, remover.number,
+                    f"{call} on replica {remover.replica} for request {remover.number}: "
+                    f"removed hold {rid}, request {request.number}'s on replica "
+                    f"{request.replica}, live until its deadline")
             self.counts["holds_removed_by_store"] += 1
             self.counts["holds_removed_by_store_microdollars"] += request.hold_amount
         self._recount(book, request)
@@ -920,7 +1049,10 @@ class ScopeOracle:
             else:
                 weights = {cause: amount for cause, amount in book.buckets.items() if amount > 0}
                 if source is not None:
-                    weights.update(self._unseen_ledgers(book, source, now_us, weights))
+                    self._parked_unseen(book, source, request, weights)
+                    for cause, amount in self._unseen_ledgers(book, source, now_us, weights,
+                                                              request).items():
+                        weights[cause] = weights.get(cause, 0) + amount
                 # Past what its own record said (as its script judged it), the
                 # store admitted by its own mistake; the rest of the excess
                 # came through the gaps the lab opened between record and
@@ -934,21 +1066,50 @@ class ScopeOracle:
                 self._expose_wrongful(book, request, own, now_us)
         book.truth_view += estimate
 
+    def _parked_unseen(self, book: KeyBook, source: Any, request: RequestTruth,
+                       weights: dict[str, int]) -> None:
+        """Spend a migration took off the old layout and has not put back yet
+        (a claim in flight, or parked by an interruption: the store's until a
+        re-run applies it) is hidden from a replica the operator left on that
+        layout by the operator's doing: it reads no claim, and no v2 ledger
+        either (a sound store refuses any new boot there, seed 000:70-75), so
+        that much of its gap is ``stray_layout_writer``."""
+        if (source not in self.emptied_sources or request.unfenced or self.per_replica
+                or "stray_layout_writer" in self.absent_causes):
+            return
+        parked = min(book.migration_interrupted, weights.get(STORE_LOGIC, 0))
+        if parked > 0:
+            weights[STORE_LOGIC] -= parked
+        parked += sum(amount for taken_book, amount in self.migration_taking
+                      if taken_book is book)
+        if parked > 0:
+            weights["stray_layout_writer"] = weights.get("stray_layout_writer", 0) + parked
+
     def _unseen_ledgers(self, book: KeyBook, source: Any, now_us: int,
-                        weights: Mapping[str, int]) -> dict[str, int]:
+                        weights: Mapping[str, int],
+                        request: RequestTruth | None = None) -> dict[str, int]:
         """The gap between the truth and the ledger the deciding command read
         that other ledgers hold: other replicas' (a per-replica store, seed
         001:164-166), or another layout's (a v1 replica the operator left
         writing beside a v2 fleet, 000:30-38). Only what those ledgers really
-        hold is excused; the rest of the gap is someone else's."""
+        hold is excused; the rest of the gap is someone else's. A replica no
+        sound store lets boot (``unfenced``) reads the old layout by the
+        store's fault, not the operator's: that gap is ``store_logic``."""
         now_ms = EPOCH_MS + now_us // 1_000
         unseen = book.truth_view - book.store_view(source, now_ms, self.holds_expire)
         elsewhere = sum(book.store_view(other, now_ms, self.holds_expire)
                         for other in book.spent.keys() | book.holds.keys() if other != source)
         cause = "per_replica_ledger" if self.per_replica else "stray_layout_writer"
+        gap = max(0, min(unseen - sum(weights.values()), elsewhere))
+        if request is not None and request.unfenced:
+            return {STORE_LOGIC: gap}
         if cause in self.absent_causes:
             return {}
-        return {cause: max(0, min(unseen - sum(weights.values()), elsewhere))}
+        # What replicas no sound store lets boot wrote where this one cannot
+        # read is the store's: only a stray the operator left is the operator's.
+        unfenced = min(gap, sum(spent for other, spent in book.unfenced_spent.items()
+                                if other != source))
+        return {cause: gap - unfenced, STORE_LOGIC: unfenced}
 
     def _expose_wrongful(self, book: KeyBook, request: RequestTruth, own: int,
                          now_us: int) -> None:
@@ -959,7 +1120,11 @@ class ScopeOracle:
         if not store:
             return
         gap = dominant(book.bucket_exposure, NO_FAULT)
-        if gap == NO_FAULT and book.migration_net:
+        if request.unfenced:
+            gap = request.unfenced  # it read a layout a sound store would not serve
+        elif gap == NO_FAULT and book.unfenced_spent and self.unfenced_exposure:
+            gap = self.unfenced_exposure  # it could not read what such a replica wrote
+        elif gap == NO_FAULT and book.migration_net:
             gap = self.migration_exposure  # a migration moved spend in this book
         request.wrongful_own, request.wrongful_gap = own, (gap, store - own)
         self._parted(now_us, request, f"admitted {store:,} past the cap")
@@ -1012,7 +1177,10 @@ class ScopeOracle:
             # layout does not keep this scope (a subject-capped store judged
             # against a namespace cap it does not enforce yet), and no
             # migration has carried it in (one that should have: the store's).
-            return STORE_LOGIC if request.carry == "lost" else "scope_not_enforced"
+            # A replica no sound store lets boot writes no namespace record
+            # by the store's fault: what no migration carries is the store's.
+            lost = request.carry == "lost" or (request.unfenced and request.carry != "carried")
+            return STORE_LOGIC if lost else "scope_not_enforced"
         if request.hold == "held":
             return ("estimate_underrun" if request.hold_amount >= request.estimate
                     else STORE_LOGIC)
@@ -1045,7 +1213,7 @@ class ScopeOracle:
             elif request.unheld:
                 cause = self._unheld_cause()  # nothing held, so nothing to settle
             elif not request.recorded_here:
-                cause = "scope_not_enforced"
+                cause = STORE_LOGIC if request.unfenced else "scope_not_enforced"
             elif request.hold == "released" or request.settled_elsewhere:
                 cause = STORE_LOGIC  # its settlement ran (here or in another scope), uncharged
             else:
@@ -1167,7 +1335,8 @@ class ScopeOracle:
 
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
         """Every budget metric, from what happened (see docs/metrics.md)."""
-        self._settle_migration()
+        self._settle_migration(final=True)
+        self._note_partings()
         for book in self.books.values():
             for rid, leak in list(book.open_leaks.items()):
                 amount, end = leak[1], leak[2]
