@@ -91,6 +91,9 @@ class Server:
         self.eviction = eviction
         self.script_cache: dict[str, str] = {}
         self.history: list[Write] = []
+        self.first_failed: str | None = None
+        """The label of the first of the store's scripts (or commands) that
+        failed: what exposed its ``script_errors``."""
         self.down = False
         self.extra_latency_us = 0
         self.keys_expired = 0
@@ -134,14 +137,15 @@ class Server:
             (outcome,) = self.backend.run_batch([entry])
             self.pipelines_sent += 1  # a round trip of its own
             self.pipelined_commands += 1
-            self._executed(outcome, now_us, tag, verb)
+            self._executed(outcome, now_us, tag, verb, command.label)
             return outcome
         if not self._queued:
             self._queue_started_us = now_us
         pending = Pending()
         self._queued.append(entry)
         self._pending.append(pending)
-        self._effects.append((self._executed_pending, (pending, now_us, tag, verb)))
+        self._effects.append((self._executed_pending,
+                              (pending, now_us, tag, verb, command.label)))
         if len(self._queued) >= MAX_PIPELINE_DEPTH:
             self.flush()
         elif len(self._queued) - self._sent >= SEND_EVERY:
@@ -178,13 +182,17 @@ class Server:
         for effect, args in effects:
             effect(*args)
 
-    def _executed_pending(self, pending: Pending, now_us: int, tag: int, verb: str) -> None:
+    def _executed_pending(self, pending: Pending, now_us: int, tag: int, verb: str,
+                          label: str) -> None:
         assert pending.outcome is not None
-        self._executed(pending.outcome, now_us, tag, verb)
+        self._executed(pending.outcome, now_us, tag, verb, label)
 
-    def _executed(self, outcome: Outcome, now_us: int, tag: int, verb: str) -> None:
+    def _executed(self, outcome: Outcome, now_us: int, tag: int, verb: str,
+                  label: str) -> None:
         """What follows a command's execution: the oracle reads its post-state,
-        and a write may make the server evict."""
+        and a write may make the server evict; the first that failed is kept."""
+        if outcome.error is not None and self.first_failed is None:
+            self.first_failed = label
         observe = self.observer is not None
         if outcome.observed:
             if self.eviction is not None:

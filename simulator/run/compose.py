@@ -35,6 +35,7 @@ from simulator.net.links import LinkSettings
 from simulator.net.pipeline import DeferredOracle
 from simulator.net.server import Eviction, Server
 from simulator.net.service import ServiceNode
+from simulator.plugin.contracts import exposed_by_key
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import CORE_FACTS, Oracle, ReplicaObserver
 from simulator.run.estimate import WorkEstimate, estimate_work
@@ -300,12 +301,17 @@ class ServerSide:
     migrations: list[PreparedMigration] = field(default_factory=list)
     script_seconds_before: float | None = None
 
-    def work_done(self) -> dict[str, int]:
+    def work_done(self) -> dict[str, Any]:
         """The server's work, for the summary (deterministic: counts)."""
         if self.redis_backend is not None:
-            return {"scripts_executed": self.redis_backend.executed,
-                    "store_commands_executed": self.redis_backend.store_commands,
-                    SCRIPT_ERRORS: self.redis_backend.script_errors}
+            work: dict[str, Any] = {
+                "scripts_executed": self.redis_backend.executed,
+                "store_commands_executed": self.redis_backend.store_commands,
+                SCRIPT_ERRORS: self.redis_backend.script_errors}
+            if self.redis_backend.script_errors and isinstance(self.server, Server):
+                # No fault acts inside a script: its own input on this call exposed it.
+                work[exposed_by_key(SCRIPT_ERRORS)] = f"script_failed on {self.server.first_failed}"
+            return work
         if self.service_backend is not None:
             return {"transactions_executed": self.server.transactions}
         return {}
