@@ -28,7 +28,7 @@ MUTANT = ".mutant."
 
 
 def mutant_name(base: str, number: int) -> str:
-    """``axond_leases.redis.mutant.0007``: the ``number``-th mutant of ``base``."""
+    """``BASE.mutant.0007``: the ``number``-th mutant of ``base``."""
     return f"{base}{MUTANT}{number:04d}"
 
 

@@ -11,8 +11,9 @@ Several paths are joined by commas (a scenario migrating twice).
 A bare ``KIND`` given to a scenario is first *placed* (``placed``): it stands
 in at every place the scenario names a kind (the store, each migration's
 target) that takes the same settings as ``KIND`` and is not ``KIND`` already,
-so ``--reference axond_budget.redis_v2`` on a v1 fleet migrating to a v2
-variant compares the migration's target and leaves the fleet's v1 store, and
+so a reference that takes a migration's target settings, given to a fleet
+whose own store takes others, compares the migration's target and leaves the
+fleet's store, and
 the hunt and its report say which places it took.
 """
 

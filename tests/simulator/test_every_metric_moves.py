@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from scenario_data import merge
 
+from simulator.mutate.kinds import mutant_kind
+from simulator.mutate.lua import Mutation
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario, parse_scenario
 from stores import registry
@@ -206,6 +208,7 @@ def mutant_exercises() -> dict[str, dict[str, Any]]:
                              "HoldTtlShorterThanAsked")
     v1 = {"store_settings": {"subject_cap_microdollars": 20_000, "reservation_ttl": "1s"}}
     return {
+        "mutant_script_fails": {"store": _script_fails()},
         "mutant_ignores_holds": {**v1, "store": "mutants.reserve_ignores_live_holds"},
         "mutant_charges_twice": {**v1, "store": "mutants.settle_charges_twice"},
         "mutant_caps_swapped": {"store": "mutants.caps_in_wrong_order"},
@@ -217,6 +220,19 @@ def mutant_exercises() -> dict[str, dict[str, Any]]:
                                                   "reservation_ttl": "120ms"},
                                "workload": {"duration": "lognormal(80ms, 0.3)"}},
     }
+
+
+@functools.cache
+def _script_fails() -> str:
+    """The v2 store whose reserve reads the subject's settled spend raw: nil
+    on a subject that has spent nothing, and the script fails on it."""
+    base = registry.get("axond_budget.redis_v2")
+    text = base.scripts["reserve_v2"]
+    old = "tonumber(redis.call('GET', KEYS[1]) or '0')"
+    mutation = Mutation("reserve_v2", "call_removed", text.index(old), old,
+                        "redis.call('GET', KEYS[1])", 0)
+    registry.register(mutant_kind(base, "every_metric.script_fails", mutation))
+    return "every_metric.script_fails"
 
 
 @functools.cache
