@@ -162,6 +162,10 @@ class MigrationStep(Model):
         "many of its commands ran; the operator runs it again.")
     rerun_after: DurationUs = Field("1s", description="How soon a killed migration is re-run.")
     restart_after: DurationUs = Field("1s", description="Fleet downtime after the migration.")
+    again_after: DurationUs | None = Field(
+        None, description="Run the migration once more this long after the fleet restarted, "
+        "beside the serving fleet: the recovery a boot fence prescribes when a writer of the "
+        "old layout is found still running. None: once.")
     scheduled: Flag = Field(False, description="Run it only when, and as often as, the fault "
                             "schedule's migrate entries name it, at their instants and with "
                             "their timings (hunt --faults migrate draws them).")
@@ -287,7 +291,7 @@ class Scenario(Model):
                 continue
             changes: dict[str, Any] = {"at": entry.at, "scheduled": False}
             for name in ("restart_after", "keep_running", "crash_after_commands",
-                         "stop_fleet"):
+                         "stop_fleet", "again_after"):
                 if getattr(entry, name) is not None:
                     changes[name] = getattr(entry, name)
             steps.append(self.migrations[entry.step].model_copy(update=changes))
