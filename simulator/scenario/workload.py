@@ -76,7 +76,8 @@ class Keys(Model):
     @classmethod
     def _namespaces_from_ids(cls, data: Any) -> Any:
         # Naming the ids is enough: their number is the namespaces' count.
-        if isinstance(data, dict) and isinstance(data.get("namespace_ids"), list):
+        if isinstance(data, dict) and isinstance(data.get("namespace_ids"), list) \
+                and data["namespace_ids"]:
             data = {"namespaces": len(data["namespace_ids"]), **data}
         return data
 
