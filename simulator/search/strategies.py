@@ -50,6 +50,8 @@ ALL_FAULTS = REPLICA_FAULTS + ("partition",) + CONNECTION_FAULTS + OPERATOR_ACTI
 INVOLVED = 3
 """The most replicas one schedule's replica faults hit between them (see
 ``involved_replica``)."""
+KILL_POINTS = 50
+"""The commands a migration may be killed after when its length is unknown."""
 SHORT = ("100ms", "1s", "3s")
 """Pause durations and restart times drawn when the scenario gives no timescales."""
 
@@ -87,8 +89,8 @@ def involved_replica(replicas: int) -> st.SearchStrategy[int]:
 def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
           kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
           only_migration: bool = False, migration_calls: Sequence[str] | None = None,
-          timescales: Sequence[int] = (), steps: int = 0
-          ) -> st.SearchStrategy[dict[str, Any]]:
+          timescales: Sequence[int] = (), steps: int = 0,
+          migration_commands: int | None = None) -> st.SearchStrategy[dict[str, Any]]:
     """One scheduled fault on a fleet of ``replicas`` before ``until``.
 
     ``calls`` are the labels a lost request or reply may target (script names
@@ -97,7 +99,9 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     at ``migration_calls`` (default: ``calls``). A loss may also name no call
     (the next call of any label). Pauses, partitions and an operator's timings
     are drawn around the scenario's ``timescales`` (``durations_around``);
-    ``migrate`` runs one of the scenario's ``steps`` [[migrations]] entries.
+    ``migrate`` runs one of the scenario's ``steps`` [[migrations]] entries,
+    maybe killed after any of its ``migration_commands`` (as many as a run of
+    it sent; default ``KILL_POINTS``).
     """
     until_us = parse_duration_us(until) if isinstance(until, str) else until
     until_ms = until_us // 1_000
@@ -138,7 +142,7 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
         "rolling_restart": st.fixed_dictionaries(
             {"at": at, "fault": st.just("rolling_restart"), "every": lasting,
              "down_for": st.sampled_from(["0ms", *scaled])}),
-        "migrate": _migrate(at, replica, steps, scaled),
+        "migrate": _migrate(at, replica, steps, scaled, migration_commands or KILL_POINTS),
         "connection_stall": on_calls("connection_stall"),
         "connection_reset": on_calls("connection_reset"),
         "slow_reply": on_calls("slow_reply", extra=st.sampled_from(["300ms", "1s"])),
@@ -148,10 +152,10 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
 
 
 def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps: int,
-             scaled: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+             scaled: Sequence[str], commands: int) -> st.SearchStrategy[dict[str, Any]]:
     """An operator's migration: one of the ``steps`` declared, at a drawn
     instant, with a restart time drawn from ``scaled``, up to two replicas forgotten on the
-    old kind, maybe killed after some of its commands, the fleet maybe left
+    old kind, maybe killed after any one of its ``commands``, the fleet maybe left
     running, maybe run once more beside the serving fleet a drawn time after
     it restarted (the recovery from a stray writer: one entry, not two that
     must meet by chance); each shrinks toward the plain procedure."""
@@ -161,7 +165,7 @@ def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps:
         {"at": at, "fault": st.just("migrate"), "step": st.integers(0, steps - 1),
          "restart_after": st.sampled_from(["0ms", *scaled]),
          "keep_running": st.lists(replica, max_size=2, unique=True).map(sorted),
-         "crash_after_commands": st.none() | st.integers(1, 50),
+         "crash_after_commands": st.none() | st.integers(1, commands),
          "stop_fleet": st.sampled_from([True, False]),
          "again_after": st.none() | st.sampled_from(scaled)})
 
@@ -170,11 +174,12 @@ def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),
                     kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
                     max_faults: int = 4, only_migration: bool = False,
                     migration_calls: Sequence[str] | None = None,
-                    timescales: Sequence[int] = (), steps: int = 0
+                    timescales: Sequence[int] = (), steps: int = 0,
+                    migration_commands: int | None = None
                     ) -> st.SearchStrategy[list[dict[str, Any]]]:
     """A schedule of up to ``max_faults`` faults (see ``fault``), in time order."""
     return st.lists(fault(replicas, until, calls, kinds, migration, only_migration,
-                          migration_calls, timescales, steps),
+                          migration_calls, timescales, steps, migration_commands),
                     min_size=1,
                     max_size=max_faults).map(
         lambda faults: sorted(faults, key=lambda item: parse_duration_us(item["at"])))
