@@ -20,7 +20,7 @@ from simulator.scenario.faults import ScheduledFault
 from simulator.scenario.model import ScenarioError, load_scenario
 from simulator.scenario.stand_in import reference_kind, stand_in
 from simulator.families import invariants_for
-from simulator.search.hunt import Hunt, timescales
+from simulator.search.hunt import CallTargets, Hunt, timescales
 from simulator.search.races import load_report, replay
 from simulator.search.strategies import durations_around, fault_schedules
 from stores import registry
@@ -182,6 +182,28 @@ def test_a_schedule_s_faults_meet_on_a_few_replicas():
     # small and repeated numbers); from a shared few, 50 of 69.
     assert len(met) >= 40 and sum(met) / len(met) > 0.55, (sum(met), len(met))
     assert len(hit) >= 15  # still the whole fleet, across schedules
+
+
+def test_a_hunt_rehearses_the_migration_so_kills_and_losses_reach_all_of_it():
+    """The baseline of a hunt drawing migrate runs no migration; one run of
+    the declared step (not judged) tells the hunt what the migration sends,
+    so a kill may fall after any of its commands (its cleanup comes after the
+    fiftieth) and a loss may hit it, aimed at one of its calls."""
+    hunt = Hunt(PLAIN, reference="migrations.0.to=axond_budget.redis_v2", seed=1,
+                kinds=("migrate", "lose_reply"), max_faults=2)
+    calls = hunt._rehearse(CallTargets(("reserve_v1",), ()))
+    assert calls.migration_commands > 100 and "DEL" in calls.migration
+    kills, aimed = set(), set()
+
+    @settings(max_examples=150, database=None, deadline=None, derandomize=True)
+    @given(hunt.strategy(calls))
+    def draw(schedule):
+        kills.update(item.get("crash_after_commands", 0) for item in schedule)
+        aimed.update(item.get("call") for item in schedule if item.get("migration"))
+
+    draw()
+    assert max(kills) > 50 and max(kills) <= calls.migration_commands
+    assert aimed & set(calls.migration)
 
 
 def test_a_reference_stands_in_for_the_store_or_where_it_is_told():
