@@ -213,6 +213,9 @@ class ScheduledFault(Model):
     again_after: DurationUs | None = Field(
         None, description="migrate: run it once more this long after the fleet restarted, "
         "beside the serving fleet (the recovery from a stray writer).")
+    strays_hung_for: DurationUs | None = Field(
+        None, description="migrate: the replicas kept running hang this long from its start "
+        "(the operator missed them because they did not answer).")
     every: DurationUs = Field("1s", description="rolling_restart: from one replica's restart "
                               "to the next's.")
 

@@ -158,7 +158,8 @@ def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps:
     old kind, maybe killed after any one of its ``commands``, the fleet maybe left
     running, maybe run once more beside the serving fleet a drawn time after
     it restarted (the recovery from a stray writer: one entry, not two that
-    must meet by chance); each shrinks toward the plain procedure."""
+    must meet by chance), its strays maybe hung through it for a drawn time
+    (why the operator missed them); each shrinks toward the plain procedure."""
     if steps < 1:
         return st.nothing()
     return st.fixed_dictionaries(
@@ -167,7 +168,8 @@ def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps:
          "keep_running": st.lists(replica, max_size=2, unique=True).map(sorted),
          "crash_after_commands": st.none() | st.integers(1, commands),
          "stop_fleet": st.sampled_from([True, False]),
-         "again_after": st.none() | st.sampled_from(scaled)})
+         "again_after": st.none() | st.sampled_from(scaled),
+         "strays_hung_for": st.none() | st.sampled_from(scaled)})
 
 
 def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),

@@ -15,6 +15,8 @@ Rules kept here:
 * A migration that fails on its own (a lost reply, a refusal) is also run
   again, after ``rerun_after``; the store's migration must make that safe.
 * Replicas the operator ``keep_running`` stay on the old kind: stray writers.
+* Strays may hang (``strays_hung_for``) from the migration's start: the
+  operator missed them because they did not answer.
 * ``again_after`` the fleet restarted, the operator runs the migration once
   more beside the serving fleet (the recovery a boot fence prescribes for a
   stray writer found later): the strays' spend is carried while the new
@@ -111,6 +113,13 @@ async def run_migration(world: Operated, migration: PreparedMigration) -> None:
     stopped = [index for index, replica in enumerate(world.current) if replica is not None
                and step.stop_fleet and index not in step.keep_running]
     world.hold_down(stopped)
+    if step.strays_hung_for is not None:
+        # Strays the operator missed because they hung: what they hold in
+        # flight lands on the old layout after the migration carried it.
+        for index in step.keep_running:
+            replica = world.current[index] if index < len(world.current) else None
+            if replica is not None:
+                kernel.pause(replica.owner, step.strays_hung_for)
     await _stop_gracefully(world, stopped)
     attempts = await _migrate_until_done(world, migration, 0)
     world.switch_kind(migration.kind, migration.settings)

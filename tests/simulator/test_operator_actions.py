@@ -84,16 +84,22 @@ def test_a_migrate_entry_may_run_its_step_again_beside_the_serving_fleet():
     assert again["conservation_drift_microdollars_total"] == 0
 
 
-def test_a_re_run_beside_the_serving_fleet_erases_what_a_recomputed_total_races():
-    """One drawn entry composes the recovery the recomputed-total migration
-    breaks under: a stray writer, paused through the migration so the v2
-    fleet boots, writes v1 spend; the re-run beside the serving fleet carries
-    it and recomputes namespace totals while settlements land. The plain
-    scenario, two entries: the variant's namespace books are worse than the
-    fixed migration's, and the store's logic is to blame."""
-    schedule = [{"at": "400ms", "fault": "pause", "replica": 3, "duration": "2200ms"},
-                {"at": "500ms", "fault": "migrate", "step": 0, "keep_running": [3],
-                 "restart_after": "0ms", "again_after": "2200ms"}]
+HUNG_STRAY = {"at": "500ms", "fault": "migrate", "step": 0, "keep_running": [3],
+              "restart_after": "0ms", "again_after": "2200ms"}
+
+
+@pytest.mark.parametrize("schedule", [
+    [{"at": "400ms", "fault": "pause", "replica": 3, "duration": "2200ms"}, HUNG_STRAY],
+    [{**HUNG_STRAY, "strays_hung_for": "2200ms"}],
+], ids=["a-pause-and-a-migration", "one-migration-whose-stray-hangs"])
+def test_a_re_run_beside_the_serving_fleet_erases_what_a_recomputed_total_races(schedule):
+    """The recovery the recomputed-total migration breaks under: a stray
+    writer, hung through the migration so the v2 fleet boots, writes v1
+    spend; the re-run beside the serving fleet carries it and recomputes
+    namespace totals while settlements land. A paused replica and a
+    migration, or one migration whose stray hangs (``strays_hung_for``: what
+    the hunt draws as one entry): the variant's namespace books are worse
+    than the fixed migration's, and the store's logic is to blame."""
     runs = {kind: summary_of(PLAIN, **{"migrations.0.scheduled": True,
                                        "migrations.0.to": f"axond_budget.{kind}",
                                        "faults.schedule": schedule})
