@@ -73,7 +73,7 @@ def fresh_service(scenario: Scenario, url: str | None) -> Iterator[Any]:
     """The service a run of ``scenario`` opens, opened the same way: its kind,
     settings and the key space's keys (one funded account each)."""
     keys = scenario.workload.keys
-    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    key_space = KeySpace.of(keys)
     runner = open_service_backend(scenario.kind, url, scenario.settings, key_space.keys)
     try:
         yield runner

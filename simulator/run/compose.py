@@ -163,7 +163,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     streams, trace = Streams(seed), Trace()
     oracle = family.oracle(scenario, scenario.kind, scenario.settings)
     keys = scenario.workload.keys
-    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    key_space = KeySpace.of(keys)
     key_space.follow_pinned(scenario.workload.arrivals)
     with quiet_store_logs():
         try:
@@ -250,7 +250,7 @@ def boot_check(scenario: Scenario, backend: str | None = None) -> str | None:
     kernel, streams, trace = Kernel(lone.seed), Streams(lone.seed), Trace()
     oracle = family.oracle(lone, lone.kind, lone.settings)
     keys = lone.workload.keys
-    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    key_space = KeySpace.of(keys)
     key_space.follow_pinned(lone.workload.arrivals)
     side = _open_server_side(lone, spec, family, oracle, kernel, trace, streams, key_space,
                              False, True, None, None)

@@ -28,7 +28,8 @@ dropped_waiter         that call's waiter is dropped from its connection's
                        it reach the wrong callers (``simulator.net.connections``)
 migrate                (an operator's action) run the ``[[migrations]]`` entry
                        ``step`` at ``at``, with this entry's ``restart_after``,
-                       ``keep_running``, ``crash_after_commands``, ``stop_fleet``
+                       ``keep_running``, ``crash_after_commands``, ``stop_fleet``,
+                       ``again_after`` (a re-run beside the serving fleet)
 rolling_restart        (an operator's action) restart the replicas gracefully
                        one after another, ``every`` apart, each down for
                        ``down_for`` (``replicas``: which; default all)
@@ -217,6 +218,12 @@ class ScheduledFault(Model):
         None, ge=1, le=MAX_STEP_COMMANDS, description="migrate: kill the migration after this "
         "many of its commands ran.")
     stop_fleet: Flag | None = Field(None, description="migrate: stop the fleet first.")
+    again_after: DurationUs | None = Field(
+        None, description="migrate: run it once more this long after the fleet restarted, "
+        "beside the serving fleet (the recovery from a stray writer).")
+    strays_hung_for: DurationUs | None = Field(
+        None, description="migrate: the replicas kept running hang this long from its start "
+        "(the operator missed them because they did not answer).")
     every: DurationUs = Field("1s", description="rolling_restart, reconfigure: from one "
                               "replica's restart to the next's.")
     settings: dict[str, Any] | None = Field(

@@ -158,11 +158,19 @@ class MigrationStep(Model):
     keep_running: list[ReplicaIndex] = Field(
         default_factory=list, description="Replicas the operator forgot to stop (stray "
         "writers of the old layout).")
+    strays_hung_for: DurationUs | None = Field(
+        None, description="The replicas kept running hang from the migration's start for "
+        "this long (the operator missed them because they did not answer), then go on "
+        "writing the old layout. None: they never hang.")
     crash_after_commands: Integer | None = Field(
         None, ge=1, le=MAX_MIGRATION_COMMANDS, description="Kill the migration after this "
         "many of its commands ran; the operator runs it again.")
     rerun_after: DurationUs = Field("1s", description="How soon a killed migration is re-run.")
     restart_after: DurationUs = Field("1s", description="Fleet downtime after the migration.")
+    again_after: DurationUs | None = Field(
+        None, description="Run the migration once more this long after the fleet restarted, "
+        "beside the serving fleet: the recovery a boot fence prescribes when a writer of the "
+        "old layout is found still running. None: once.")
     scheduled: Flag = Field(False, description="Run it only when, and as often as, the fault "
                             "schedule's migrate entries name it, at their instants and with "
                             "their timings (hunt --faults migrate draws them).")
@@ -288,7 +296,7 @@ class Scenario(Model):
                 continue
             changes: dict[str, Any] = {"at": entry.at, "scheduled": False}
             for name in ("restart_after", "keep_running", "crash_after_commands",
-                         "stop_fleet"):
+                         "stop_fleet", "again_after", "strays_hung_for"):
                 if getattr(entry, name) is not None:
                     changes[name] = getattr(entry, name)
             steps.append(self.migrations[entry.step].model_copy(update=changes))

@@ -12,9 +12,9 @@ distributions (see ``simulator.scenario.distributions``) or ``"empirical(PATH.cs
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, PlainSerializer, field_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, field_validator, model_validator
 
 from simulator.scenario.arrivals import (
     ARRIVALS_DOMAIN,
@@ -38,6 +38,9 @@ _ZIPF = re.compile(r"^\s*zipf\(\s*(?P<exponent>[^()]*?)\s*\)\s*$")
 _SKEW_HINT = (f"'uniform' or 'zipf(S)' such as 'zipf(1.1)', S a number from 0 to "
               f"{MAX_ZIPF_EXPONENT:g} (a steeper skew sends every request to the first "
               "subject, and its weights overflow a double)")
+
+
+_IDS_HINT = "a list of distinct, non-empty namespace ids"
 
 
 def _zipf_exponent(skew: str) -> float | None:
@@ -64,6 +67,33 @@ class Keys(Model):
     skew: Annotated[str, Domain(_SKEW_HINT)] = Field(
         "uniform", description="How requests pick a subject: 'uniform' or 'zipf(S)' (hot keys)."
     )
+    namespace_ids: Annotated[list[str] | None, Domain(_IDS_HINT)] = Field(
+        None, description="The namespaces' ids, in order: a deployment's own tenant ids, any "
+        "characters (e.g. 'acme|eu'); as many as `namespaces`, which defaults to their number. "
+        "None: 'ns-0', 'ns-1', ...")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _namespaces_from_ids(cls, data: Any) -> Any:
+        # Naming the ids is enough: their number is the namespaces' count.
+        if isinstance(data, dict) and isinstance(data.get("namespace_ids"), list) \
+                and data["namespace_ids"]:
+            data = {"namespaces": len(data["namespace_ids"]), **data}
+        return data
+
+    @field_validator("namespace_ids")
+    @classmethod
+    def _distinct_ids(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or "" in value or len(set(value)) < len(value)):
+            raise ValueError(f"expected {_IDS_HINT}, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_id_per_namespace(self) -> Keys:
+        if self.namespace_ids is not None and len(self.namespace_ids) != self.namespaces:
+            raise ValueError(f"namespace_ids names {len(self.namespace_ids)} namespaces but "
+                             f"namespaces is {self.namespaces}; expected one id per namespace")
+        return self
 
     @field_validator("skew")
     @classmethod

@@ -82,7 +82,8 @@ from simulator.world.operations import MIGRATOR
 from stores import registry
 
 Progress = Callable[[str, int, str], None]
-"""``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"search"``
+"""``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"rehearsal"``
+(the declared migrations run once to learn them, not counted), ``"search"``
 (no broken schedule seen yet) or ``"shrink"``; ``run`` counts the candidate's runs."""
 
 
@@ -108,8 +109,8 @@ class PhaseSummary:
         broken = line.endswith(BROKEN)
         if broken:
             self.latest_broken = line.removesuffix(BROKEN)
-        if phase == "baseline":
-            self.echo(f"hunt: baseline: {line}")
+        if phase in ("baseline", "rehearsal"):
+            self.echo(f"hunt: {phase}: {line}")
         elif phase == "search" and broken:
             self.echo(f"hunt: search run {count} broke it ({self.latest_broken}); "
                       "now shrinking the schedule")
@@ -131,17 +132,25 @@ class CallTargets:
 
     replicas: tuple[str, ...]
     migration: tuple[str, ...]
+    migration_commands: int | None = None
+    """The most commands one attempt of the migration executed, when a run
+    showed it (``migration_kill_points``)."""
 
 
 def calls_sent(trace: Trace) -> CallTargets:
     """The calls ``trace`` shows executed, by the replicas and by the migration."""
     columns = trace.columns
     replicas, migration = set(), set()
-    for kind, replica, label in zip(columns["kind"], columns["replica"], columns["detail"],
-                                    strict=True):
+    per_attempt: Counter[int] = Counter()
+    for kind, replica, incarnation, label in zip(columns["kind"], columns["replica"],
+                                                 columns["incarnation"], columns["detail"],
+                                                 strict=True):
         if kind == "call_executed" and label:
             (migration if replica == MIGRATOR else replicas).add(label)
-    return CallTargets(tuple(sorted(replicas)), tuple(sorted(migration)))
+            if replica == MIGRATOR:
+                per_attempt[incarnation] += 1
+    return CallTargets(tuple(sorted(replicas)), tuple(sorted(migration)),
+                       max(per_attempt.values()) if per_attempt else None)
 
 
 @dataclass(frozen=True)
@@ -331,14 +340,16 @@ class Hunt:
     def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
         """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
         scenario = self.scenario
-        migration = bool(scenario.operations) and self.target != "replicas"
+        operator = "migrate" in self.kinds
+        migration = (bool(scenario.operations) or operator) and self.target != "replicas"
         return fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
                                kinds=self.kinds, migration=migration,
                                max_faults=self.max_faults,
                                only_migration=self.target == "migration",
                                migration_calls=calls.migration,
                                timescales=timescales(scenario),
-                               steps=len(scenario.migrations) if "migrate" in self.kinds else 0,
+                               steps=len(scenario.migrations) if operator else 0,
+                               migration_commands=calls.migration_commands,
                                reloads=self.reloads)
 
     def _operator_draws_migrations(self) -> None:
@@ -381,7 +392,10 @@ class Hunt:
             baseline, verdict = self._baseline()
             if verdict.broken:
                 return Found([], verdict, baseline, self.runs)
-            strategy = self.strategy(calls_sent(baseline.trace))
+            calls = calls_sent(baseline.trace)
+            if "migrate" in self.kinds:
+                calls = self._rehearse(calls)
+            strategy = self.strategy(calls)
             searched = search_in_batches(strategy, self.judge, self.seed, self.examples,
                                          self.deadline, pool, self._counted)
         self.discarded_runs = searched.discarded_runs
@@ -443,6 +457,20 @@ class Hunt:
         except NoSuchExample:
             raise RuntimeError("hunt: shrinking did not meet the search's breaking schedule "
                                "again; report this with the hunt's command") from None
+
+    def _rehearse(self, calls: CallTargets) -> CallTargets:
+        """``--faults migrate``: the baseline runs no migration, so what the
+        operator's migration sends is learnt from one run of the declared
+        steps as declared, with no fault (not judged): the labels its calls
+        carry, for losses aimed at them, and how many commands it runs, for
+        kill points anywhere in it (its cleanup comes last)."""
+        declared = copy.deepcopy(self.data)
+        for step in declared.get("migrations", []):
+            step["scheduled"] = False
+        rehearsed = calls_sent(self.judge.run(declared, []).trace)
+        self._tell("rehearsal", f"the declared migrations, no faults: "
+                                f"{rehearsed.migration_commands or 0} migration command(s)")
+        return CallTargets(calls.replicas, rehearsed.migration, rehearsed.migration_commands)
 
     def _baseline(self) -> tuple[RunResult, Verdict]:
         """The scenario without faults; a condition naming a metric it lacks is refused."""

@@ -48,6 +48,11 @@ kill part-way), a rolling restart, a configuration change (a cap or a TTL,
 rolled out replica by replica)."""
 ALL_FAULTS = REPLICA_FAULTS + ("partition",) + CONNECTION_FAULTS + OPERATOR_ACTIONS
 """Every fault a strategy can draw (``--faults`` on ``hunt``)."""
+INVOLVED = 3
+"""The most replicas one schedule's replica faults hit between them (see
+``involved_replica``)."""
+KILL_POINTS = 50
+"""The commands a migration may be killed after when its length is unknown."""
 SHORT = ("100ms", "1s", "3s")
 """Pause durations and restart times drawn when the scenario gives no timescales."""
 
@@ -67,10 +72,26 @@ def durations_around(timescales: Sequence[int], longest_us: int | None = None) -
     return [f"{value // 1_000}ms" for value in kept]
 
 
+def involved_replica(replicas: int) -> st.SearchStrategy[int]:
+    """A replica among the few one schedule involves: up to ``INVOLVED`` of
+    the fleet, drawn once per schedule, that each of its faults picks from.
+
+    Races compose on the same replicas: a stray writer a migration forgot is
+    the one paused through it, a crashed replica is the one whose reply was
+    lost. Drawn independently over a fleet of tens, two faults meet on one
+    replica once in tens of schedules; from a shared few, about half the
+    time. Nothing is lost: any schedule of up to ``INVOLVED`` distinct
+    replicas is still drawn, and shrinking still moves them toward replica 0.
+    """
+    few = st.lists(st.integers(0, replicas - 1), min_size=1, max_size=INVOLVED, unique=True)
+    return st.shared(few, key=f"simulator.search.involved.{replicas}").flatmap(st.sampled_from)
+
+
 def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
           kinds: Sequence[str] = REPLICA_FAULTS, migration: bool = False,
           only_migration: bool = False, migration_calls: Sequence[str] | None = None,
           timescales: Sequence[int] = (), steps: int = 0,
+          migration_commands: int | None = None,
           reloads: Mapping[str, Sequence[Any]] | None = None
           ) -> st.SearchStrategy[dict[str, Any]]:
     """One scheduled fault on a fleet of ``replicas`` before ``until``.
@@ -81,14 +102,16 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     at ``migration_calls`` (default: ``calls``). A loss may also name no call
     (the next call of any label). Pauses, partitions and an operator's timings
     are drawn around the scenario's ``timescales`` (``durations_around``);
-    ``migrate`` runs one of the scenario's ``steps`` [[migrations]] entries;
+    ``migrate`` runs one of the scenario's ``steps`` [[migrations]] entries,
+    maybe killed after any of its ``migration_commands`` (as many as a run of
+    it sent; default ``KILL_POINTS``).
     ``reconfigure`` changes one of the settings ``reloads`` names to one of
     its values there (``simulator.scenario.reconfigure.drawn_values``).
     """
     until_us = parse_duration_us(until) if isinstance(until, str) else until
     until_ms = until_us // 1_000
     at = st.integers(0, max(0, until_ms - 1)).map(lambda ms: f"{ms}ms")
-    replica = st.integers(0, replicas - 1)
+    replica = involved_replica(replicas)
     scaled = durations_around(timescales, 2 * until_us)
     lasting = st.sampled_from(scaled)
     call = st.sampled_from([None, *calls])
@@ -124,7 +147,7 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
         "rolling_restart": st.fixed_dictionaries(
             {"at": at, "fault": st.just("rolling_restart"), "every": lasting,
              "down_for": st.sampled_from(["0ms", *scaled])}),
-        "migrate": _migrate(at, replica, steps, scaled),
+        "migrate": _migrate(at, replica, steps, scaled, migration_commands or KILL_POINTS),
         "reconfigure": _reconfigure(at, replica, reloads or {}, scaled),
         "connection_stall": on_calls("connection_stall"),
         "connection_reset": on_calls("connection_reset"),
@@ -135,19 +158,24 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
 
 
 def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps: int,
-             scaled: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+             scaled: Sequence[str], commands: int) -> st.SearchStrategy[dict[str, Any]]:
     """An operator's migration: one of the ``steps`` declared, at a drawn
     instant, with a restart time drawn from ``scaled``, up to two replicas forgotten on the
-    old kind, maybe killed after some of its commands, the fleet maybe left
-    running (each shrinks toward the plain procedure)."""
+    old kind, maybe killed after any one of its ``commands``, the fleet maybe left
+    running, maybe run once more beside the serving fleet a drawn time after
+    it restarted (the recovery from a stray writer: one entry, not two that
+    must meet by chance), its strays maybe hung through it for a drawn time
+    (why the operator missed them); each shrinks toward the plain procedure."""
     if steps < 1:
         return st.nothing()
     return st.fixed_dictionaries(
         {"at": at, "fault": st.just("migrate"), "step": st.integers(0, steps - 1),
          "restart_after": st.sampled_from(["0ms", *scaled]),
          "keep_running": st.lists(replica, max_size=2, unique=True).map(sorted),
-         "crash_after_commands": st.none() | st.integers(1, 50),
-         "stop_fleet": st.sampled_from([True, False])})
+         "crash_after_commands": st.none() | st.integers(1, commands),
+         "stop_fleet": st.sampled_from([True, False]),
+         "again_after": st.none() | st.sampled_from(scaled),
+         "strays_hung_for": st.none() | st.sampled_from(scaled)})
 
 
 def _reconfigure(at: st.SearchStrategy[str], replica: st.SearchStrategy[int],
@@ -173,11 +201,12 @@ def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),
                     max_faults: int = 4, only_migration: bool = False,
                     migration_calls: Sequence[str] | None = None,
                     timescales: Sequence[int] = (), steps: int = 0,
+                    migration_commands: int | None = None,
                     reloads: Mapping[str, Sequence[Any]] | None = None
                     ) -> st.SearchStrategy[list[dict[str, Any]]]:
     """A schedule of up to ``max_faults`` faults (see ``fault``), in time order."""
     return st.lists(fault(replicas, until, calls, kinds, migration, only_migration,
-                          migration_calls, timescales, steps, reloads),
+                          migration_calls, timescales, steps, migration_commands, reloads),
                     min_size=1,
                     max_size=max_faults).map(
         lambda faults: sorted(faults, key=lambda item: parse_duration_us(item["at"])))

@@ -16,6 +16,12 @@ Rules kept here:
 * A migration that fails on its own (a lost reply, a refusal) is also run
   again, after ``rerun_after``; the store's migration must make that safe.
 * Replicas the operator ``keep_running`` stay on the old kind: stray writers.
+* Strays may hang (``strays_hung_for``) from the migration's start: the
+  operator missed them because they did not answer.
+* ``again_after`` the fleet restarted, the operator runs the migration once
+  more beside the serving fleet (the recovery a boot fence prescribes for a
+  stray writer found later): the strays' spend is carried while the new
+  fleet settles, so the migration must be safe to run live.
 
 A rolling restart (``run_rolling_restart``) stops and starts replicas one
 at a time, gracefully, as a deployment or a configuration reload does; a
@@ -115,8 +121,33 @@ async def run_migration(world: Operated, migration: PreparedMigration) -> None:
     stopped = [index for index, replica in enumerate(world.current) if replica is not None
                and step.stop_fleet and index not in step.keep_running]
     world.hold_down(stopped)
+    if step.strays_hung_for is not None:
+        # Strays the operator missed because they hung: what they hold in
+        # flight lands on the old layout after the migration carried it.
+        for index in step.keep_running:
+            replica = world.current[index] if index < len(world.current) else None
+            if replica is not None:
+                kernel.pause(replica.owner, step.strays_hung_for)
     await _stop_gracefully(world, stopped)
-    attempt_number = 0
+    attempts = await _migrate_until_done(world, migration, 0)
+    world.switch_kind(migration.kind, migration.settings)
+    await Sleep(step.restart_after)
+    world.let_up(stopped)
+    for index in stopped:
+        if world.current[index] is None:
+            world.restart_replica(index)
+    if step.again_after is not None:
+        await Sleep(step.again_after)
+        world.trace.record(kernel.now, SERVER, 0, -1, "migration_started", detail=step.to)
+        await _migrate_until_done(world, migration, attempts)
+
+
+async def _migrate_until_done(world: Operated, migration: PreparedMigration,
+                              first_attempt: int) -> int:
+    """Run the migration, and again ``rerun_after`` each failure, until one
+    attempt finishes; the attempts are numbered from ``first_attempt``.
+    Returns the next attempt's number."""
+    attempt_number = first_attempt
     while True:
         attempt = _start_attempt(world, migration, attempt_number)
         while not (attempt.finished or attempt.failed):
@@ -127,14 +158,9 @@ async def run_migration(world: Operated, migration: PreparedMigration) -> None:
             break
         world.count("migration_reruns")
         attempt_number += 1
-        await Sleep(step.rerun_after)
+        await Sleep(migration.step.rerun_after)
     world.count("migrations_completed")
-    world.switch_kind(migration.kind, migration.settings)
-    await Sleep(step.restart_after)
-    world.let_up(stopped)
-    for index in stopped:
-        if world.current[index] is None:
-            world.restart_replica(index)
+    return attempt_number + 1
 
 
 async def run_rolling_restart(world: Operated, restart: ScheduledFault,

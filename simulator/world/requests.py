@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from simulator.scenario.arrivals import NO_PINS, Pins
 from simulator.scenario.sessions import SessionPlan, plan_session
 
 if TYPE_CHECKING:
-    from simulator.scenario.workload import Workload
+    from simulator.scenario.workload import Keys, Workload
 
 REQUESTS_PER_REPLICA = 1_000_000_000
 """Request numbers are ``replica * REQUESTS_PER_REPLICA + n``: unique, stable."""
@@ -43,12 +44,14 @@ class Request:
 class KeySpace:
     """Subjects dealt round-robin over namespaces, picked uniformly or by Zipf."""
 
-    def __init__(self, namespaces: int, subjects: int, zipf_exponent: float) -> None:
+    def __init__(self, namespaces: int, subjects: int, zipf_exponent: float,
+                 namespace_ids: Sequence[str] | None = None) -> None:
         width = len(str(subjects - 1))
+        ids = list(namespace_ids or [f"ns-{index}" for index in range(namespaces)])
         self.keys = [
-            (f"ns-{index % namespaces}", f"subject-{index:0{width}d}") for index in range(subjects)
+            (ids[index % namespaces], f"subject-{index:0{width}d}") for index in range(subjects)
         ]
-        self.namespaces = [f"ns-{index}" for index in range(min(namespaces, subjects))]
+        self.namespaces = ids[:min(namespaces, subjects)]
         self._namespace_of = {subject: namespace for namespace, subject in self.keys}
         weights = [1.0 / (rank + 1) ** zipf_exponent for rank in range(subjects)]
         self._cumulative = list(itertools.accumulate(weights))
@@ -83,6 +86,11 @@ class KeySpace:
                 if key not in known:
                     known.add(key)
                     self.followed.append(key)
+
+    @classmethod
+    def of(cls, keys: Keys) -> KeySpace:
+        """The key space a workload's ``keys`` describe."""
+        return cls(keys.namespaces, keys.subjects, keys.zipf_exponent, keys.namespace_ids)
 
     def pick(self, rng: random.Random) -> tuple[str, str]:
         point = rng.random() * self._cumulative[-1]

@@ -24,8 +24,7 @@ def sources(workload: dict, replicas: int, seed: int = 7,
             until_us: int | None = None) -> list[RequestSource]:
     """One request source per replica, seeded as a run seeds them."""
     model = Workload.model_validate(workload)
-    keys = model.keys
-    key_space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    key_space = KeySpace.of(model.keys)
     streams = Streams(seed)
     return [RequestSource(model, key_space, replicas, index,
                           streams.get("replica", index, "workload"), until_us=until_us)
@@ -290,3 +289,37 @@ def test_drawn_arrivals_follow_only_the_drawn_keys():
     key_space = KeySpace(2, 3, 0.0)
     key_space.follow_pinned(Workload.model_validate({}).arrivals)
     assert key_space.followed == key_space.keys
+
+
+# --------------------------------------------------------- namespace ids
+
+
+def test_a_workload_names_its_namespaces_as_the_deployment_does():
+    """Tenant ids are the deployment's own, "|" and all; their number is the
+    namespaces' count, and subjects are dealt to them round-robin."""
+    model = Workload.model_validate(
+        {"keys": {"subjects": 5, "namespace_ids": ["acme|eu", "acme|us", "globex"]}})
+    assert model.keys.namespaces == 3
+    space = KeySpace.of(model.keys)
+    assert space.namespaces == ["acme|eu", "acme|us", "globex"]
+    assert [namespace for namespace, _ in space.keys] == [
+        "acme|eu", "acme|us", "globex", "acme|eu", "acme|us"]
+    drawn = {request.namespace for source in sources(
+        {"arrivals": "poisson(200/s)", "keys": {"subjects": 5,
+                                                 "namespace_ids": ["acme|eu", "globex"]}}, 2)
+             for _, request in arrivals(source, SECOND)}
+    assert drawn == {"acme|eu", "globex"}
+
+
+@pytest.mark.parametrize(("keys", "said"), [
+    ({"namespaces": 2, "namespace_ids": ["a", "b", "c"]},
+     "namespace_ids names 3 namespaces but namespaces is 2"),
+    ({"namespace_ids": ["a", "a"]}, "distinct, non-empty namespace ids"),
+    ({"namespace_ids": []}, "distinct, non-empty namespace ids"),
+])
+def test_namespace_ids_that_do_not_name_each_namespace_once_are_refused(keys, said):
+    data = {"name": "t", "store": "axond_budget.in_memory", "workload": {"keys": keys}}
+    with pytest.raises(ScenarioError) as raised:
+        parse_scenario(data, source="my.toml")
+    lines = str(raised.value).splitlines()
+    assert len(lines) == 1 and "workload.keys" in lines[0] and said in lines[0], lines

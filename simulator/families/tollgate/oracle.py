@@ -606,5 +606,5 @@ def _terms(statement: Conservation | None) -> dict[str, int]:
 def ledger_oracle(scenario: Any, kind: Any, settings: Any) -> LedgerOracle:
     """``Family.oracle``: one account per key of the workload."""
     keys = scenario.workload.keys
-    space = KeySpace(keys.namespaces, keys.subjects, keys.zipf_exponent)
+    space = KeySpace.of(keys)
     return LedgerOracle(space.keys, settings.reclaim_grace_ms, scenario.faults)
