@@ -56,7 +56,11 @@ class SimRuntime:
         await Sleep(milliseconds * 1_000)
 
     async def timeout_ms(self, milliseconds: int, awaitable: Awaitable[T]) -> T:
-        child = self.kernel.spawn(_awaiting(awaitable), self.owner, "timeout-guarded call")
+        # A coroutine runs as the child itself, so a child closed before it
+        # started (its replica crashed first) closes it too, never leaving it
+        # unawaited; any other awaitable is awaited by a wrapper.
+        guarded = awaitable if isinstance(awaitable, Coroutine) else _awaiting(awaitable)
+        child = self.kernel.spawn(guarded, self.owner, "timeout-guarded call")
         try:
             return await Join(child, milliseconds * 1_000)
         except BaseException:
