@@ -384,9 +384,10 @@ def test_a_reply_slower_than_the_wait_retires_the_connection_only_in_the_variant
                          ids=["fixed", "cancellation_drops_invoke"])
 def test_a_cancelled_caller_leaves_its_invoke_running_only_in_the_fixed_store(
         relay, key_prefix, cls):
-    """The seed's two cases of an aborted caller (the relay holds its acquire
-    100 ms; the caller's wait is 1 s): the fixed store keeps its generation
-    and gives back the lease written after the caller left; the variant
+    """The seed's two cases of an aborted caller (its live stub delaying
+    acquires by 100 ms; the caller's wait is 1 s): the fixed store keeps its
+    generation usable and gives back the lease written after the caller left
+    (the seed's dropped-shared-acquire-future test); the variant
     retires the generation and leaves the lease to its TTL."""
     async def scenario() -> None:
         limiter = await cls.connect(relay, AsyncioRuntime(),
@@ -405,6 +406,8 @@ def test_a_cancelled_caller_leaves_its_invoke_running_only_in_the_fixed_store(
                 await eventually(lambda: relay.count("release") >= 1, 1,
                                  "the lease created after its caller left was not released")
                 assert await held_leases(relay.target, limiter) == {}
+                # The abandoned invoke's lease was compensated: the one slot is free.
+                assert (await limiter.acquire(KEY)).is_allowed
             else:
                 assert limiter.suspect_generation >= generation, \
                     "the variant drops the invoke unfinished, which retires its generation"
