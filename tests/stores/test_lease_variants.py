@@ -350,8 +350,10 @@ def test_a_refusal_from_a_suspect_generation_is_unavailable_only_in_the_fixed_st
                          ids=["fixed", "invoke_shares_caller_timeout"])
 def test_a_reply_slower_than_the_wait_retires_the_connection_only_in_the_variant(
         relay, key_prefix, cls):
-    """The seed's case (its 50 ms timeout and 100 ms delay, doubled): the
-    relay holds the acquire 200 ms; the caller's wait is 100 ms."""
+    """The seed's case (its live stub delaying acquires; its 50 ms timeout and
+    100 ms delay, doubled): the relay holds the acquire 200 ms; the caller's
+    wait is 100 ms. The fixed store keeps its slow but usable invoke's
+    generation (the seed's caller-timeout test); the variant retires it."""
     async def scenario() -> None:
         limiter = await cls.connect(relay, AsyncioRuntime(),
                                     lease_settings(key_prefix, timeout="100ms"))
@@ -361,8 +363,10 @@ def test_a_reply_slower_than_the_wait_retires_the_connection_only_in_the_variant
             assert (await limiter.acquire(KEY)).denial is Denial.STORE_UNAVAILABLE
             await asyncio.sleep(0.3)
             if cls is LeaseLimiter:
-                assert limiter.generation == generation
-                assert len(relay.connections) == connections
+                assert limiter.generation == generation, \
+                    "caller timeout retired a generation whose invoke was still within its liveness"
+                assert len(relay.connections) == connections, \
+                    "caller timeout triggered an unnecessary replacement"
                 assert limiter.retirement(generation) is None
             else:
                 assert limiter.suspect_generation >= generation, \
@@ -373,7 +377,8 @@ def test_a_reply_slower_than_the_wait_retires_the_connection_only_in_the_variant
                 assert retirement is not None and retirement.invoke == "acquire"
                 assert 100 <= retirement.ran_ms < 200, "retired at the caller's timeout"
             relay.delay_ms["acquire"] = 0
-            assert (await limiter.acquire(KEY)).is_allowed
+            assert (await limiter.acquire(KEY)).is_allowed, \
+                "after a slow reply timed its caller out, the store should serve again"
         finally:
             await relay.aclose()
 
