@@ -431,6 +431,11 @@ def _mutate(args: argparse.Namespace) -> int:
                              f"got {args.operators!r}")
     if args.schedules < 0:
         raise ValueError(f"--schedules: at least 0, got {args.schedules}")
+    if args.workers < 1:
+        raise ValueError(f"--workers: at least 1, got {args.workers}")
+    if not 1 <= args.max_faults <= 10:
+        raise ValueError(f"--max-faults: from 1 to 10, got {args.max_faults}")
+    _output_directory(args.out)
     name = load_scenario(args.scenario).name
     out = args.out or Path("data") / "results" / "mutate" / name
     options = Options(operators=operators, schedules=args.schedules,

@@ -159,7 +159,8 @@ def run_rediscovery(families: Sequence[str] = (), workers: int = 1,
     """Rediscover every variant of ``families`` (all planned ones when empty),
     ``echo``-ing a line per variant and a total per family and overall."""
     everything: list[Rediscovered] = []
-    for plan in plans(families):
+    planned = plans(families)
+    for plan in planned:
         echo(f"{plan.family}: from {plan.scenario} (faults {','.join(plan.faults)}, "
              f"at most {plan.max_faults} fault(s), {plan.schedules} schedules, "
              f"seed {plan.seed})")
@@ -169,7 +170,7 @@ def run_rediscovery(families: Sequence[str] = (), workers: int = 1,
             echo(results[-1].line)
         echo(total_line(plan.family, results))
         everything.extend(results)
-    if len({plan.family for plan in plans(families)}) > 1:
+    if len(planned) > 1:
         echo(total_line("all families", everything))
     return everything
 

@@ -88,6 +88,10 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
     """Generate, probe and judge every mutant of ``scenario_path``'s store kind."""
     scenario = load_scenario(scenario_path)
     base = registry.get(scenario.store)
+    if base.with_scripts is None or not base.scripts:
+        raise ValueError(f"mutate: {base.name} runs no Lua scripts it can swap, and mutants "
+                         f"of Python store code are not built yet; pick a scenario whose "
+                         f"store runs on Redis")
     found = generate(base, options.operators)
     named = [(mutant_kinds.mutant_name(base.name, number), mutation)
              for number, mutation in enumerate(found, start=1)]

@@ -138,9 +138,23 @@ def test_mutate_writes_its_table_and_prints_one_summary_line(tmp_path, capsys):
     assert "false_denials" in table["invariants"][0]
 
 
-def test_mutate_refuses_an_unknown_operator(tmp_path, capsys):
-    assert main(["mutate", str(LEASES), "--operators", "nope"]) == 2
-    assert "--operators: expected some of" in capsys.readouterr().err
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--operators", "nope"], "--operators: expected some of"),
+    (["--schedules", "-1"], "--schedules: at least 0"),
+    (["--workers", "0"], "--workers: at least 1"),
+    (["--max-faults", "-1"], "--max-faults: from 1 to 10"),
+    (["--budget", "nan"], "expected a duration"),
+    (["--out", str(REPO / "README.md")], "is a file; give a directory"),
+])
+def test_mutate_refuses_a_bad_option_in_one_line(flags, said, capsys):
+    assert main(["mutate", str(LEASES), *flags]) == 2
+    error = capsys.readouterr().err.strip()
+    assert said in error and len(error.splitlines()) == 1
+
+
+def test_mutate_refuses_a_store_that_runs_no_lua(capsys):
+    assert main(["mutate", str(REPO / "data" / "scenarios" / "hunt" / "tollgate.toml")]) == 2
+    assert "runs no Lua scripts" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["axond_budget.redis_v1", "axond_budget.redis_v2",
