@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow, as_records
+from simulator.mutate.page import PAGE, write_page
 
 TABLE = "mutants.parquet"
 RATES = "kill_rates.parquet"
@@ -60,13 +61,15 @@ def summary_line(rows: Sequence[MutantRow]) -> str:
 
 
 def write_tables(rows: Sequence[MutantRow], out_dir: Path) -> list[Path]:
-    """The table and the kill rates, as Parquet in ``out_dir``."""
+    """The table and the kill rates, as Parquet in ``out_dir``, and the page
+    that shows both (``simulator.mutate.page``)."""
     import pandas as pd
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, records in ((TABLE, as_records(rows)), (RATES, kill_rates(rows))):
+    rates = kill_rates(rows)
+    for name, records in ((TABLE, as_records(rows)), (RATES, rates)):
         path = out_dir / name
         pd.DataFrame.from_records(records).to_parquet(path, index=False)
         written.append(path)
-    return written
+    return [*written, write_page(rows, rates, summary_line(rows), out_dir / PAGE)]

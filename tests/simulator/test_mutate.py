@@ -4,17 +4,20 @@ calls and hunted against the unmutated kind (``simulator.mutate``)."""
 from __future__ import annotations
 
 from collections import Counter
+from html import escape
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.mutate.campaign import Options, generate, run_campaign
+from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow, Options, generate, run_campaign
 from simulator.mutate.kinds import mutant_kind, write_plugin
 from simulator.mutate.lua import OPERATORS, mutations, tokens
+from simulator.mutate.page import SURVIVOR_MEANING
 from simulator.mutate.probe import Prober
-from simulator.mutate.table import kill_rates, summary_line
+from simulator.mutate.table import kill_rates, summary_line, write_tables
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario
 from stores import registry
@@ -136,6 +139,8 @@ def test_mutate_writes_its_table_and_prints_one_summary_line(tmp_path, capsys):
     table = pd.read_parquet(out / "mutants.parquet")
     assert list(table["operator"]) == ["early_return"] and bool(table["detected"][0])
     assert "false_denials" in table["invariants"][0]
+    assert f"{out / 'mutants.html'}" in printed
+    assert escape(table["diff"][0]) in (out / "mutants.html").read_text()
 
 
 @pytest.mark.parametrize(("flags", "said"), [
@@ -165,3 +170,101 @@ def test_every_redis_kind_s_mutants_apply(kind):
     assert len(found) > 20
     for mutation in found:
         mutant_kind(base, f"{kind}.probe", mutation)
+
+
+def hand_made_rows() -> list[MutantRow]:
+    """A detected mutant, one of each survivor class, and one with every
+    optional field None: what a page must show without running a campaign."""
+    def row(number: int, change: str, diff: str, probe: str, **fields) -> MutantRow:
+        return MutantRow(number, f"axond_leases.redis.mutant.{number:04d}", "acquire", 24,
+                         change.split(":", 1)[0], change, diff, probe,
+                         fields.pop("probe_detail", f"detail of {number}"), **fields)
+
+    diff = ("--- acquire.lua\n+++ acquire.lua (mutant)\n@@ -24 +24 @@\n"
+            "-  if deadline_ms <= now_ms then\n+  if deadline_ms < now_ms then\n")
+    return [
+        row(1, "relational: <= -> >=", diff.replace("< now", ">= now"), "differs",
+            detected=True, invariants="concurrency_excess_lease_seconds", schedules=0,
+            seconds=0.31, store_logic_share=1.0, exposed_by="no fault"),
+        row(2, "relational: <= -> <", diff, "equivalent", survived_as="equivalent"),
+        row(3, "constant: 1 -> 0", "--- a\n+++ b\n-x = 1\n+x = 0\n", "not run",
+            survived_as="not run"),
+        row(4, "call_removed: x -> (nothing)", "--- a\n+++ b\n-f()\n+\n", "stillborn",
+            survived_as="stillborn", probe_detail="<string>:3: 'end' expected"),
+        row(5, "ttl: t -> t / 2", "--- a\n+++ b\n-t\n+t / 2\n", "differs",
+            survived_as="undetected", schedules=10, seconds=3.2),
+        row(6, "index: 2 -> 1", "--- a\n+++ b\n-2\n+1\n", "differs", detected=True,
+            invariants="leaked_lease_seconds", schedules=None, seconds=None,
+            store_logic_share=None, exposed_by=None),
+    ]
+
+
+class PageText(HTMLParser):
+    """What a browser would show of a page: the text of each ``<pre>``, each
+    table cell's text by the ``id`` of its row, and every tag used."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.pres: list[str] = []
+        self.cells: dict[str, list[str]] = {}
+        self.tags: set[str] = set()
+        self._row: str | None = None
+        self._in: str | None = None
+        self.feed(markup)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "tr":
+            self._row = dict(attrs).get("id")
+        if tag == "pre":
+            self.pres.append("")
+        if tag in ("pre", "td"):
+            self._in = tag
+        if tag == "td" and self._row:
+            self.cells.setdefault(self._row, []).append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self._in:
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "pre":
+            self.pres[-1] += data
+        elif self._in == "td" and self._row:
+            self.cells[self._row][-1] += data
+
+
+def test_the_page_shows_the_summary_the_rates_the_survivor_classes_and_every_diff(tmp_path):
+    rows = hand_made_rows()
+    written = write_tables(rows, tmp_path)
+    page = tmp_path / "mutants.html"
+    assert written[-1] == page
+    markup = page.read_text()
+    shown = PageText(markup)
+    # Each diff is shown as it is, its Lua comparisons escaped in the markup.
+    assert shown.pres == [row.diff for row in rows]
+    assert "deadline_ms &lt;= now_ms" in markup and "deadline_ms <= now_ms" not in markup
+    assert "'end' expected" in shown.cells["mutant-4"][6]
+    assert shown.tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3",
+                          "p", "em", "section", "table", "tr", "th", "td", "details",
+                          "summary", "pre"}
+    assert escape(summary_line(rows)) in markup
+    # The survivor classes with their counts and what each asks of the user.
+    survivors = markup[markup.index("id='survivor-classes'"):markup.index("id='mutants'")]
+    for name in SURVIVOR_CLASSES:
+        assert f"<td>{name}</td><td>1</td><td>{escape(SURVIVOR_MEANING[name])}</td>" \
+            in survivors
+    assert "strengthen the scenario" in survivors and escape("the lab's own gap") in survivors
+    # One row per mutant: its verdict, and a dash for what it does not have.
+    verdicts = {row_id: cells[7] for row_id, cells in shown.cells.items()
+                if row_id.startswith("mutant-")}
+    assert verdicts == {"mutant-1": "detected", "mutant-2": "survived: equivalent",
+                        "mutant-3": "survived: not run", "mutant-4": "survived: stillborn",
+                        "mutant-5": "survived: undetected", "mutant-6": "detected"}
+    assert shown.cells["mutant-1"][9:13] == ["0", "0.31", "100%", "no fault"]
+    assert shown.cells["mutant-6"][9:13] == ["—"] * 4
+    assert shown.cells["mutant-5"][9:11] == ["10", "3.20"]
+    assert shown.cells["mutant-2"][10] == "—"  # never hunted: no seconds
+    # The kill rates: per class, the judged (probe differs) and detected.
+    assert "<tr><td>relational</td><td>1</td><td>1</td><td>100%</td></tr>" in markup
+    assert "<tr><td>ttl</td><td>1</td><td>0</td><td>0%</td></tr>" in markup
