@@ -1,0 +1,219 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The checker's power: how many generated bugs does the lab catch?
+#
+# **Question: if the store's Lua had a bug nobody chose, one changed token,
+# would the lab's invariants notice, how fast, and where are they blind?**
+#
+# The race reports and the rediscovery bench measure the lab against bugs
+# someone once wrote. A *mutation campaign* (`python -m simulator mutate
+# SCENARIO`, `simulator.mutate`) measures it against bugs nobody chose: it
+# generates *mutants* of the scenario's store kind, each its real Lua
+# scripts with one token changed (a comparison shifted or flipped, `+` made
+# `-`, a constant moved by one, a `redis.call` removed, a TTL halved, a
+# `KEYS`/`ARGV` index swapped, a loop bound brought in, an early `return`
+# taken). Each mutant is first *probed*: the script calls the scenario's
+# fault-free run sent are replayed on fresh fakeredis servers, on the base
+# scripts and on the mutant's, and every reply and key compared. The
+# mutants that differ are *judged*: the scenario without faults, then a
+# hunt for a fault schedule that makes the mutant worse than the unmutated
+# kind on one of the family's invariants (as `hunt --reference BASE`).
+#
+# **What a kill rate measures.** A mutant is *detected* (killed) when a
+# schedule (the fault-free one included) makes it worse than the unmutated
+# kind beyond the noise margin, or makes it raise. The kill rate is detected
+# out of judged: its denominator holds only the mutants the lab *could* have
+# caught, those the scenario ran and that behaved differently. Per operator
+# class it says which kinds of bug the checks see; per invariant, the share
+# of judged mutants each invariant caught (one mutant may count for
+# several), which says which checks carry the weight. A rate is of this
+# scenario and these options: a richer workload or a longer hunt can only
+# raise it.
+#
+# **How to read survivors.** A mutant that is not detected survived as one
+# of four classes:
+#
+# - *stillborn*: its script does not compile; Redis would refuse it, nothing
+#   to do;
+# - *not run*: the scenario never ran the mutated line, so no check could
+#   see it: **strengthen the scenario** (a workload, a setting or a fault
+#   that reaches that line);
+# - *equivalent*: the line ran, yet every reply and key came out the same:
+#   an equivalent mutant, or calls too few to tell it apart; read its diff;
+# - *undetected*: it behaved differently and no invariant caught it in the
+#   hunt: **the lab's own gap**, a metric or a contract it lacks (or a hunt
+#   too short to reach the schedule that shows it).
+#
+# The campaign runs live here, on the lease family's rediscovery scenario
+# (`data/scenarios/hunt/axond-leases.toml`, the fixed `axond_leases.redis`)
+# with a few operator classes; it is deterministic, so the same parameters
+# give the same mutants and verdicts on every machine. Beside its runs it
+# writes what `mutate` writes: `mutants.parquet`, `kill_rates.parquet`, and
+# `mutants.html`, a page with every mutant's diff. Figures are also written
+# as PNG under `results_dir/figures/`.
+
+# %% tags=["parameters"]
+scenario_file = "data/scenarios/hunt/axond-leases.toml"  # relative to the lab's checkout
+operators = ["relational", "call_removed", "index"]  # operator classes (simulator.mutate.lua)
+schedules = 10  # the hunt's fault schedules per judged mutant (besides the fault-free run)
+budget_s = 30.0  # a mutant's wall-time cap in seconds, search and shrinking
+faults = ["lose_request", "lose_reply", "slow_reply", "crash", "pause"]  # what the hunts draw
+max_faults = 3  # faults per schedule at most
+seed = 1  # the hunts' seed
+results_dir = None  # None: data/results/notebooks/09_checker_power
+workers = 1  # processes per hunt
+
+# %%
+# ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
+import pandas as pd
+from IPython.display import Markdown, display
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+from simulator.analysis import figures_dir, kept_figure, lab_path, notebook_results_dir
+from simulator.mutate.campaign import SURVIVOR_CLASSES, Options, as_records, run_campaign
+from simulator.mutate.page import SURVIVOR_MEANING
+from simulator.mutate.table import kill_rates, summary_line, write_tables
+
+root = notebook_results_dir("09_checker_power", results_dir)
+figures = figures_dir(root)  # each figure is also kept there as a PNG
+options = Options(operators=tuple(operators), schedules=schedules, seconds=budget_s,
+                  faults=tuple(faults), max_faults=max_faults, seed=seed, workers=workers)
+rows = run_campaign(lab_path(scenario_file), options, root / "campaign", echo=print)
+written = write_tables(rows, root / "campaign")
+mutants = pd.DataFrame.from_records(as_records(rows))
+rates = pd.DataFrame.from_records(kill_rates(rows), columns=["by", "name", "judged",
+                                                             "detected", "kill_rate"])
+print(summary_line(rows))
+print(f"written: {', '.join(str(path) for path in written)}")
+
+# %% [markdown]
+# ## Kill rates by operator class and by invariant
+#
+# Left: per operator class, the share of its judged mutants the lab
+# detected, with detected/judged beside each bar. Right: per invariant, the
+# share of all judged mutants it detected. A class at 100% is one whose
+# every observable mutant some invariant flagged; an invariant with a short
+# bar is not useless, it may be the only one that sees its kind of bug.
+
+# %%
+def rate_bars(ax, chosen: pd.DataFrame, title: str, label: str) -> None:
+    """One horizontal bar per row of ``chosen`` (a slice of ``kill_rates``)."""
+    ax.barh(chosen["name"], chosen["kill_rate"] * 100, color="#4a7ab5")
+    for position, (_, rate) in enumerate(chosen.iterrows()):
+        ax.annotate(f"{rate['detected']}/{rate['judged']}", (rate["kill_rate"] * 100, position),
+                    xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set_xlim(0, 115)
+    ax.invert_yaxis()
+    ax.set_xlabel("detected, % of judged mutants")
+    ax.set_ylabel(label)
+    ax.set_title(title)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+figure = Figure(figsize=(12, 3.8), layout="constrained")
+by_class, by_invariant = figure.subplots(1, 2)
+rate_bars(by_class, rates[rates["by"] == "operator"], "By operator class", "operator class")
+rate_bars(by_invariant, rates[rates["by"] == "invariant"], "By invariant", "invariant")
+judged = int((mutants["probe"] == "differs").sum())
+figure.suptitle(f"Kill rates: {len(mutants)} mutant(s), {judged} judged (probe differs)")
+display(kept_figure(figure, figures, "kill-rates",
+                    "The share of judged mutants the lab detected, per operator class and "
+                    "per invariant."))
+
+# %% [markdown]
+# ## Time to kill
+#
+# How much hunting a detected mutant took. Left: the fault schedules the
+# hunt judged up to the one that exposed it, that one included (0: the
+# fault-free run already did: the bug shows without any fault). Right: the
+# share of detected mutants killed within a wall time (the hunt's, its
+# shrinking included; log scale). Mutants found only after many schedules
+# are the ones a shorter hunt, or a smaller `schedules` in CI, would miss.
+
+# %%
+detected = mutants[mutants["detected"]]
+figure = Figure(figsize=(12, 3.6), layout="constrained")
+by_schedules, by_seconds = figure.subplots(1, 2)
+# Every count from 0 to the hunt's budget of schedules: a budget unused shows as empty bars.
+counts = detected["schedules"].astype(int).value_counts().reindex(range(schedules + 1),
+                                                                  fill_value=0)
+by_schedules.bar(counts.index, counts.to_numpy(), color="#4a7ab5")
+by_schedules.xaxis.set_major_locator(MaxNLocator(integer=True))
+by_schedules.yaxis.set_major_locator(MaxNLocator(integer=True))
+by_schedules.set_xlabel("schedules judged until the kill (0: the fault-free run)")
+by_schedules.set_ylabel("detected mutants")
+by_schedules.set_title("Schedules to kill")
+seconds = sorted(detected["seconds"])
+by_seconds.step(seconds, [(rank + 1) / len(seconds) * 100 for rank in range(len(seconds))],
+                where="post", color="#4a7ab5")
+by_seconds.axvline(budget_s, color="#a00", linestyle="--", label="a mutant's budget")
+by_seconds.set_xscale("log")
+# From a tenth of a second to past the budget: decades to read the kills against.
+by_seconds.set_xlim(min([0.1, *seconds]), max([budget_s, *seconds]) * 1.3)
+by_seconds.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+by_seconds.xaxis.set_minor_formatter(NullFormatter())
+by_seconds.set_xlabel("wall time of the hunt (s, log scale)")
+by_seconds.set_ylabel("% of detected mutants killed")
+by_seconds.set_ylim(0, 105)
+by_seconds.set_title("Seconds to kill")
+by_seconds.legend(loc="lower right", fontsize=8)
+for ax in (by_schedules, by_seconds):
+    ax.grid(True, alpha=0.3)
+figure.suptitle(f"Time to kill: {len(detected)} detected mutant(s)")
+display(kept_figure(figure, figures, "time-to-kill",
+                    "How many schedules and how many seconds of hunting each detected mutant "
+                    "took."))
+if len(detected):
+    print(f"median: {detected['schedules'].median():g} schedule(s), "
+          f"{detected['seconds'].median():.2f} s; slowest: {detected['seconds'].max():.2f} s "
+          f"(mutant {int(detected.loc[detected['seconds'].idxmax(), 'number'])})")
+
+# %% [markdown]
+# ## The survivors
+#
+# Each class with its count and what it asks of you, then every survivor:
+# where the change is, its class, and the probe's detail (for a mutant that
+# differed, the first call or key where it did). Start with the
+# *undetected*: each is a bug the lab would ship. Then the *not run*: each
+# is a line the scenario never exercises. The page `mutants.html` beside the
+# tables has every mutant's diff.
+
+# %%
+survivors = mutants[~mutants["detected"]]
+display(Markdown("\n".join(
+    f"- **{name}**: {int((survivors['survived_as'] == name).sum())}. {SURVIVOR_MEANING[name]}"
+    for name in SURVIVOR_CLASSES)))
+table = survivors.assign(where=survivors["script"] + ":" + survivors["line"].astype(str),
+                         schedules=survivors["schedules"].astype("Int64"))[
+    ["number", "where", "change", "survived_as", "probe_detail", "schedules"]].rename(
+    columns={"survived_as": "class", "probe_detail": "probe detail"}).set_index("number")
+with pd.option_context("display.max_colwidth", None):  # a change or a detail cut is unreadable
+    display(table)
+
+# %% [markdown]
+# ## Caveats
+#
+# - A kill rate is of one scenario. The default one runs 3 s with 5 s
+#   leases, so no lease expires in its fault-free run and the mutants of the
+#   acquire script's expiry branch are *not run*; a longer run, or shorter
+#   leases, would judge them.
+# - The hunt's `schedules` and `budget_s` bound each judged mutant: an
+#   *undetected* mutant may be caught by a longer hunt (more schedules, more
+#   fault kinds). Raise them before calling a survivor the lab's gap.
+# - The probe compares replies and keys on the fault-free run's calls only:
+#   an *equivalent* mutant may still differ on calls a fault would bring.
+# - Only Lua is mutated (stores running on Redis); Python store code is not.
