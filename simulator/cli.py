@@ -219,8 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     mutate_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
     mutate_cmd.add_argument("--operators", default=None, metavar="CLASS,...",
                             help="mutation operator classes (default: all): "
-                            "relational, arithmetic, constant, call_removed, ttl, index, "
-                            "loop_bound, early_return")
+                            "relational, arithmetic, constant, call_removed (Lua and "
+                            "Python); ttl, index, loop_bound, early_return (Lua); "
+                            "condition_negated, exception_swallowed (Python)")
+    mutate_cmd.add_argument("--code", default="lua,python", metavar="lua,python",
+                            help="what to mutate: the kind's Lua scripts, its own Python "
+                            "classes, or both (default)")
     mutate_cmd.add_argument("--schedules", type=int, default=50, metavar="N",
                             help="schedules each mutant's hunt may try (default 50)")
     mutate_cmd.add_argument("--budget", default="2m",
@@ -418,8 +422,7 @@ def _fault_kinds(text: str) -> tuple[str, ...]:
 
 
 def _mutate(args: argparse.Namespace) -> int:
-    from simulator.mutate.campaign import Options, run_campaign
-    from simulator.mutate.lua import OPERATORS
+    from simulator.mutate.campaign import CODE, OPERATORS, Options, run_campaign
     from simulator.mutate.table import summary_line, write_tables
     from simulator.scenario.model import load_scenario
     operators = OPERATORS
@@ -429,6 +432,9 @@ def _mutate(args: argparse.Namespace) -> int:
         if unknown or not operators:
             raise ValueError(f"--operators: expected some of {', '.join(OPERATORS)}, "
                              f"got {args.operators!r}")
+    code = tuple(name.strip() for name in args.code.split(",") if name.strip())
+    if not code or set(code) - set(CODE):
+        raise ValueError(f"--code: expected lua, python or both, got {args.code!r}")
     if args.schedules < 0:
         raise ValueError(f"--schedules: at least 0, got {args.schedules}")
     if args.workers < 1:
@@ -438,7 +444,7 @@ def _mutate(args: argparse.Namespace) -> int:
     _output_directory(args.out)
     name = load_scenario(args.scenario).name
     out = args.out or Path("data") / "results" / "mutate" / name
-    options = Options(operators=operators, schedules=args.schedules,
+    options = Options(operators=operators, code=code, schedules=args.schedules,
                       seconds=parse_duration_us(args.budget) / 1e6,
                       faults=_fault_kinds(args.faults), max_faults=args.max_faults,
                       seed=args.seed, workers=args.workers, scheduler=args.scheduler)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -90,6 +90,13 @@ class StoreKind:
     """Redis kinds: ``with_scripts(name, scripts)`` is this kind under another
     name running ``scripts`` instead (its ``build`` and ``migrate`` too): how
     a plugin, or ``mutate``, derives a kind whose one script changed."""
+    classes: tuple[type, ...] = ()
+    """The kind's own Python classes, those ``with_classes`` can replace: a
+    Redis kind's store class; the tollgate ledger's holder and rules."""
+    with_classes: Callable[[str, Mapping[type, type]], StoreKind] | None = None
+    """``with_classes(name, {cls: replacement})`` is this kind under another
+    name with each of its ``classes`` in the mapping replaced (a subclass
+    changing one method): how ``mutate`` derives a kind whose Python changed."""
 
     @property
     def per_replica(self) -> bool:

@@ -124,6 +124,10 @@ class Rediscovered:
     """Faults in the shrunk schedule (0 when not found)."""
     seconds: float
     verdict: str
+    store_share: float | None = None
+    """The largest share of the damage over the fixed store that the fault
+    contracts file as the variant's own (``store_logic``); None where the
+    invariants it broke are filed by no cause."""
 
     @property
     def line(self) -> str:
@@ -131,8 +135,11 @@ class Rediscovered:
         if not self.found:
             return (f"  {name:<34} NOT FOUND in {self.schedules} schedule(s), "
                     f"{self.seconds:.0f} s")
+        blamed = ("" if self.store_share is None
+                  else f", {self.store_share:.0%} of it store_logic")
         return (f"  {name:<34} found after {self.schedules:>3} schedule(s), "
-                f"{self.faults} fault(s) once shrunk, {self.seconds:5.1f} s: {self.verdict}")
+                f"{self.faults} fault(s) once shrunk, {self.seconds:5.1f} s{blamed}: "
+                f"{self.verdict}")
 
 
 def rediscover(plan: Plan, variant: PlannedVariant, workers: int = 1) -> Rediscovered:
@@ -150,8 +157,10 @@ def rediscover(plan: Plan, variant: PlannedVariant, workers: int = 1) -> Redisco
     seconds = time.perf_counter() - started
     if found is None:
         return Rediscovered(variant.kind, False, hunt.runs - 1, 0, seconds, "")
+    shares = [worse.store_share for worse in found.verdict.worse
+              if worse.store_share is not None]
     return Rediscovered(variant.kind, True, found.schedules, len(found.schedule), seconds,
-                        str(found.verdict))
+                        str(found.verdict), max(shares) if shares else None)
 
 
 def run_rediscovery(families: Sequence[str] = (), workers: int = 1,

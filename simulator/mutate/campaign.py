@@ -26,13 +26,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.families import invariants_for
 from simulator.mutate import kinds as mutant_kinds
-from simulator.mutate.lua import OPERATORS, Mutation, mutations
+from simulator.mutate.lua import OPERATORS as LUA_OPERATORS
+from simulator.mutate.lua import Mutation
+from simulator.mutate.lua import mutations as lua_mutations
 from simulator.mutate.probe import Prober
+from simulator.mutate.python import OPERATORS as PYTHON_OPERATORS
+from simulator.mutate.python import PythonMutation, class_source
+from simulator.mutate.python import mutations as python_mutations
+from simulator.mutate.python_probe import PythonProber
 from simulator.scenario.model import Scenario, load_scenario
 from stores import registry
 
+OPERATORS = tuple(dict.fromkeys(LUA_OPERATORS + PYTHON_OPERATORS))
+"""Every operator class, Lua's then those only Python has."""
+CODE = ("lua", "python")
+"""What a campaign can mutate: the kind's Lua scripts, its own Python classes."""
 SURVIVOR_CLASSES = ("stillborn", "not run", "equivalent", "undetected")
 """Why a mutant survived, from the probe's verdict to the lab's own miss."""
 
@@ -42,6 +51,8 @@ class Options:
     """How a campaign searches each mutant."""
 
     operators: tuple[str, ...] = OPERATORS
+    code: tuple[str, ...] = CODE
+    """What to mutate: ``lua`` (the kind's scripts), ``python`` (its own classes)."""
     schedules: int = 50
     """The hunt's schedules per mutant (besides the fault-free run)."""
     seconds: float = 120.0
@@ -77,10 +88,20 @@ class MutantRow:
     verdict: str = field(default="", repr=False)
 
 
-def generate(base: Any, operators: Sequence[str]) -> list[Mutation]:
-    """Every mutation of ``base``'s scripts, script by script in name order."""
-    return [mutation for name in sorted(base.scripts)
-            for mutation in mutations(name, base.scripts[name], tuple(operators))]
+def generate(base: Any, operators: Sequence[str], code: Sequence[str] = CODE
+             ) -> list[Mutation]:
+    """Every mutation of ``base``'s scripts, script by script in name order,
+    then of its own classes, class by class in its order (``code`` says which)."""
+    found: list[Mutation] = []
+    if "lua" in code and base.with_scripts is not None:
+        lua_operators = tuple(name for name in operators if name in LUA_OPERATORS)
+        found += [mutation for name in sorted(base.scripts)
+                  for mutation in lua_mutations(name, base.scripts[name], lua_operators)]
+    if "python" in code and base.with_classes is not None:
+        python_operators = tuple(name for name in operators if name in PYTHON_OPERATORS)
+        found += [mutation for cls in base.classes
+                  for mutation in python_mutations(cls, python_operators)]
+    return found
 
 
 def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
@@ -88,24 +109,36 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
     """Generate, probe and judge every mutant of ``scenario_path``'s store kind."""
     scenario = load_scenario(scenario_path)
     base = registry.get(scenario.store)
-    if base.with_scripts is None or not base.scripts:
-        raise ValueError(f"mutate: {base.name} runs no Lua scripts it can swap, and mutants "
-                         f"of Python store code are not built yet; pick a scenario whose "
-                         f"store runs on Redis")
-    found = generate(base, options.operators)
+    found = generate(base, options.operators, options.code)
+    if not found:
+        raise ValueError(f"mutate: {base.name} has nothing to mutate in "
+                         f"{' or '.join(options.code)} with {', '.join(options.operators)} "
+                         f"(its Lua: {', '.join(sorted(base.scripts)) or 'none'}; its classes: "
+                         f"{', '.join(cls.__name__ for cls in base.classes) or 'none'})")
     named = [(mutant_kinds.mutant_name(base.name, number), mutation)
              for number, mutation in enumerate(found, start=1)]
     mutant_kinds.write_plugin(out_dir, base.name, named)
-    prober = Prober(base, scenario)
-    echo(f"mutate: {len(named)} mutant(s) of {base.name} ({', '.join(options.operators)}); "
-         f"the scenario's fault-free run sent {len(prober.calls)} script call(s) to probe with")
+    lua = any(not isinstance(mutation, PythonMutation) for mutation in found)
+    prober = Prober(base, scenario) if lua else None
+    python_prober = (PythonProber(base, scenario)
+                     if any(isinstance(mutation, PythonMutation) for mutation in found) else None)
+    sent = f"; the scenario's fault-free run sent {len(prober.calls)} script call(s) to probe " \
+           f"with" if prober is not None else ""
+    echo(f"mutate: {len(named)} mutant(s) of {base.name} ({', '.join(options.operators)}){sent}")
     rows = []
     for number, (name, mutation) in enumerate(named, start=1):
         kind = registry.get(name)
-        probed = prober.probe(mutation, kind.scripts)
+        if isinstance(mutation, PythonMutation):
+            assert python_prober is not None
+            original = mutant_kinds.own_class(base, mutation.script)
+            probed = python_prober.probe(name, original, mutation)
+            before = class_source(original)[0]
+        else:
+            assert prober is not None
+            probed = prober.probe(mutation, kind.scripts)
+            before = base.scripts[mutation.script]
         row = MutantRow(number, name, mutation.script, mutation.line, mutation.operator,
-                        mutation.label.split(" ", 1)[1],
-                        mutation.diff(base.scripts[mutation.script]),
+                        mutation.label.split(" ", 1)[1], mutation.diff(before),
                         probed.outcome, probed.detail)
         if probed.judged:
             _judge(row, scenario_path, scenario, base.name, options)
@@ -143,18 +176,11 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
         return
     row.invariants = ", ".join(item.metric for item in worse)
     summary = found.result.summary
-    by_metric = {invariant.metric: invariant for invariant in invariants_for(
-        registry.get(scenario.store))}
-    shares, exposures = [], []
-    for item in worse:
-        invariant = by_metric[item.metric]
-        store = invariant.badness(invariant.causes(summary).get("store_logic", 0))
-        shares.append(store / item.by if item.by else 0.0)
-        exposure = summary.get(f"{item.metric}_exposed_by")
-        if exposure:
-            exposures.append(str(exposure))
+    shares = [item.store_share for item in worse if item.store_share is not None]
     row.store_logic_share = round(max(shares), 4) if shares else None
-    row.exposed_by = "; ".join(dict.fromkeys(exposures))
+    row.exposed_by = "; ".join(dict.fromkeys(
+        str(summary[f"{item.metric}_exposed_by"]) for item in worse
+        if summary.get(f"{item.metric}_exposed_by")))
 
 
 def _line(row: MutantRow) -> str:

@@ -4,7 +4,8 @@ A campaign writes its mutants down as a plugin module in its output directory
 (``lab_mutants_<digest>.py``: the base kind and, per mutant, its name and its
 one change, as data) and imports it like any ``--plugin`` module: the module
 calls ``register_mutants``, which registers each mutant as the base kind under
-the mutant's name with its one script changed (``StoreKind.with_scripts``).
+the mutant's name with its one script changed (``StoreKind.with_scripts``) or
+one of its classes replaced by a mutant subclass (``StoreKind.with_classes``).
 So a hunt's workers, a sweep task or a later ``replay`` of a mutant's race
 report import the same module and get the same kinds, and traces name the
 mutant's scripts as they name the base kind's.
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from simulator.mutate.lua import Mutation
+from simulator.mutate.python import PythonMutation, class_path, mutant_class
 from stores import registry
 from stores.registry import StoreKind
 
@@ -33,7 +35,12 @@ def mutant_name(base: str, number: int) -> str:
 
 
 def mutant_kind(base: StoreKind, name: str, mutation: Mutation) -> StoreKind:
-    """``base`` under ``name``, its script ``mutation.script`` changed by ``mutation``."""
+    """``base`` under ``name``, its script ``mutation.script`` (or, for a
+    ``PythonMutation``, its class) changed by ``mutation``."""
+    if isinstance(mutation, PythonMutation):
+        original = own_class(base, mutation.script)
+        assert base.with_classes is not None  # own_class found one
+        return base.with_classes(name, {original: mutant_class(original, mutation)})
     if base.with_scripts is None:
         raise ValueError(f"{base.name} cannot run other scripts (it declares no "
                          f"with_scripts): its Lua cannot be mutated")
@@ -43,7 +50,7 @@ def mutant_kind(base: StoreKind, name: str, mutation: Mutation) -> StoreKind:
 
 def register_mutants(base: str, mutants: Sequence[dict]) -> None:
     """Register each of ``mutants`` (``{"name", "script", "operator",
-    "offset", "old", "new", "line"}``) as a kind: what a campaign's plugin
+    "offset", "old", "new", "line"}``, and ``"method"`` for a Python one) as a kind: what a campaign's plugin
     module calls when imported."""
     kind = registry.get(base)
     known = registry.kinds()
@@ -52,15 +59,26 @@ def register_mutants(base: str, mutants: Sequence[dict]) -> None:
             registry.register(mutant_kind(kind, row["name"], mutation_of(row)))
 
 
+def own_class(base: StoreKind, path: str) -> type:
+    """The class of ``base``'s own (``StoreKind.classes``) at dotted ``path``."""
+    for cls in base.classes if base.with_classes is not None else ():
+        if class_path(cls) == path:
+            return cls
+    raise ValueError(f"{base.name} has no class {path} of its own to mutate")
+
+
 def mutation_of(row: dict) -> Mutation:
-    return Mutation(row["script"], row["operator"], row["offset"], row["old"], row["new"],
-                    row["line"])
+    fields = (row["script"], row["operator"], row["offset"], row["old"], row["new"], row["line"])
+    return PythonMutation(*fields, row["method"]) if row.get("method") else Mutation(*fields)
 
 
 def row_of(name: str, mutation: Mutation) -> dict:
-    return {"name": name, "script": mutation.script, "operator": mutation.operator,
-            "offset": mutation.offset, "old": mutation.old, "new": mutation.new,
-            "line": mutation.line}
+    row = {"name": name, "script": mutation.script, "operator": mutation.operator,
+           "offset": mutation.offset, "old": mutation.old, "new": mutation.new,
+           "line": mutation.line}
+    if isinstance(mutation, PythonMutation):
+        row["method"] = mutation.method
+    return row
 
 
 def write_plugin(out_dir: Path, base: str, mutants: Sequence[tuple[str, Mutation]]) -> str:

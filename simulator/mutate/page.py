@@ -27,14 +27,15 @@ td { vertical-align: top; } td pre { margin: .3em 0 0; padding: .4em; }
 """What this page adds to the report's style: a row of many cells reads from its top."""
 
 SURVIVOR_MEANING = {
-    "stillborn": "The mutated script does not compile: Redis would refuse to load it, so no "
-                 "check is needed. Nothing to do.",
+    "stillborn": "The mutated script or class does not compile: Redis would refuse to load "
+                 "it (Python to define it), so no check is needed. Nothing to do.",
     "not run": "The scenario never ran the mutated line, so no check could see it: "
                "strengthen the scenario (a workload, a setting or a fault that reaches "
                "that line).",
     "equivalent": "The line ran, yet every reply and every key came out the same on the "
-                  "scenario's calls: an equivalent mutant, or calls too few to tell it "
-                  "apart. Look at the diff before counting it as a gap.",
+                  "scenario's calls (for a Python mutant, the fault-free run's trace, to the "
+                  "last row): an equivalent mutant, or a run too plain to tell it apart. Look "
+                  "at the diff before counting it as a gap.",
     "undetected": "It behaved differently on the probe and no invariant caught it in the "
                   "hunt: the lab's own gap (a metric or a contract it lacks), or a hunt "
                   "too short to reach the schedule that shows it.",

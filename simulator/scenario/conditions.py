@@ -270,6 +270,16 @@ NOISY = 0.10
 """The margin of the noisy invariants: counts of denials and refusals, and
 what leaked holds and leases cost in time (a hold leaks until the next call
 on its key reclaims it, so any change of timing moves its cost)."""
+PARTED = 0.10
+"""The further margin on the share of the reference's damage that the lab's
+own causes did (its faults, strays, operator actions): a fault parts the two
+runs' histories, and what a stray overshoots afterwards moves by chance of
+timing. The store's own part (``store_logic``) is judged apart with the
+invariant's noise alone, so a store that breaks a contract is still found
+beside a reference the lab damaged a lot."""
+STORE_PART = "store_logic"
+"""The cause the fault contracts file the store's own damage under
+(``simulator.plugin.attribution.STORE_LOGIC``, a layer above this one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,9 +308,16 @@ class Invariant:
     def badness(self, value: float) -> float:
         return abs(value) if self.worse == "further_from_zero" else value
 
-    def margin(self, reference_value: float) -> float:
-        """How much worse than the reference's ``reference_value`` is still noise."""
-        return self.noise * self.badness(reference_value)
+    def margin(self, reference_value: float, parted: float = 0.0) -> float:
+        """How much worse than the reference's ``reference_value`` is still
+        noise, ``parted`` of its badness the lab's own (``PARTED``)."""
+        return self.noise * self.badness(reference_value) + PARTED * parted
+
+    def store_part(self, summary: Mapping[str, Any]) -> float | None:
+        """The badness of the store's own part in ``summary``; None where the
+        summary files this invariant by no cause."""
+        causes = self.causes(summary)
+        return self.badness(causes.get(STORE_PART, 0)) if causes else None
 
     @property
     def cause_pattern(self) -> str:
@@ -316,8 +333,7 @@ class Invariant:
         """Its parts in ``summary`` by cause (zeros included), in the summary's order."""
         if self.store_only:
             value = summary.get(self.metric)
-            # simulator.plugin.attribution.STORE_LOGIC, a layer above this one.
-            return {} if value is None else {"store_logic": value}
+            return {} if value is None else {STORE_PART: value}
         before, _, after = self.cause_pattern.partition("{cause}")
         named = re.compile(f"{re.escape(before)}(?P<cause>[a-z0-9_]+){re.escape(after)}")
         found = {}
@@ -338,27 +354,48 @@ class Worse:
     by: float
     margin: float = 0.0
     """The noise margin it was worse beyond (``Invariant.margin``)."""
+    part: str = ""
+    """``store_logic`` when judged on the store's own part alone, its
+    ``candidate`` and ``reference`` that part's badness; empty for the whole."""
+    store_share: float | None = None
+    """How much of ``by`` the store's own part is (0 to 1): 1.0 where judged on
+    that part; None where the invariant is filed by no cause."""
 
     def __str__(self) -> str:
         beyond = f", beyond its noise margin of {self.margin:g}" if self.margin else ""
-        return (f"{self.metric} ({self.candidate!r} against {self.reference!r}, "
+        whose = f" {self.part} part" if self.part else ""
+        return (f"{self.metric}{whose} ({self.candidate!r} against {self.reference!r}, "
                 f"worse by {self.by:g}{beyond})")
 
 
 def worse_than_reference(invariants: Iterable[Invariant], candidate: Mapping[str, Any],
                          reference: Mapping[str, Any]) -> tuple[Worse, ...]:
-    """The invariants on which ``candidate`` did worse than ``reference`` by
-    more than the invariant's noise margin; one absent from either summary (a
-    namespace metric of a run without namespace caps) is not compared."""
+    """The invariants on which ``candidate`` did worse than ``reference``
+    beyond the noise margin: on the whole, beyond the invariant's ``noise`` of
+    the reference's figure plus ``PARTED`` of what the lab's own causes did
+    in it; or on the store's own part alone, beyond ``noise`` of the
+    reference's store part (none where that is 0). One absent from either
+    summary (a namespace metric of a run without namespace caps) is not
+    compared."""
     found = []
     for invariant in invariants:
         mine, theirs = candidate.get(invariant.metric), reference.get(invariant.metric)
         if mine is None or theirs is None:
             continue
+        my_part, their_part = invariant.store_part(candidate), invariant.store_part(reference)
+        parted = (0.0 if their_part is None
+                  else max(invariant.badness(theirs) - their_part, 0.0))
         by = invariant.badness(mine) - invariant.badness(theirs)
-        margin = invariant.margin(theirs)
+        margin = invariant.margin(theirs, parted)
         if by > margin:
-            found.append(Worse(invariant.metric, mine, theirs, by, margin))
+            share = (None if my_part is None or their_part is None
+                     else min(max((my_part - their_part) / by, 0.0), 1.0))
+            found.append(Worse(invariant.metric, mine, theirs, by, margin, store_share=share))
+        elif my_part is not None and their_part is not None and not invariant.store_only:
+            by, margin = my_part - their_part, invariant.noise * their_part
+            if by > margin:
+                found.append(Worse(invariant.metric, my_part, their_part, by, margin,
+                                   STORE_PART, 1.0))
     return tuple(found)
 
 

@@ -392,6 +392,8 @@ class Hunt:
             baseline, verdict = self._baseline()
             if verdict.broken:
                 return Found([], verdict, baseline, self.runs)
+            if self.examples == 0:  # the fault-free run alone was asked for
+                return None
             calls = calls_sent(baseline.trace)
             if "migrate" in self.kinds:
                 calls = self._rehearse(calls)

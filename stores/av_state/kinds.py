@@ -52,7 +52,11 @@ def redis_kind(name: str, summary: str, *, store_class: type[RedisStateStore] = 
                      contract=contract, ledger_keys=ledger_keys, decode=decode,
                      read_ledgers=None, scripts=sources,
                      with_scripts=lambda other, scripts: redis_kind(
-                         other, summary, store_class=store_class, scripts=scripts))
+                         other, summary, store_class=store_class, scripts=scripts),
+                     classes=(store_class,),
+                     with_classes=lambda other, swaps: redis_kind(
+                         other, summary, store_class=swaps.get(store_class, store_class),
+                         scripts=scripts))
 
 
 async def _build_in_memory(data: Any, runtime: Runtime,

@@ -105,6 +105,12 @@ def redis_kind(name: str, summary: str, *, layout: Literal["v1", "v2"] = "v1",
                      with_scripts=lambda other, scripts: redis_kind(
                          other, summary, layout=layout, store_class=store_class,
                          scripts=scripts, migration=migration,
+                         holds_count_past_deadline=holds_count_past_deadline),
+                     classes=(store_class,),
+                     with_classes=lambda other, swaps: redis_kind(
+                         other, summary, layout=layout,
+                         store_class=swaps.get(store_class, store_class), scripts=sources,
+                         migration=migration,
                          holds_count_past_deadline=holds_count_past_deadline))
 
 

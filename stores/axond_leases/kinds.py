@@ -51,4 +51,8 @@ def redis_kind(name: str, summary: str, *, store_class: type[LeaseLimiter] = Lea
                      contract=contract, ledger_keys=ledger_keys, decode=decode,
                      read_ledgers=None, scripts=sources,
                      with_scripts=lambda other, scripts: redis_kind(
-                         other, summary, store_class=store_class, scripts=scripts))
+                         other, summary, store_class=store_class, scripts=scripts),
+                     classes=(store_class,),
+                     with_classes=lambda other, swaps: redis_kind(
+                         other, summary, store_class=swaps.get(store_class, store_class),
+                         scripts=sources))

@@ -15,7 +15,7 @@ schedule the settings give, if any.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from stores.tollgate.domain import AccountConfig, BudgetSchedule
@@ -87,8 +87,18 @@ async def open_ledger(url: str | None, settings: TollgateSettings, keys: Sequenc
     return ledger
 
 
-async def open_service(url: str | None, settings: TollgateSettings, keys: Sequence[Any],
-                       name: str) -> LedgerService:
-    """``StoreKind.service`` of the fixed ledger."""
-    return LedgerService(await open_ledger(url, settings, keys, name),
-                         dropped_on_close=url is not None)
+def with_rules(rules: type[MemoryLedger] = MemoryLedger
+               ) -> Callable[..., Awaitable[LedgerService]]:
+    """A ``StoreKind.service`` opening a fresh ledger whose calls ``rules``
+    answers (``MemoryLedger``: the fixed ledger's), in process or on PostgreSQL."""
+
+    async def open_service(url: str | None, settings: TollgateSettings, keys: Sequence[Any],
+                           name: str) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys, name, rules=rules)
+        return LedgerService(ledger, dropped_on_close=url is not None)
+
+    return open_service
+
+
+open_service = with_rules()
+"""``StoreKind.service`` of the fixed ledger."""

@@ -4,7 +4,7 @@ comments say the fixed ones must not do, each changing one thing.
 Holder-side variants subclass ``LeaseHolder``; ledger-side ones wrap the
 ledger the service node runs (``MemoryLedger`` or ``PostgresLedger`` alike),
 size its grants with a ``GrantPolicy`` subclass (``with_policy``), or run
-its calls by a ``MemoryLedger`` subclass changing one rule (``with_rules``;
+its calls by a ``MemoryLedger`` subclass changing one rule (``rules``;
 ``PostgresLedger`` runs the same rules over the rows it loaded), so every
 variant runs on both backends. One seam takes both sides: the rollover split
 into a read and a roll (``ReadsThenRolls`` sends them, ``RollsWhatItRead``
@@ -202,18 +202,6 @@ class ReclaimCreditsBack(MemoryLedger):
         return lease.unbilled()
 
 
-def with_rules(rules: type[MemoryLedger]):
-    """A ``StoreKind.service`` opening the fixed ledger with each call run by
-    ``rules``, a subclass of ``MemoryLedger`` (on PostgreSQL too)."""
-
-    async def open_service(url: str | None, settings: TollgateSettings, keys: list[Any],
-                           name: str) -> LedgerService:
-        ledger = await open_ledger(url, settings, keys, name, rules=rules)
-        return LedgerService(ledger, dropped_on_close=url is not None)
-
-    return open_service
-
-
 class StatementWithoutExpiry(MemoryLedger):
     """The bug (GL-97, seed 003 L204-L216): a funding statement with no
     ``expired`` term. A rollover takes the closed period's unspent allowance
@@ -303,7 +291,7 @@ KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.reclaim_credits_back",
                 "historical: the expiry sweep credits a lease's unbilled units back (a "
                 "late holder's usage is refused, billed nowhere)",
-                service=with_rules(ReclaimCreditsBack)),
+                rules=ReclaimCreditsBack),
     ledger_kind("tollgate.variants.consolidation_ignores_demand",
                 "historical: a consolidation never grows to the quote the holder could not "
                 "fund (a spend the balance can fund is refused, again and again)",
@@ -311,9 +299,9 @@ KINDS: tuple[StoreKind, ...] = (
     ledger_kind("tollgate.variants.rollover_deposits_twice",
                 "historical: the rollover pass reads which periods are due, then rolls them "
                 "in another transaction (two passes racing a boundary deposit its allowance "
-                "twice)", holder_class=ReadsThenRolls, service=with_rules(RollsWhatItRead)),
+                "twice)", holder_class=ReadsThenRolls, rules=RollsWhatItRead),
     ledger_kind("tollgate.variants.statement_without_expiry",
                 "historical: the funding statement has no expired term (every rollover that "
                 "expires allowance breaks the equation by what expired)",
-                service=with_rules(StatementWithoutExpiry)),
+                rules=StatementWithoutExpiry),
 )

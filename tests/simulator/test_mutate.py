@@ -157,11 +157,6 @@ def test_mutate_refuses_a_bad_option_in_one_line(flags, said, capsys):
     assert said in error and len(error.splitlines()) == 1
 
 
-def test_mutate_refuses_a_store_that_runs_no_lua(capsys):
-    assert main(["mutate", str(REPO / "data" / "scenarios" / "hunt" / "tollgate.toml")]) == 2
-    assert "runs no Lua scripts" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("kind", ["axond_budget.redis_v1", "axond_budget.redis_v2",
                                   "av_state.redis", "axond_leases.redis"])
 def test_every_redis_kind_s_mutants_apply(kind):

@@ -240,6 +240,34 @@ def test_worse_than_the_reference_means_beyond_the_noise_margin():
     assert any_drift.margin == 0 and "margin" not in str(any_drift)
 
 
+def test_what_the_lab_did_to_the_reference_widens_the_margin_and_the_store_s_part_does_not():
+    """Strays overshoot both runs: 2% more of that is the histories parting,
+    not a break; but the candidate's own store_logic part is judged apart,
+    and any of it beside a reference with none is worse."""
+    overshoot = Invariant("cap_overshoot_microdollars_total",
+                          by_cause="cap_overshoot_by_{cause}_microdollars")
+
+    def run(total, store, stray):
+        return {"cap_overshoot_microdollars_total": total,
+                "cap_overshoot_by_store_logic_microdollars": store,
+                "cap_overshoot_by_replica_stray_microdollars": stray}
+
+    reference = run(61_069, 0, 61_069)
+    assert worse_than_reference([overshoot], run(62_220, 0, 62_220), reference) == ()
+    (parted,) = worse_than_reference([overshoot], run(70_000, 0, 70_000), reference)
+    assert parted.margin == pytest.approx(0.01 * 61_069 + 0.10 * 61_069)
+    assert parted.store_share == 0.0 and parted.part == ""
+    (own,) = worse_than_reference([overshoot], run(61_500, 400, 61_100), reference)
+    assert (own.part, own.candidate, own.reference, own.margin) == ("store_logic", 400, 0, 0)
+    assert own.store_share == 1.0 and "store_logic part (400 against 0" in str(own)
+    (whole,) = worse_than_reference([overshoot], run(80_000, 15_000, 65_000), reference)
+    assert whole.part == "" and whole.store_share == pytest.approx(15_000 / 18_931)
+    # Filed by no cause: the whole alone, with the invariant's noise.
+    (bare,) = worse_than_reference([Invariant("wrongful_admissions")],
+                                   {"wrongful_admissions": 12}, {"wrongful_admissions": 10})
+    assert bare.store_share is None and bare.margin == pytest.approx(0.1)
+
+
 def test_a_bare_reference_stands_in_wherever_a_kind_of_its_settings_is_named():
     """A v1 fleet migrating to a v2 variant: the v2 reference takes the
     migration's target (the fleet's v1 store takes other settings); a v1

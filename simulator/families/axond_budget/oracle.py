@@ -153,7 +153,7 @@ class BudgetOracle:
                 # was not lost in another (seed 000:25-27, one script for both).
                 for name, other in self.scopes.items():
                     if name != scope:
-                        other.settled_elsewhere(tag)
+                        other.settled_elsewhere(tag, now_us)
 
     def _unfenced(self, source: Any, tag: int) -> bool:
         """Whether request ``tag``'s command on ``source`` comes from a replica

@@ -177,6 +177,8 @@ class RequestTruth:
     honest_deadline_ms: int = 0  # the writer's clock at arrival + the configured TTL
     latest_deadline_us: int = 0  # the writer's clock when its hold was written + the TTL
     settled_elsewhere: bool = False  # its settlement ran in another scope of the store
+    settled_elsewhere_at: int | None = None  # when it first did
+    origin: Any = None  # its key before ``scope_of`` (the subject's, in a namespace scope)
     leaked_before_by_cause: Mapping[str, int] | None = None  # None: no leak then
     recorded_here: bool = False  # a command of it touched this scope's record
     unfenced: str = ""  # served by a boot a sound store refuses: what exposed that boot
@@ -419,6 +421,9 @@ class ScopeOracle:
         self.migration_owed_at: int | None = None
         """When a migration last took spend off another scope's old ledgers
         that it owes this scope (``migration_took_elsewhere``)."""
+        self.migration_took_at: dict[Key, int] = {}
+        """When a migration last took each key's spend off another scope's old
+        ledger: spend landing there after that, it could not carry."""
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -496,10 +501,10 @@ class ScopeOracle:
     def arrived(self, number: int, key: Key, estimate: int, actual: int, replica: int,
                 now_us: int) -> None:
         self.counts["requests_arrived"] += 1
-        key = self.scope_of(key)
+        origin, key = key, self.scope_of(key)
         book = self.book(key)
         request = self.requests[number] = RequestTruth(number, key, estimate, actual, replica,
-                                                       arrived_us=now_us)
+                                                       arrived_us=now_us, origin=origin)
         # The configuration in force on its replica: what a sound store there
         # decides by, so what it is judged by.
         request.cap_used = self.replica_caps.get(replica, book.cap)
@@ -803,6 +808,7 @@ class ScopeOracle:
         here only after it took it, and a live fleet may act in between."""
         self.book(self.scope_of(key))
         self.migration_owed_at = now_us
+        self.migration_took_at[key] = now_us
         self._expose_migration()
 
     def _settle_migration(self, final: bool = False) -> None:
@@ -823,7 +829,8 @@ class ScopeOracle:
             unrecorded = request.cause == "scope_not_enforced" or (
                 request.unfenced and not request.recorded_here and not request.carry)
             if (not unrecorded or request.over_at is None
-                    or request.over_at > (self.last_migration_us or 0)):
+                    or request.over_at > (self.last_migration_us or 0)
+                    or self._spent_after_taken(request)):
                 continue
             book = self.books[request.key]
             carried = min(request.shortfall, max(0, book.migration_carried))
@@ -832,6 +839,17 @@ class ScopeOracle:
             self._recount(book, request)
         for book in self.books.values():
             book.migration_carried = 0
+
+    def _spent_after_taken(self, request: RequestTruth) -> bool:
+        """A stray's spend (a replica the operator left on the old layout,
+        not one the store let boot there) that landed on its old ledger after
+        the migration last took that ledger's spend: no migration could carry
+        it, so it stays the stray's (``scope_not_enforced``), not the store's."""
+        taken = self.migration_took_at.get(request.origin)
+        landed = (request.settled_elsewhere_at if request.settled_elsewhere_at is not None
+                  else request.over_at)
+        return (not request.unfenced and taken is not None and landed is not None
+                and landed > taken)
 
     def _migration_took(self, book: KeyBook, amount: int, now_us: int) -> None:
         if now_us != self.migration_taking_at:
@@ -894,12 +912,13 @@ class ScopeOracle:
         return request is not None and request.work_done and (
             request.settle_executed or request.hold == "released")
 
-    def settled_elsewhere(self, number: int) -> None:
-        """The store ran ``number``'s settlement in another of its scopes: one
-        script settles both (seed 000:25-27), so nothing of it was lost here."""
+    def settled_elsewhere(self, number: int, now_us: int) -> None:
+        """The store ran ``number``'s settlement in another of its scopes now:
+        one script settles both (seed 000:25-27), so nothing of it was lost here."""
         request = self.requests.get(number)
         if request is None or request.settled_elsewhere:
             return
+        request.settled_elsewhere_at = now_us
         # A leak already open (its replica died, the gateway gave up first)
         # keeps its cause: the late settlement that ran elsewhere does not
         # make that wait the store's.
@@ -1376,14 +1395,16 @@ class ScopeOracle:
     def _settle_carry_due(self) -> None:
         """What the operator's last migration should have carried into each
         book: the spend of requests this scope's record never kept
-        (``scope_not_enforced``) that was over before it ran."""
+        (``scope_not_enforced``) that was over before it ran and on the old
+        ledger before it took that ledger's spend."""
         if self.last_migration_us is None:
             return
         for book in self.books.values():
             book.carry_due = 0
         for request in self.requests.values():
             if (request.unsettled_cause == "scope_not_enforced" and request.over_at is not None
-                    and request.over_at <= self.last_migration_us):
+                    and request.over_at <= self.last_migration_us
+                    and not self._spent_after_taken(request)):
                 self.books[request.key].carry_due += request.unsettled
 
     def _spend_metrics(self, end_us: int) -> dict[str, Any]:

@@ -1,0 +1,69 @@
+"""Probing a mutant of a store's Python: the scenario's fault-free run, beside
+the unmutated kind's.
+
+A Lua mutant is probed on the script calls the fault-free run sent
+(``simulator.mutate.probe``); a Python one changes what the store does between
+them, so it is probed on the run itself: the mutant kind, with a marker just
+before the mutated statement, runs the scenario without faults, and the run's
+trace fingerprint is set beside the unmutated kind's. What it finds:
+
+* ``stillborn`` -- the mutant class does not compile or cannot be built;
+* ``not run`` -- the marker never ran: the run never reached the change;
+* ``equivalent`` -- it ran, and the run's trace is the same to the last row;
+* ``differs`` -- the trace differs (or the store raised): worth judging.
+
+The marker only counts, so the marked run is the mutant's own run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.mutate.python import PythonMutation, mutant_class
+from simulator.scenario.conditions import STORE_RAISED
+from stores import registry
+from stores.registry import StoreKind
+
+PROBED = ".probe"
+"""What a marked mutant kind's name has after the mutant's."""
+FINGERPRINT = "trace_fingerprint"
+
+
+class PythonProber:
+    """Probes Python mutants of ``base`` on ``scenario``'s fault-free run."""
+
+    def __init__(self, base: StoreKind, scenario: Any) -> None:
+        from simulator.run.compose import run_scenario
+
+        self.base, self.scenario = base, scenario
+        self.summary = run_scenario(scenario).summary
+
+    def probe(self, name: str, original: type, mutation: PythonMutation) -> Any:
+        """Probe ``mutation`` of ``original``, the mutant kind being ``name``."""
+        from simulator.mutate.probe import Probed
+        from simulator.run.compose import run_scenario
+
+        times = [0]
+
+        def reached() -> None:
+            times[0] += 1
+
+        try:
+            marked = mutant_class(original, mutation, reached)
+        except Exception as error:  # noqa: BLE001 -- any failure to build it is the finding
+            return Probed("stillborn", f"{type(error).__name__}: {error}")
+        assert self.base.with_classes is not None
+        probe_name = name + PROBED
+        if probe_name not in registry.kinds():
+            registry.register(self.base.with_classes(probe_name, {original: marked}))
+        summary = run_scenario(self.scenario.model_copy(update={"store": probe_name})).summary
+        if not times[0]:
+            return Probed("not run", f"{mutation.script.rsplit('.', 1)[-1]}."
+                                     f"{mutation.method} line {mutation.line} never ran")
+        if summary.get(STORE_RAISED):
+            return Probed("differs", f"the store raised {summary[STORE_RAISED]}")
+        if summary.get(FINGERPRINT) != self.summary.get(FINGERPRINT):
+            return Probed("differs", f"line {mutation.line} ran {times[0]} time(s); the trace "
+                                     f"differs from the base's")
+        return Probed("equivalent", f"line {mutation.line} ran {times[0]} time(s); the same "
+                                    f"trace as the base's")

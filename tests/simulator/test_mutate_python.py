@@ -1,0 +1,172 @@
+"""Mutants of a store kind's own Python classes (``simulator.mutate.python``):
+generated from the AST, built as subclasses through ``StoreKind.with_classes``,
+probed on the scenario's fault-free run, judged like Lua mutants."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulator.cli import main
+from simulator.mutate.campaign import OPERATORS, Options, generate, run_campaign
+from simulator.mutate.kinds import mutant_kind, write_plugin
+from simulator.mutate.python import (
+    PythonMutation,
+    class_path,
+    class_source,
+    mutant_class,
+    mutations,
+)
+from simulator.mutate.python_probe import PythonProber
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import load_scenario
+from stores import registry
+from stores.tollgate.holder import LeaseHolder
+from stores.tollgate.memory import MemoryLedger
+
+REPO = Path(__file__).resolve().parents[2]
+TOLLGATE = REPO / "data" / "scenarios" / "hunt" / "tollgate.toml"
+
+
+class Parent:
+    def total(self, amount: int) -> int:
+        return amount
+
+
+class Child(Parent):
+    """A class with every Python operator class in it, and a bare ``super()``."""
+
+    def total(self, amount: int) -> int:
+        if amount < 0:
+            raise ValueError("negative")
+        try:
+            self.check(amount)
+        except KeyError:
+            raise
+        return super().total(amount) + 1
+
+    def check(self, amount: int) -> None:
+        if amount == 13:
+            raise KeyError(amount)
+
+
+def test_each_operator_class_changes_one_place_and_the_diff_has_the_file_s_lines():
+    found = mutations(Child)
+    assert {mutation.operator for mutation in found} == {
+        "relational", "arithmetic", "constant", "call_removed", "condition_negated",
+        "exception_swallowed"}
+    text, first = class_source(Child)
+    lines = inspect.getsource(inspect.getmodule(Child)).splitlines()
+    for mutation in found:
+        assert mutation.script == f"{__name__}.Child"
+        assert mutation.old in lines[mutation.line - 1]  # the file's own line
+        removed = [line for line in mutation.diff(text).splitlines()
+                   if line.startswith("-") and not line.startswith("---")]
+        assert removed == ["-" + lines[mutation.line - 1]]
+        assert f"@@ -{mutation.line - 1}," in mutation.diff(text)
+    assert mutations(Child) == found  # the same order every time
+    assert [m.new for m in found if m.operator == "relational" and m.old == "<"] == ["<=", ">"]
+    # Logging is never removed; a `while True` is never negated.
+    assert not any("log" in m.old for m in found if m.operator == "call_removed")
+
+
+def test_a_mutant_is_a_subclass_whose_super_still_points_past_the_original():
+    def mutant(operator: str, new: str | None = None) -> Child:
+        (mutation,) = [found for found in mutations(Child, (operator,))
+                       if new is None or found.new == new]
+        cls = mutant_class(Child, mutation)
+        assert issubclass(cls, Child) and cls.__name__ == "Child"
+        return cls()
+
+    assert Child().total(5) == 6
+    assert mutant("arithmetic").total(5) == 4  # super().total(5) - 1: Parent's, not Child's
+    assert mutant("constant", "2").total(5) == 7
+    assert mutant("exception_swallowed").total(13) == 14  # the KeyError swallowed
+    with pytest.raises(KeyError):
+        Child().total(13)
+    with pytest.raises(ValueError):
+        mutant("relational", "<=").total(0)
+    assert mutant("condition_negated", "not (amount < 0)").total(-1) == 0
+    reached = []
+    (removed,) = mutations(Child, ("call_removed",))
+    counted = mutant_class(Child, removed, lambda: reached.append(1))()
+    assert counted.total(13) == 14 and reached == [1]  # check() not called, the line reached
+
+
+@pytest.mark.parametrize("kind", ["tollgate.ledger", "axond_budget.redis_v1",
+                                  "axond_budget.redis_v2", "av_state.redis",
+                                  "axond_leases.redis"])
+def test_every_kind_s_own_classes_give_mutants_that_build(kind):
+    base = registry.get(kind)
+    found = generate(base, OPERATORS, ("python",))
+    assert len(found) > 20 and all(isinstance(mutation, PythonMutation) for mutation in found)
+    assert {mutation.script for mutation in found} <= {class_path(cls) for cls in base.classes}
+    for mutation in found:
+        built = mutant_kind(base, f"{kind}.python-probe", mutation)
+        assert built.name == f"{kind}.python-probe" and built.protocol == base.protocol
+
+
+def test_a_python_mutant_registered_as_a_plugin_runs_its_changed_class(tmp_path):
+    """The holder billing nothing: every spend is lost to billing."""
+    base = registry.get("tollgate.ledger")
+    (unbilled,) = [mutation for mutation in mutations(LeaseHolder, ("call_removed",))
+                   if "self.pending.append" in mutation.old]
+    write_plugin(tmp_path, base.name, [("tollgate.ledger.mutant.9101", unbilled)])
+    kind = registry.get("tollgate.ledger.mutant.9101")
+    (holder, rules) = kind.classes
+    assert issubclass(holder, LeaseHolder) and holder is not LeaseHolder and rules is MemoryLedger
+    scenario = load_scenario(TOLLGATE)
+    fixed = run_scenario(scenario).summary
+    mutant = run_scenario(scenario.model_copy(update={"store": kind.name})).summary
+    assert fixed["billing_loss_units"] == 0 < mutant["billing_loss_units"]
+
+
+def test_the_python_probe_tells_each_outcome_from_the_fault_free_run():
+    base = registry.get("tollgate.ledger")
+    prober = PythonProber(base, load_scenario(TOLLGATE))
+    every = mutations(LeaseHolder)
+
+    def probed(number: int, mutation: PythonMutation) -> str:
+        return prober.probe(f"tollgate.ledger.mutant.97{number:02d}", LeaseHolder,
+                            mutation).outcome
+
+    (exchange_raise,) = [m for m in every if m.operator == "exception_swallowed"
+                         and m.method == "_exchange"]
+    assert probed(1, exchange_raise) == "not run"  # no consolidation fails without faults
+    (unbilled,) = [m for m in every if "self.pending.append" in m.old]
+    assert probed(2, unbilled) == "differs"
+    shifted = [m for m in every if m.operator == "relational" and m.old == ">="
+               and m.new == ">" and m.method == "spend"]
+    assert shifted and probed(3, shifted[0]) == "equivalent"
+    broken = PythonMutation(unbilled.script, "call_removed", unbilled.offset, unbilled.old,
+                            "pass(", unbilled.line, unbilled.method)
+    assert probed(4, broken) == "stillborn"
+
+
+def test_a_campaign_on_a_store_without_lua_mutates_its_python(tmp_path):
+    rows = run_campaign(TOLLGATE, Options(operators=("exception_swallowed",), schedules=0,
+                                          seconds=60), tmp_path / "out",
+                        echo=lambda line: None)
+    assert rows and {row.operator for row in rows} == {"exception_swallowed"}
+    assert all(row.script.startswith("stores.tollgate.") for row in rows)
+    assert all(row.diff.startswith("--- stores/tollgate/") for row in rows)
+    assert {row.probe for row in rows} <= {"not run", "equivalent", "differs", "stillborn"}
+
+
+def test_mutate_says_when_a_kind_has_nothing_to_mutate(capsys):
+    in_memory = REPO / "data" / "scenarios" / "in-memory-fleet.toml"
+    assert main(["mutate", str(in_memory)]) == 2
+    assert "has nothing to mutate" in capsys.readouterr().err
+    assert main(["mutate", str(TOLLGATE), "--code", "cobol"]) == 2
+    assert "--code: expected lua, python or both" in capsys.readouterr().err
+
+
+def test_mutate_code_python_mutates_only_the_kind_s_classes(tmp_path):
+    table = tmp_path / "out" / "mutants.parquet"
+    scenario = REPO / "data" / "scenarios" / "hunt" / "axond-leases.toml"
+    assert main(["mutate", str(scenario), "--code", "python", "--operators",
+                 "exception_swallowed", "--schedules", "0", "--out", str(tmp_path / "out")]) == 0
+    assert set(pd.read_parquet(table)["script"]) == {"stores.axond_leases.limiter.LeaseLimiter"}
