@@ -270,13 +270,10 @@ NOISY = 0.10
 """The margin of the noisy invariants: counts of denials and refusals, and
 what leaked holds and leases cost in time (a hold leaks until the next call
 on its key reclaims it, so any change of timing moves its cost)."""
-PARTED = 0.10
-"""The further margin on the share of the reference's damage that the lab's
-own causes did (its faults, strays, operator actions): a fault parts the two
-runs' histories, and what a stray overshoots afterwards moves by chance of
-timing. The store's own part (``store_logic``) is judged apart with the
-invariant's noise alone, so a store that breaks a contract is still found
-beside a reference the lab damaged a lot."""
+BLAMED_REFERENCE = NOISY
+"""The margin on the store's own part where the oracle blamed the reference's
+store too: a sound store it should never blame, so the schedule shows the
+oracle unsure, and the candidate must do clearly worse (10%), not by chance."""
 STORE_PART = "store_logic"
 """The cause the fault contracts file the store's own damage under
 (``simulator.plugin.attribution.STORE_LOGIC``, a layer above this one)."""
@@ -308,16 +305,15 @@ class Invariant:
     def badness(self, value: float) -> float:
         return abs(value) if self.worse == "further_from_zero" else value
 
-    def margin(self, reference_value: float, parted: float = 0.0) -> float:
-        """How much worse than the reference's ``reference_value`` is still
-        noise, ``parted`` of its badness the lab's own (``PARTED``)."""
-        return self.noise * self.badness(reference_value) + PARTED * parted
+    def margin(self, reference_value: float) -> float:
+        """How much worse than the reference's ``reference_value`` is still noise."""
+        return self.noise * self.badness(reference_value)
 
     def store_part(self, summary: Mapping[str, Any]) -> float | None:
-        """The badness of the store's own part in ``summary``; None where the
-        summary files this invariant by no cause."""
+        """The store's own part of it in ``summary`` (signed, as the metric);
+        None where the summary files this invariant by no cause."""
         causes = self.causes(summary)
-        return self.badness(causes.get(STORE_PART, 0)) if causes else None
+        return causes.get(STORE_PART, 0) if causes else None
 
     @property
     def cause_pattern(self) -> str:
@@ -358,8 +354,9 @@ class Worse:
     """``store_logic`` when judged on the store's own part alone, its
     ``candidate`` and ``reference`` that part's badness; empty for the whole."""
     store_share: float | None = None
-    """How much of ``by`` the store's own part is (0 to 1): 1.0 where judged on
-    that part; None where the invariant is filed by no cause."""
+    """How much of the candidate's damage beyond the reference's the store's
+    own part is (0 to 1; 1.0 for an invariant only the store can break);
+    None where the invariant is filed by no cause."""
 
     def __str__(self) -> str:
         beyond = f", beyond its noise margin of {self.margin:g}" if self.margin else ""
@@ -371,31 +368,37 @@ class Worse:
 def worse_than_reference(invariants: Iterable[Invariant], candidate: Mapping[str, Any],
                          reference: Mapping[str, Any]) -> tuple[Worse, ...]:
     """The invariants on which ``candidate`` did worse than ``reference``
-    beyond the noise margin: on the whole, beyond the invariant's ``noise`` of
-    the reference's figure plus ``PARTED`` of what the lab's own causes did
-    in it; or on the store's own part alone, beyond ``noise`` of the
-    reference's store part (none where that is 0). One absent from either
-    summary (a namespace metric of a run without namespace caps) is not
-    compared."""
+    beyond the noise margin. Where the oracle files an invariant by cause,
+    only the store's own part (``store_logic``) is compared, beyond
+    ``noise`` of the reference's part (none where that is 0;
+    ``BLAMED_REFERENCE`` where it is not): what the lab's own causes did
+    differs by chance once a fault parts the two runs' histories, and a
+    candidate the oracle does not blame is no worse a store. Elsewhere the
+    whole is compared, beyond ``noise`` of the reference's figure. One
+    absent from either summary (a namespace metric of a run without
+    namespace caps) is not compared."""
     found = []
     for invariant in invariants:
         mine, theirs = candidate.get(invariant.metric), reference.get(invariant.metric)
         if mine is None or theirs is None:
             continue
         my_part, their_part = invariant.store_part(candidate), invariant.store_part(reference)
-        parted = (0.0 if their_part is None
-                  else max(invariant.badness(theirs) - their_part, 0.0))
-        by = invariant.badness(mine) - invariant.badness(theirs)
-        margin = invariant.margin(theirs, parted)
-        if by > margin:
-            share = (None if my_part is None or their_part is None
-                     else min(max((my_part - their_part) / by, 0.0), 1.0))
-            found.append(Worse(invariant.metric, mine, theirs, by, margin, store_share=share))
-        elif my_part is not None and their_part is not None and not invariant.store_only:
-            by, margin = my_part - their_part, invariant.noise * their_part
+        if my_part is None or their_part is None or invariant.store_only:
+            by = invariant.badness(mine) - invariant.badness(theirs)
+            margin = invariant.margin(theirs)
             if by > margin:
-                found.append(Worse(invariant.metric, my_part, their_part, by, margin,
-                                   STORE_PART, 1.0))
+                share = 1.0 if invariant.store_only else None
+                found.append(Worse(invariant.metric, mine, theirs, by, margin,
+                                   store_share=share))
+            continue
+        by = invariant.badness(my_part) - invariant.badness(their_part)
+        margin = (max(invariant.noise, BLAMED_REFERENCE if their_part else 0.0)
+                  * invariant.badness(their_part))
+        if by > margin:
+            whole = invariant.badness(mine) - invariant.badness(theirs)
+            share = min(by / whole, 1.0) if whole > 0 else 1.0
+            found.append(Worse(invariant.metric, my_part, their_part, by, margin,
+                               STORE_PART, share))
     return tuple(found)
 
 
