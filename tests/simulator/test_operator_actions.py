@@ -126,6 +126,19 @@ def test_a_stray_s_spend_landing_after_the_migration_took_its_subject_is_the_str
     assert "store_logic_began" not in fixed
 
 
+def test_holds_a_migration_run_beside_the_serving_fleet_drops_are_the_operator_s():
+    """The migration drops v1 reservation hashes, as it may: it runs with the
+    fleet stopped. Run live (stop_fleet false) and killed after its first
+    command, then re-run: what the serving v1 fleet admits past the cap on
+    holds it dropped is the fleet left serving, not the sound store."""
+    live = [{"at": "879ms", "fault": "migrate", "step": 0, "restart_after": "0ms",
+             "keep_running": [], "crash_after_commands": 1, "stop_fleet": False}]
+    fixed = summary_of(PLAIN, **{"migrations.0.scheduled": True, "faults.schedule": live})
+    assert fixed["cap_overshoot_by_stray_layout_writer_microdollars"] > 0
+    assert fixed["cap_overshoot_by_store_logic_microdollars"] == 0
+    assert fixed["wrongful_admissions_by_store_logic"] == 0
+
+
 def test_a_migrate_entry_naming_no_declared_step_is_refused_naming_the_field():
     with pytest.raises(ScenarioError, match=r"faults\.schedule\.0\.step: expected a "
                                             r"\[\[migrations\]\] entry, from 0 to 0, got 3"):

@@ -77,6 +77,10 @@ LOSS_HOW = {"data_loss": ("lost", "server_data_loss"), "evicted": ("evicted", "e
             "replica_crash": ("crashed", "crashed_replica_ledger")}
 """How a hold or spend vanished without a command: the hold's state, and the cause."""
 
+MIGRATED_HOLD = "dropped_by_migration"
+"""A hold's state once the operator's migration dropped it with its request
+still running: the migration runs with the fleet stopped."""
+
 SHARED_KEY = "replicas_sharing_key"
 """What the lab did that exposes a store whose replicas overwrite or remove
 each other's live holds (ids that collide across the fleet): it ran requests
@@ -1015,6 +1019,12 @@ class ScopeOracle:
             if request.over_at is None and not request.settle_executed:
                 self.counts["premature_expiries"] += 1
                 self.counts["premature_expiry_microdollars"] += request.hold_amount
+        elif how == "migration":
+            # The migration drops the old layout's reservation hashes: it runs
+            # with the fleet stopped (seed 000:548-550, 563), so a hold a live
+            # request still had is the operator's doing, who left it serving.
+            request.hold = MIGRATED_HOLD
+            self.counts["holds_dropped_by_migration"] += 1
         else:
             request.hold = "removed"
             remover = self.requests.get(tag)
@@ -1220,6 +1230,9 @@ class ScopeOracle:
                     "crashed": "crashed_replica_ledger"}[request.hold]
         if request.misaligned:
             return "misaligned_reply"  # admitted on another call's answer
+        if request.hold == MIGRATED_HOLD:
+            # Unless no sound store would have let its replica serve then.
+            return STORE_LOGIC if request.unfenced else "stray_layout_writer"
         return STORE_LOGIC  # removed by the store, or admitted with no hold written
 
     def _recount_unsettled(self, book: KeyBook, request: RequestTruth) -> None:
