@@ -122,6 +122,10 @@ def test_a_python_mutant_registered_as_a_plugin_runs_its_changed_class(tmp_path)
     fixed = run_scenario(scenario).summary
     mutant = run_scenario(scenario.model_copy(update={"store": kind.name})).summary
     assert fixed["billing_loss_units"] == 0 < mutant["billing_loss_units"]
+    # Held back by a live holder the lab left alone: the store's, not the run's end.
+    assert mutant["billing_loss_units_by_store_logic"] == mutant["billing_loss_units"]
+    assert mutant["billing_loss_units_exposed_by"] == "no fault"
+    assert "never sent" in mutant["store_logic_began"]
 
 
 def test_the_python_probe_tells_each_outcome_from_the_fault_free_run():

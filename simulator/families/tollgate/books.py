@@ -104,6 +104,8 @@ class UsageBook:
     that order, re-sending a batch unchanged until the ledger answers)."""
     arrived_at_us: int | None = None
     """When the first ingest carrying it committed."""
+    consumed_at_us: int = 0
+    """When its spend was charged."""
 
 
 @dataclass

@@ -129,7 +129,9 @@ CLAUSES = (
         lab_did="ended the run while live holders held usage not yet billed",
         cause="unbilled_at_end",
         may_suffer="usage no batch carried to the ledger before the end is unbilled",
-        never="usage the ledger received (its ingest committed) left unbilled",
+        never="usage the ledger received (its ingest committed) left unbilled; usage a live "
+              "holder never sent although the lab left it alone for two flush periods and "
+              "a loop's calls (2 s) after the spend",
         seed=(_at("1239-1254"),),
     ),
     Clause(

@@ -53,6 +53,14 @@ class LabLog:
     def crash(self, at_us: int, replica: int) -> None:
         self.others.append(LabFault(at_us, NO_REQUEST, "crash", f"replica {replica}"))
 
+    def quiet_since(self, at_us: int) -> bool:
+        """Whether the lab did nothing from ``at_us`` on: no fault scheduled in
+        the run at all (a pause or a partition begun earlier may last past
+        it), none rated, and no message of any call lost, refused, slowed or
+        timed out since."""
+        return (not self.others and not self.rated
+                and all(fault.at_us < at_us for fault in self.messages))
+
     def ran_unanswered(self, tag: int, call: str) -> bool:
         """Whether a ``call`` of request ``tag`` may have run without its
         caller reading the answer, or run twice (``contract.RAN_UNANSWERED``)."""

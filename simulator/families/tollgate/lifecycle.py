@@ -42,7 +42,8 @@ async def serve(replica: Any, holder: Any, request: Request) -> None:
         oracle.refused(number, spend.refusal)
         replica.record("spend_refused", request, units, outcome=spend.refusal)
     else:
-        oracle.spent(number, replica.source, f"r{number}", spend.lease, units)
+        oracle.spent(number, replica.source, f"r{number}", spend.lease, units,
+                     replica.kernel.now)
         replica.record("spend_admitted", request, units)
         await Sleep(request.duration_us)
     replica.finished(number)

@@ -65,11 +65,20 @@ class StoreFinding:
     words: str
 
 
+HOLD_BACK_SLACK_MS = 2_000
+"""Beyond two flush periods, what one background loop's calls (a flush, the
+releases, a sweep, a rollover) may take before the next flush starts."""
+
+
 class LedgerOracle:
     """The books of one run (see the module docstring)."""
 
-    def __init__(self, keys: list[tuple[str, str]], grace_ms: int, faults: Any = None) -> None:
+    def __init__(self, keys: list[tuple[str, str]], grace_ms: int, faults: Any = None,
+                 flush_every_ms: int = 500) -> None:
         self.grace_ms = grace_ms
+        self.overdue_us = (2 * flush_every_ms + HOLD_BACK_SLACK_MS) * 1_000
+        """How long after a spend a live holder, left alone by the lab, has
+        surely sent its usage: its next flush, one loop's calls later."""
         self.accounts = {number: AccountBook(number, key)
                          for number, key in enumerate(keys, start=1)}
         self.leases: dict[int, LeaseBook] = {}
@@ -135,12 +144,13 @@ class LedgerOracle:
     # -- the holders' side (the lifecycle) ---------------------------------------
 
     def spent(self, number: int, source: Source, request_id: str, grant: LeaseGrant,
-              units: int) -> None:
-        """A spend of ``units`` was charged to ``grant`` by holder ``source``."""
+              units: int, now_us: int = 0) -> None:
+        """A spend of ``units`` was charged to ``grant`` by holder ``source`` now."""
         self.counts.add("spends_admitted")
         self.counts.add("units_consumed", units)
         order = self._charged[source] = self._charged.get(source, 0) + 1
-        self.usage[request_id] = UsageBook(grant.lease_id, units, source=source, order=order)
+        self.usage[request_id] = UsageBook(grant.lease_id, units, source=source, order=order,
+                                           consumed_at_us=now_us)
         self.accounts[grant.account_id].consumed += units
         lease = self.leases.get(grant.lease_id)
         if lease is not None:
@@ -366,6 +376,27 @@ class LedgerOracle:
                 dropped[book.lease_id] = (units + book.units, min(first, min(later)))
         return dropped
 
+    def _held_back(self, end_us: int) -> dict[int, tuple[int, int]]:
+        """Usage a live holder never sent although the lab left it alone long
+        enough (``overdue_us``) after the spend: a sound holder flushes every
+        ``flush_every`` until its queue is empty (seed 003 L1339-L1360).
+        Events ``_dropped`` counts (a later one of the holder arrived) are
+        not counted again. By lease: the units, and when the first was due."""
+        later: dict[Source, int] = {}
+        for book in self.usage.values():
+            if book.arrived_at_us is not None and book.source is not None:
+                later[book.source] = max(later.get(book.source, 0), book.order)
+        held: dict[int, tuple[int, int]] = {}
+        for book in self.usage.values():
+            due = book.consumed_at_us + self.overdue_us
+            if (book.arrivals or book.source in self.holders_lost or due > end_us
+                    or later.get(book.source, 0) > book.order
+                    or not self.lab.quiet_since(book.consumed_at_us)):
+                continue
+            units, first = held.get(book.lease_id, (0, due))
+            held[book.lease_id] = (units + book.units, min(first, due))
+        return held
+
     def _billing_loss(self, lease: LeaseBook, dropped: int) -> dict[str, int]:
         """Units consumed under ``lease`` and never billed, by the contract:
         usage the ledger received (its ingest committed) and did not bill, and
@@ -435,13 +466,15 @@ class LedgerOracle:
         stranded_seconds = 0.0
         double_billed = double_billed_leases = 0
         true_loss = unbilled_settled = 0
-        dropped = self._dropped()
+        dropped, held_back = self._dropped(), self._held_back(end_us)
         for lease in self.leases.values():
             given_up, overtaken_at = dropped.get(lease.grant.lease_id, (0, None))
-            for cause, units in self._billing_loss(lease, given_up).items():
+            kept, due_at = held_back.get(lease.grant.lease_id, (0, None))
+            for cause, units in self._billing_loss(lease, given_up + kept).items():
                 billing[cause] += units
                 if cause == STORE_LOGIC:
-                    found.append(self._unbilled_finding(lease, units, given_up, overtaken_at))
+                    found.append(self._unbilled_finding(lease, units, given_up, overtaken_at,
+                                                        kept, due_at))
             if lease.overbilled:
                 double_billed += lease.overbilled
                 double_billed_leases += 1
@@ -514,9 +547,10 @@ class LedgerOracle:
         return out
 
     def _unbilled_finding(self, lease: LeaseBook, units: int, given_up: int,
-                          overtaken_at: int | None) -> StoreFinding:
+                          overtaken_at: int | None, kept: int = 0,
+                          due_at: int | None = None) -> StoreFinding:
         """Usage of ``lease`` the ledger received and did not bill, or that its
-        live holder gave up on."""
+        live holder gave up on or held back."""
         tags = self._lease_tags(lease)
         if lease.unbilled_arrived_at_us is not None and (
                 overtaken_at is None or lease.unbilled_arrived_at_us <= overtaken_at):
@@ -524,6 +558,12 @@ class LedgerOracle:
                                 lease.unbilled_arrived_at_us, lease.tag,
                                 lease.unbilled_arrived_words)
         holder = lease.holder[0] if lease.holder is not None else "?"
+        if kept and due_at is not None and (overtaken_at is None or due_at < overtaken_at):
+            return StoreFinding(
+                "billing_loss_units", units, frozenset(tags), (None, ""), due_at, lease.tag,
+                f"holder on replica {holder}: {kept:,} units charged to lease "
+                f"{lease.grant.lease_id} never sent, {self.overdue_us / 1e6:g} s after the "
+                f"spend with nothing done to it")
         return StoreFinding(
             "billing_loss_units", units, frozenset(tags), (None, ""),
             overtaken_at if overtaken_at is not None else self.now_us, lease.tag,
@@ -607,4 +647,5 @@ def ledger_oracle(scenario: Any, kind: Any, settings: Any) -> LedgerOracle:
     """``Family.oracle``: one account per key of the workload."""
     keys = scenario.workload.keys
     space = KeySpace.of(keys)
-    return LedgerOracle(space.keys, settings.reclaim_grace_ms, scenario.faults)
+    return LedgerOracle(space.keys, settings.reclaim_grace_ms, scenario.faults,
+                        settings.flush_every_ms)
