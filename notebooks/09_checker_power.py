@@ -80,11 +80,15 @@ workers = 1  # processes per hunt
 # ruff: noqa: E402 -- a notebook imports after its parameters cell, which papermill overrides
 import pandas as pd
 from IPython.display import Markdown, display
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
-from simulator.analysis import figures_dir, kept_figure, lab_path, notebook_results_dir
-from simulator.mutate.campaign import SURVIVOR_CLASSES, Options, as_records, run_campaign
+from simulator.analysis import (
+    figures_dir,
+    kept_figure,
+    lab_path,
+    mutant_figures,
+    notebook_results_dir,
+)
+from simulator.mutate.campaign import Options, as_records, run_campaign
 from simulator.mutate.page import SURVIVOR_MEANING
 from simulator.mutate.table import kill_rates, summary_line, write_tables
 
@@ -110,27 +114,7 @@ print(f"written: {', '.join(str(path) for path in written)}")
 # bar is not useless, it may be the only one that sees its kind of bug.
 
 # %%
-def rate_bars(ax, chosen: pd.DataFrame, title: str, label: str) -> None:
-    """One horizontal bar per row of ``chosen`` (a slice of ``kill_rates``)."""
-    ax.barh(chosen["name"], chosen["kill_rate"] * 100, color="#4a7ab5")
-    for position, (_, rate) in enumerate(chosen.iterrows()):
-        ax.annotate(f"{rate['detected']}/{rate['judged']}", (rate["kill_rate"] * 100, position),
-                    xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
-    ax.set_xlim(0, 115)
-    ax.invert_yaxis()
-    ax.set_xlabel("detected, % of judged mutants")
-    ax.set_ylabel(label)
-    ax.set_title(title)
-    ax.grid(True, axis="x", alpha=0.3)
-
-
-figure = Figure(figsize=(12, 3.8), layout="constrained")
-by_class, by_invariant = figure.subplots(1, 2)
-rate_bars(by_class, rates[rates["by"] == "operator"], "By operator class", "operator class")
-rate_bars(by_invariant, rates[rates["by"] == "invariant"], "By invariant", "invariant")
-judged = int((mutants["probe"] == "differs").sum())
-figure.suptitle(f"Kill rates: {len(mutants)} mutant(s), {judged} judged (probe differs)")
-display(kept_figure(figure, figures, "kill-rates",
+display(kept_figure(mutant_figures.plot_kill_rates(mutants, rates), figures, "kill-rates",
                     "The share of judged mutants the lab detected, per operator class and "
                     "per invariant."))
 
@@ -145,42 +129,13 @@ display(kept_figure(figure, figures, "kill-rates",
 # are the ones a shorter hunt, or a smaller `schedules` in CI, would miss.
 
 # %%
-detected = mutants[mutants["detected"]]
-figure = Figure(figsize=(12, 3.6), layout="constrained")
-by_schedules, by_seconds = figure.subplots(1, 2)
-# Every count from 0 to the hunt's budget of schedules: a budget unused shows as empty bars.
-counts = detected["schedules"].astype(int).value_counts().reindex(range(schedules + 1),
-                                                                  fill_value=0)
-by_schedules.bar(counts.index, counts.to_numpy(), color="#4a7ab5")
-by_schedules.xaxis.set_major_locator(MaxNLocator(integer=True))
-by_schedules.yaxis.set_major_locator(MaxNLocator(integer=True))
-by_schedules.set_xlabel("schedules judged until the kill (0: the fault-free run)")
-by_schedules.set_ylabel("detected mutants")
-by_schedules.set_title("Schedules to kill")
-seconds = sorted(detected["seconds"])
-by_seconds.step(seconds, [(rank + 1) / len(seconds) * 100 for rank in range(len(seconds))],
-                where="post", color="#4a7ab5")
-by_seconds.axvline(budget_s, color="#a00", linestyle="--", label="a mutant's budget")
-by_seconds.set_xscale("log")
-# From a tenth of a second to past the budget: decades to read the kills against.
-by_seconds.set_xlim(min([0.1, *seconds]), max([budget_s, *seconds]) * 1.3)
-by_seconds.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-by_seconds.xaxis.set_minor_formatter(NullFormatter())
-by_seconds.set_xlabel("wall time of the hunt (s, log scale)")
-by_seconds.set_ylabel("% of detected mutants killed")
-by_seconds.set_ylim(0, 105)
-by_seconds.set_title("Seconds to kill")
-by_seconds.legend(loc="lower right", fontsize=8)
-for ax in (by_schedules, by_seconds):
-    ax.grid(True, alpha=0.3)
-figure.suptitle(f"Time to kill: {len(detected)} detected mutant(s)")
-display(kept_figure(figure, figures, "time-to-kill",
+display(kept_figure(mutant_figures.plot_time_to_kill(mutants, schedules, budget_s), figures,
+                    "time-to-kill",
                     "How many schedules and how many seconds of hunting each detected mutant "
                     "took."))
-if len(detected):
-    print(f"median: {detected['schedules'].median():g} schedule(s), "
-          f"{detected['seconds'].median():.2f} s; slowest: {detected['seconds'].max():.2f} s "
-          f"(mutant {int(detected.loc[detected['seconds'].idxmax(), 'number'])})")
+kill_times = mutant_figures.time_to_kill_line(mutants)
+if kill_times is not None:
+    print(kill_times)
 
 # %% [markdown]
 # ## The survivors
@@ -193,16 +148,9 @@ if len(detected):
 # tables has every mutant's diff.
 
 # %%
-survivors = mutants[~mutants["detected"]]
-display(Markdown("\n".join(
-    f"- **{name}**: {int((survivors['survived_as'] == name).sum())}. {SURVIVOR_MEANING[name]}"
-    for name in SURVIVOR_CLASSES)))
-table = survivors.assign(where=survivors["script"] + ":" + survivors["line"].astype(str),
-                         schedules=survivors["schedules"].astype("Int64"))[
-    ["number", "where", "change", "survived_as", "probe_detail", "schedules"]].rename(
-    columns={"survived_as": "class", "probe_detail": "probe detail"}).set_index("number")
+display(Markdown(mutant_figures.survivor_classes(mutants, SURVIVOR_MEANING)))
 with pd.option_context("display.max_colwidth", None):  # a change or a detail cut is unreadable
-    display(table)
+    display(mutant_figures.survivor_table(mutants))
 
 # %% [markdown]
 # ## Caveats
