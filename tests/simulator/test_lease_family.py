@@ -277,3 +277,30 @@ def test_a_cancelled_caller_is_neither_admitted_nor_denied(summaries):
                                            + summary["requests_denied"]
                                            + summary["requests_cancelled"])
     assert summaries["no_fault"]["requests_cancelled"] == 0
+
+
+def test_fail_closed_an_unwarranted_retirement_s_unavailable_answers_are_the_store_s():
+    """Fail-closed, a reply 300 ms late: the variant whose invoke shares the
+    caller's 250 ms retires the healthy connection and answers the callers
+    behind it unavailable; with room under the limit, a sound store would
+    have answered them, so the refusal is a false denial, the store's. The
+    fixed store lets the invoke run on: its unavailable answers are the
+    policy's alone."""
+    from pathlib import Path
+
+    from simulator.run.compose import run_scenario
+    from simulator.scenario.model import load_scenario
+
+    plain = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt" / "axond-leases.toml"
+    slow = [{"at": "1ms", "fault": "slow_reply", "replica": 0, "count": 1, "extra": "300ms"}]
+
+    def summary(store: str) -> dict:
+        return run_scenario(load_scenario(plain, {"store": store,
+                                                  "faults.schedule": slow})).summary
+
+    fixed, variant = (summary("axond_leases.redis"),
+                      summary("axond_leases.variants.invoke_shares_caller_timeout"))
+    assert fixed["false_denials"] == 0 and fixed["fail_closed_denials"] > 0
+    assert variant["false_denials_by_store_logic"] >= 1
+    assert "no longer trusted" in variant["store_logic_began"]
+    assert variant["false_denials_exposed_by"] == "slow_reply on acquire"

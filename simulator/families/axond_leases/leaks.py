@@ -99,6 +99,10 @@ def leak_cause(lease: Lease, owner: LeaseRequest | None, until_us: int,
     if abandoned(owner, grace):
         # Its caller could not own the lease: a sound store compensates it,
         # and retries a compensation that failed.
+        if owner.untrusted is not None and not owner.untrusted.warranted:
+            # Its answer came on a healthy connection the store retired: a
+            # sound store would have read it, and its caller taken the lease.
+            return STORE_LOGIC
         if (acted and not tried) or (tried and retried(lease, owner, grace)):
             return "abandoned_acquire"
         return "crash" if crashed else STORE_LOGIC

@@ -335,7 +335,11 @@ class LeaseOracle:
         self.counts["requests_denied"] += 1
         self.counts[f"requests_denied_{reason}"] += 1
         request.denied_us, request.denial = now_us, reason
-        if reason == "exceeded":
+        untrusted = request.untrusted
+        if reason == "exceeded" or (untrusted is not None and not untrusted.warranted):
+            # An unavailable answer is the policy's, unless the store made it
+            # so by retiring a healthy connection: then it is judged as a
+            # refusal (a sound store would have answered it).
             judged = request.judged or self._judge(self.book(request.key), request, now_us)
             self.denials.append((request, judged))
             self.provisional_false_denials += self._ideal_had_room(request, judged)
