@@ -263,3 +263,18 @@ def test_the_page_shows_the_summary_the_rates_the_survivor_classes_and_every_dif
     # The kill rates: per class, the judged (probe differs) and detected.
     assert "<tr><td>relational</td><td>1</td><td>1</td><td>100%</td></tr>" in markup
     assert "<tr><td>ttl</td><td>1</td><td>0</td><td>0%</td></tr>" in markup
+
+
+def test_a_lease_hash_left_without_expiry_is_the_store_s(tmp_path):
+    """The gap mutate found: an acquire without its PEXPIRE survived every
+    invariant. The lease oracle now counts a hash a command left holding
+    leases with no expiry: store_only, so the hunt's fault-free run flags it."""
+    base = registry.get("axond_leases.redis")
+    (dropped,) = [found for found in mutations("acquire", ACQUIRE, ("call_removed",))
+                  if "PEXPIRE" in found.old]
+    write_plugin(tmp_path, base.name, [("axond_leases.redis.mutant.9201", dropped)])
+    fixed = run_scenario(load_scenario(LEASES_FIXED(tmp_path))).summary
+    mutant = run_scenario(load_scenario(LEASES_FIXED(tmp_path),
+                                        {"store": "axond_leases.redis.mutant.9201"})).summary
+    assert fixed["lease_keys_without_ttl"] == 0 < mutant["lease_keys_without_ttl"]
+    assert "with no expiry" in mutant["store_logic_began"]

@@ -61,9 +61,15 @@ class LeaseObserver(KeyMirror):
 
     def report(self, seen: list[Seen], now_us: int, tag: int, how: str) -> None:
         """Each hash's changes (none for a hash a command only read: the oracle
-        still judges the request on it)."""
+        still judges the request on it); and a hash a command wrote a lease
+        to that the server keeps with no expiry."""
         for redis_key, _, changes in seen:
-            self.oracle.observe(self.key_of[redis_key], now_us, tag, how, changes)
+            key = self.key_of[redis_key]
+            self.oracle.observe(key, now_us, tag, how, changes)
+            if (how == "command" and changes and self.server is not None
+                    and any(deadline is not None for deadline in changes.values())
+                    and self.server.deadline_us(redis_key) is None):
+                self.oracle.hash_without_ttl(key, now_us, tag)
 
     def resynced(self, seen: list[Seen], now_us: int, how: str) -> None:
         """After a restore: only the hashes it changed."""

@@ -132,6 +132,8 @@ class LeaseOracle:
         self.now_us = 0
         """The latest time a fact was heard at (a message fault comes with none)."""
         self.accepted_misaligned: list[tuple[int, int]] = []
+        self.hashes_without_ttl: dict[Key, tuple[int, int]] = {}
+        """Each lease hash a command left with no expiry: when, and by which request."""
         """``(request, when)``: each caller that took another command's grant."""
         self.provisional_false_denials = 0
         """False denials as judged when they happened, for the metrics series
@@ -430,6 +432,13 @@ class LeaseOracle:
                 self._removed(book, lease_id, now_us, tag, how)
         for lease_id in sorted(lid for lid, deadline in changes.items() if deadline is not None):
             self._written(book, lease_id, changes[lease_id], now_us, tag, how)
+
+    def hash_without_ttl(self, key: Key, now_us: int, tag: int) -> None:
+        """A command of request ``tag`` left ``key``'s lease hash holding leases
+        with no expiry: the seed's acquire gives it twice the lease TTL after
+        every write (seed 002:42, pinned by 002:1309), so a hash never outlives the leases it
+        holds; one without is kept forever, and so are its stale leases."""
+        self.hashes_without_ttl.setdefault(key, (now_us, tag))
 
     def _written(self, book: KeyBook, lease_id: str, deadline_ms: int, now_us: int, tag: int,
                  how: str) -> None:
@@ -744,6 +753,14 @@ class LeaseOracle:
             exposures.parted(at_us, number, (
                 f"acquire on replica {request.replica} for request {number}: asked for its "
                 "own lease; the store took another command's grant for it"))
+        for key, (at_us, number) in self.hashes_without_ttl.items():
+            request = self.requests.get(number)
+            self._expose(exposures, "lease_keys_without_ttl", 1,
+                         None if request is None else self._exposing(request))
+            exposures.parted(at_us, number, (
+                f"a command of request {number} left {key}'s lease hash holding leases "
+                "with no expiry"))
+        metrics["lease_keys_without_ttl"] = len(self.hashes_without_ttl)
         metrics["leaked_lease_seconds"] = round(sum(leak.lease_seconds for leak in leaks), 6)
         for cause in LEAK_CAUSES:
             metrics[f"leaked_lease_seconds_by_{cause}"] = round(leaked_by_cause[cause], 6)
