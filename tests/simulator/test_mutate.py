@@ -278,3 +278,17 @@ def test_a_lease_hash_left_without_expiry_is_the_store_s(tmp_path):
                                         {"store": "axond_leases.redis.mutant.9201"})).summary
     assert fixed["lease_keys_without_ttl"] == 0 < mutant["lease_keys_without_ttl"]
     assert "with no expiry" in mutant["store_logic_began"]
+
+
+def test_a_campaign_gives_the_same_mutants_and_verdicts_with_any_number_of_workers(tmp_path):
+    def campaign(workers: int) -> list[tuple]:
+        rows = run_campaign(LEASES_FIXED(tmp_path), Options(
+            operators=("early_return", "exception_swallowed"), schedules=4, seconds=120,
+            faults=("lose_reply", "crash"), workers=workers),
+            tmp_path / f"out-{workers}", echo=lambda line: None)
+        return [(row.kind, row.change, row.probe, row.detected, row.invariants, row.schedules,
+                 row.survived_as) for row in rows]
+
+    once = campaign(1)
+    assert once and any(detected for _, _, _, detected, _, _, _ in once)
+    assert campaign(2) == once
