@@ -292,3 +292,24 @@ def test_a_campaign_gives_the_same_mutants_and_verdicts_with_any_number_of_worke
     once = campaign(1)
     assert once and any(detected for _, _, _, detected, _, _, _ in once)
     assert campaign(2) == once
+
+
+def test_a_lease_counted_past_its_ttl_leaks_on_the_store_s_account_after_it(tmp_path):
+    """Another gap mutate found: an acquire reading the TTL from the clock's
+    argument writes deadlines decades away. A crashed holder's lease then
+    leaks as the crash's until its TTL would have ended, and the store's
+    after: a lease may not count longer than its writer's TTL."""
+    base = registry.get("axond_leases.redis")
+    (misread,) = [found for found in mutations("acquire", ACQUIRE, ("index",))
+                  if found.line == 16 and found.new == "1"]
+    write_plugin(tmp_path, base.name, [("axond_leases.redis.mutant.9301", misread)])
+    plain = REPO / "data" / "scenarios" / "hunt" / "axond-leases.toml"
+    crash = {"faults.schedule": [{"at": "1s", "fault": "crash", "replica": 0}]}
+    fixed = run_scenario(load_scenario(plain, crash)).summary
+    mutant = run_scenario(load_scenario(plain, {**crash,
+                                                "store": "axond_leases.redis.mutant.9301"})).summary
+    assert fixed["leaked_lease_seconds_by_store_logic"] == 0 < fixed["leaked_lease_seconds_by_crash"]
+    assert mutant["leaked_lease_seconds_by_store_logic"] > 0
+    assert mutant["leaked_lease_seconds_by_crash"] == pytest.approx(
+        fixed["leaked_lease_seconds_by_crash"], abs=0.01)
+    assert mutant["leases_leaked"] == fixed["leases_leaked"]

@@ -161,24 +161,44 @@ def exposing_fault(lease: Lease, owner: LeaseRequest | None, grace: Grace) -> Fa
     return owner.acquire_fault
 
 
-def leak_of(lease: Lease, owner: LeaseRequest | None, end_us: int,
-            grace: Grace) -> Leak | None:
-    """The spell ``lease`` leaked, once the run is over at ``end_us``; ``None``
-    if it never did."""
+def leaks_of(lease: Lease, owner: LeaseRequest | None, end_us: int,
+             grace: Grace) -> list[Leak]:
+    """The spells ``lease`` leaked, once the run is over at ``end_us``: none
+    if it never did; one, filed by ``leak_cause``; or two when it counted
+    past the TTL its writer was configured with, the part past that the
+    store's own (it wrote a deadline a lease may not have)."""
     counted_until = lease.counted_until(end_us)
     start = lease.written_us
     if owner is not None:
         if owner.over_us is None:
-            return None
+            return []
         start = max(start, owner.over_us)
         if lease.counts_at(end_us) and end_us - start <= grace.release_us:
-            return None  # the run ended with its release possibly on its way
+            return []  # the run ended with its release possibly on its way
     if counted_until <= start:
-        return None
+        return []
     cause = leak_cause(lease, owner, counted_until, grace)
     if cause is None:
+        return []
+    latest = latest_honest_us(lease, owner)
+    if latest is None or latest >= counted_until or cause == STORE_LOGIC:
+        return [Leak(lease.key, start, counted_until, cause, lease)]
+    overstayed = Leak(lease.key, max(start, latest), counted_until, STORE_LOGIC, lease)
+    if latest <= start:
+        return [overstayed]
+    return [Leak(lease.key, start, latest, cause, lease), overstayed]
+
+
+def latest_honest_us(lease: Lease, owner: LeaseRequest | None) -> int | None:
+    """When ``lease`` must stop counting at the latest: its writer's clock
+    when the script ran plus the configured TTL (a millisecond's rounding
+    allowed); None when no TTL is known or its deadline is within it."""
+    if owner is None or owner.honest_deadline_ms is None:
         return None
-    return Leak(lease.key, start, counted_until, cause, lease)
+    latest_ms = owner.honest_deadline_ms + (lease.written_us - owner.arrived_us) // 1_000 + 1
+    if lease.deadline_ms <= latest_ms:
+        return None
+    return lease.deadline_us - (lease.deadline_ms - latest_ms) * 1_000
 
 
 def peak_concurrent(leaks: list[Leak]) -> int:

@@ -73,7 +73,7 @@ from simulator.families.axond_leases.leaks import (
     Leak,
     exposing_fault,
     leak_cause,
-    leak_of,
+    leaks_of,
     peak_concurrent,
 )
 from simulator.families.axond_leases.retirements import judge_retirement, unknown_retirement
@@ -764,7 +764,7 @@ class LeaseOracle:
         metrics["leaked_lease_seconds"] = round(sum(leak.lease_seconds for leak in leaks), 6)
         for cause in LEAK_CAUSES:
             metrics[f"leaked_lease_seconds_by_{cause}"] = round(leaked_by_cause[cause], 6)
-        metrics["leases_leaked"] = len(leaks)
+        metrics["leases_leaked"] = len({id(leak.lease) for leak in leaks})
         metrics["leases_still_leaked_at_end"] = still_leaked
         metrics["leaked_leases_peak"] = leaked_peak
         metrics["false_denials"] = sum(false_denials.values())
@@ -851,9 +851,9 @@ class LeaseOracle:
         for book in self.books.values():
             found = []
             for lease in book.history:
-                leak = leak_of(lease, self.requests.get(lease.owner), end_us, self.grace)
-                if leak is not None:
-                    found.append(leak)
+                spells = leaks_of(lease, self.requests.get(lease.owner), end_us, self.grace)
+                if spells:
+                    found += spells
                     still_leaked += lease.counts_at(end_us)
             leaks += found
             peak = max(peak, peak_concurrent(found))
