@@ -174,3 +174,21 @@ def test_mutate_code_python_mutates_only_the_kind_s_classes(tmp_path):
     assert main(["mutate", str(scenario), "--code", "python", "--operators",
                  "exception_swallowed", "--schedules", "0", "--out", str(tmp_path / "out")]) == 0
     assert set(pd.read_parquet(table)["script"]) == {"stores.axond_leases.limiter.LeaseLimiter"}
+
+
+def test_a_live_holder_that_keeps_a_lease_until_the_sweep_strands_it_on_its_own_account(tmp_path):
+    """A gap mutate found: a holder that never retires its expiring leases
+    survived (the sweep reclaims them, their units written off). With the
+    lab quiet and every clock true, a sound holder gives a lease back at its
+    spend margin: a lease a live holder kept until the sweep is the store's."""
+    base = registry.get("tollgate.ledger")
+    (kept,) = [mutation for mutation in mutations(LeaseHolder, ("call_removed",))
+               if "self.retiring.append(held)" in mutation.old]
+    write_plugin(tmp_path, base.name, [("tollgate.ledger.mutant.9401", kept)])
+    scenario = load_scenario(TOLLGATE)
+    fixed = run_scenario(scenario).summary
+    mutant = run_scenario(scenario.model_copy(update={"store": "tollgate.ledger.mutant.9401"})
+                          ).summary
+    assert fixed["units_stranded"] == 0 and fixed["leases_reclaimed"] == 0
+    assert mutant["units_stranded_by_store_logic"] == mutant["units_stranded"] > 0
+    assert "never given back" in mutant["store_logic_began"]

@@ -74,9 +74,12 @@ class LedgerOracle:
     """The books of one run (see the module docstring)."""
 
     def __init__(self, keys: list[tuple[str, str]], grace_ms: int, faults: Any = None,
-                 flush_every_ms: int = 500) -> None:
+                 flush_every_ms: int = 500, spend_margin_ms: int = 2_000) -> None:
         self.grace_ms = grace_ms
         self.overdue_us = (2 * flush_every_ms + HOLD_BACK_SLACK_MS) * 1_000
+        self.spend_margin_ms = spend_margin_ms
+        self.clocks_true = True
+        """No replica's clock is skewed or drifts (``replica_clocks``)."""
         """How long after a spend a live holder, left alone by the lab, has
         surely sent its usage: its next flush, one loop's calls later."""
         self.accounts = {number: AccountBook(number, key)
@@ -121,7 +124,11 @@ class LedgerOracle:
     # -- the core's facts ------------------------------------------------------
 
     def replica_clocks(self, clocks: list[Any]) -> None:
-        """Holders judge expiry by their own clocks; the verdict uses the ledger's."""
+        """Holders judge expiry by their own clocks; the verdict uses the
+        ledger's, and asks a live holder to give a lease back in time only
+        when no holder's clock is off (``kept_past_expiry``)."""
+        self.clocks_true = all(clock.offset_us == 0 and clock.drift_ppm == 0
+                               for clock in clocks)
 
     def message_fault(self, number: int, what: str, call: str = "") -> None:
         self.lab.message(self.now_us, number, what, call)
@@ -421,7 +428,7 @@ class LedgerOracle:
         ``ambiguous_*`` clause). A lost request, a refused or unopened
         connection never ran, so it strands nothing: the store's."""
         if lease.holder is not None and not lease.holder_lost:
-            return None
+            return STORE_LOGIC if self._kept_past_expiry(lease) else None
         if lease.holder_lost or lease.tag in self.aborted_requests:
             return "holder_crashed"
         if lease.stale_exchange:
@@ -429,6 +436,17 @@ class LedgerOracle:
         if self.lab.ran_unanswered(lease.tag, lease.via):
             return f"ambiguous_{lease.via}"
         return STORE_LOGIC
+
+    def _kept_past_expiry(self, lease: LeaseBook) -> bool:
+        """A live holder let the sweep reclaim ``lease`` although the lab left
+        it alone from ``spend_margin`` before its expiry on, with every clock
+        true: a sound holder stops spending at ``expires_at`` less its safety
+        margin (seed 003 L264-L270) and gives a lease back by ``release``
+        (L488-L491) at its next flush, well inside the margin and the grace."""
+        if lease.state != "reclaimed" or not self.clocks_true:
+            return False
+        margin_from_ms = lease.grant.expires_at - self.spend_margin_ms - EPOCH_MS
+        return self.lab.quiet_since(max(0, margin_from_ms * 1_000))
 
     def _exposures(self, extra: list[StoreFinding]) -> Exposures:
         """Every store-logic finding by the fault that exposed it, and where the
@@ -586,6 +604,13 @@ class LedgerOracle:
                             words)
 
     def _stranded_finding(self, lease: LeaseBook, units: int) -> StoreFinding:
+        if lease.holder is not None and not lease.holder_lost:
+            return StoreFinding(
+                "units_stranded", units, frozenset({lease.tag}), (None, ""),
+                lease.settled_at_us if lease.settled_at_us is not None else lease.granted_at_us,
+                lease.tag,
+                f"holder on replica {lease.holder[0]}: kept lease {lease.grant.lease_id} "
+                f"({units:,} units unspent) until the sweep reclaimed it, never given back")
         return StoreFinding(
             "units_stranded", units, frozenset({lease.tag}), (None, ""), lease.granted_at_us,
             lease.tag,
@@ -648,4 +673,4 @@ def ledger_oracle(scenario: Any, kind: Any, settings: Any) -> LedgerOracle:
     keys = scenario.workload.keys
     space = KeySpace.of(keys)
     return LedgerOracle(space.keys, settings.reclaim_grace_ms, scenario.faults,
-                        settings.flush_every_ms)
+                        settings.flush_every_ms, settings.spend_margin_ms)
