@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simulator.mutate import kinds as mutant_kinds
+from simulator.mutate.hang import Hung, bounded
 from simulator.mutate.lua import OPERATORS as LUA_OPERATORS
 from simulator.mutate.lua import Mutation
 from simulator.mutate.lua import mutations as lua_mutations
@@ -34,7 +36,7 @@ from simulator.mutate.probe import Prober
 from simulator.mutate.python import OPERATORS as PYTHON_OPERATORS
 from simulator.mutate.python import PythonMutation, class_source
 from simulator.mutate.python import mutations as python_mutations
-from simulator.mutate.python_probe import PythonProber
+from simulator.mutate.python_probe import HUNG, PythonProber
 from simulator.scenario.model import Scenario, load_scenario
 from stores import registry
 
@@ -42,6 +44,8 @@ OPERATORS = tuple(dict.fromkeys(LUA_OPERATORS + PYTHON_OPERATORS))
 """Every operator class, Lua's then those only Python has."""
 CODE = ("lua", "python")
 """What a campaign can mutate: the kind's Lua scripts, its own Python classes."""
+HUNG_VERDICT = "the store hung"
+"""What detected a mutant whose run never gave the simulation back."""
 SURVIVOR_CLASSES = ("stillborn", "not run", "equivalent", "undetected")
 """Why a mutant survived, from the probe's verdict to the lab's own miss."""
 
@@ -140,7 +144,9 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
         row = MutantRow(number, name, mutation.script, mutation.line, mutation.operator,
                         mutation.label.split(" ", 1)[1], mutation.diff(before),
                         probed.outcome, probed.detail)
-        if probed.judged:
+        if probed.outcome == HUNG:
+            row.detected, row.invariants, row.schedules = True, HUNG_VERDICT, 0
+        elif probed.judged:
             _judge(row, scenario_path, scenario, base.name, options)
         row.survived_as = "" if row.detected else (
             probed.outcome if probed.outcome != "differs" else "undetected")
@@ -161,8 +167,16 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
                 overrides={"store": row.kind}, workers=options.workers,
                 scheduler=options.scheduler)
     started = time.perf_counter()
-    with quiet_store_logs():
-        found = hunt.search()
+    try:
+        # Only an in-process hunt can be stopped from here; a worker's run is its own.
+        bound = (options.seconds * 2 + 60 if options.workers == 1 and options.scheduler is None
+                 else None)
+        with quiet_store_logs(), (bounded(bound) if bound else nullcontext()):
+            found = hunt.search()
+    except Hung:
+        row.seconds = round(time.perf_counter() - started, 2)
+        row.detected, row.invariants, row.schedules = True, HUNG_VERDICT, hunt.runs - 1
+        return
     row.seconds = round(time.perf_counter() - started, 2)
     if found is None:
         row.schedules = hunt.runs - 1

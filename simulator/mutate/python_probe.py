@@ -10,15 +10,19 @@ trace fingerprint is set beside the unmutated kind's. What it finds:
 * ``stillborn`` -- the mutant class does not compile or cannot be built;
 * ``not run`` -- the marker never ran: the run never reached the change;
 * ``equivalent`` -- it ran, and the run's trace is the same to the last row;
-* ``differs`` -- the trace differs (or the store raised): worth judging.
+* ``differs`` -- the trace differs (or the store raised): worth judging;
+* ``hangs`` -- the run never gave the simulation back (``simulator.mutate.hang``):
+  detected without a hunt, the store's liveness broken.
 
 The marker only counts, so the marked run is the mutant's own run.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from simulator.mutate.hang import Hung, bounded
 from simulator.mutate.python import PythonMutation, mutant_class
 from simulator.scenario.conditions import STORE_RAISED
 from stores import registry
@@ -27,6 +31,13 @@ from stores.registry import StoreKind
 PROBED = ".probe"
 """What a marked mutant kind's name has after the mutant's."""
 FINGERPRINT = "trace_fingerprint"
+HUNG = "hangs"
+"""The probe's outcome for a mutant whose run never gave the simulation back."""
+HANG_FLOOR_S = 10.0
+HANG_FACTOR = 20
+"""A mutant's fault-free run counts as hung past this many times the base
+kind's (and at least ``HANG_FLOOR_S`` seconds): far beyond any slowdown one
+change can cause by doing more work, yet a bounded wait."""
 
 
 class PythonProber:
@@ -36,7 +47,10 @@ class PythonProber:
         from simulator.run.compose import run_scenario
 
         self.base, self.scenario = base, scenario
+        started = time.perf_counter()
         self.summary = run_scenario(scenario).summary
+        self.bound_s = max(HANG_FLOOR_S, HANG_FACTOR * (time.perf_counter() - started))
+        """How long a mutant's run may take before it counts as hung."""
 
     def probe(self, name: str, original: type, mutation: PythonMutation) -> Any:
         """Probe ``mutation`` of ``original``, the mutant kind being ``name``."""
@@ -56,7 +70,13 @@ class PythonProber:
         probe_name = name + PROBED
         if probe_name not in registry.kinds():
             registry.register(self.base.with_classes(probe_name, {original: marked}))
-        summary = run_scenario(self.scenario.model_copy(update={"store": probe_name})).summary
+        try:
+            with bounded(self.bound_s):
+                summary = run_scenario(self.scenario.model_copy(update={"store": probe_name})
+                                       ).summary
+        except Hung as hung:
+            return Probed(HUNG, f"line {mutation.line} ran {times[0]} time(s); the run made "
+                                f"{hung}")
         if not times[0]:
             return Probed("not run", f"{mutation.script.rsplit('.', 1)[-1]}."
                                      f"{mutation.method} line {mutation.line} never ran")

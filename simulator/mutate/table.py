@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow, as_records
+from simulator.mutate.python_probe import HUNG
 from simulator.mutate.page import PAGE, write_page
 
 TABLE = "mutants.parquet"
@@ -22,8 +23,9 @@ RATES = "kill_rates.parquet"
 
 
 def judged(rows: Sequence[MutantRow]) -> list[MutantRow]:
-    """The mutants the lab could have caught: run, and different on the probe."""
-    return [row for row in rows if row.probe == "differs"]
+    """The mutants the lab could have caught: run, and different on the probe
+    (a run that hung is as different as it gets)."""
+    return [row for row in rows if row.probe in ("differs", HUNG)]
 
 
 def kill_rates(rows: Sequence[MutantRow]) -> list[dict[str, Any]]:

@@ -192,3 +192,16 @@ def test_a_live_holder_that_keeps_a_lease_until_the_sweep_strands_it_on_its_own_
     assert fixed["units_stranded"] == 0 and fixed["leases_reclaimed"] == 0
     assert mutant["units_stranded_by_store_logic"] == mutant["units_stranded"] > 0
     assert "never given back" in mutant["store_logic_began"]
+
+
+def test_a_mutant_that_never_gives_the_simulation_back_is_detected_as_hung(tmp_path):
+    """The holder's background loop without its sleep spins at one virtual
+    instant: no kernel event runs, so only a wall-clock bound stops it. The
+    probe says so and the campaign counts it detected, without a hunt."""
+    prober = PythonProber(registry.get("tollgate.ledger"), load_scenario(TOLLGATE))
+    prober.bound_s = 2.0
+    (spinning,) = [mutation for mutation in mutations(LeaseHolder, ("call_removed",))
+                   if "sleep_ms(settings.flush_every_ms)" in mutation.old]
+    probed = prober.probe("tollgate.ledger.mutant.9501", LeaseHolder, spinning)
+    assert probed.outcome == "hangs" and "no progress within 2 s" in probed.detail
+    assert not probed.judged
