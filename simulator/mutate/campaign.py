@@ -119,8 +119,7 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
                          f"{' or '.join(options.code)} with {', '.join(options.operators)} "
                          f"(its Lua: {', '.join(sorted(base.scripts)) or 'none'}; its classes: "
                          f"{', '.join(cls.__name__ for cls in base.classes) or 'none'})")
-    named = [(mutant_kinds.mutant_name(base.name, number), mutation)
-             for number, mutation in enumerate(found, start=1)]
+    named = [(mutant_kinds.mutant_name(base.name, mutation), mutation) for mutation in found]
     mutant_kinds.write_plugin(out_dir, base.name, named)
     lua = any(not isinstance(mutation, PythonMutation) for mutation in found)
     prober = Prober(base, scenario) if lua else None

@@ -29,9 +29,13 @@ MUTANT = ".mutant."
 """What a mutant kind's name has between its base kind's name and its number."""
 
 
-def mutant_name(base: str, number: int) -> str:
-    """``BASE.mutant.0007``: the ``number``-th mutant of ``base``."""
-    return f"{base}{MUTANT}{number:04d}"
+def mutant_name(base: str, mutation: Mutation) -> str:
+    """``BASE.mutant.3f9a1c20``: the mutant of ``base`` that makes ``mutation``,
+    named by what it changes, so the same change has the same name in every
+    campaign and two campaigns in one process (a notebook, a test run) never
+    give one name to two different changes."""
+    change = json.dumps(row_of("", mutation), sort_keys=True)
+    return f"{base}{MUTANT}{hashlib.sha256(change.encode()).hexdigest()[:8]}"
 
 
 def mutant_kind(base: StoreKind, name: str, mutation: Mutation) -> StoreKind:
