@@ -54,8 +54,8 @@ def mutant_kind(base: StoreKind, name: str, mutation: Mutation) -> StoreKind:
 
 def register_mutants(base: str, mutants: Sequence[dict]) -> None:
     """Register each of ``mutants`` (``{"name", "script", "operator",
-    "offset", "old", "new", "line"}``, and ``"method"`` for a Python one) as a kind: what a campaign's plugin
-    module calls when imported."""
+    "offset", "old", "new", "line"}``, and ``"method"`` for a Python one) as
+    a kind: what a campaign's plugin module calls when imported."""
     kind = registry.get(base)
     known = registry.kinds()
     for row in mutants:

@@ -107,7 +107,7 @@ def mutations(cls: type, operators: tuple[str, ...] = OPERATORS) -> list[PythonM
         if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) or _bound_elsewhere(
                 method):
             continue
-        for node, operator, old_span, new in _changes(method, text, starts):
+        for operator, old_span, new in _changes(method, text, starts):
             if operator not in operators:
                 continue
             start, end = old_span
@@ -248,8 +248,8 @@ _ARITHMETIC_TEXT = {ast.Add: "+", ast.Sub: "-"}
 
 
 def _changes(method: ast.AST, text: str, starts: list[int]
-             ) -> Iterator[tuple[ast.AST, str, tuple[int, int], str]]:
-    """Each mutation of ``method``'s body: its node, class, span and new text,
+             ) -> Iterator[tuple[str, tuple[int, int], str]]:
+    """Each mutation of ``method``'s body: its class, span and new text,
     in source order (a node's classes in ``OPERATORS`` order)."""
     handlers = {id(node) for handler in ast.walk(method)
                 if isinstance(handler, ast.ExceptHandler)
@@ -271,27 +271,27 @@ def _changes(method: ast.AST, text: str, starts: list[int]
                 span = _operator_span(text, (_span(operands[index], text, starts)[1],
                                              _span(operands[index + 1], text, starts)[0]), old)
                 for new in COMPARISONS[old]:
-                    yield node, "relational", span, new
+                    yield "relational", span, new
         elif isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in _ARITHMETIC_TEXT:
             old = _ARITHMETIC_TEXT[type(node.op)]
             left, right = ((node.left, node.right) if isinstance(node, ast.BinOp)
                            else (node.target, node.value))
             span = _operator_span(text, (_span(left, text, starts)[1],
                                          _span(right, text, starts)[0]), old)
-            yield node, "arithmetic", span, ARITHMETIC[old]
+            yield "arithmetic", span, ARITHMETIC[old]
         elif (isinstance(node, ast.Constant) and type(node.value) is int
               and node is not docstring):
             span = _span(node, text, starts)
             for new in (node.value + 1, node.value - 1):
-                yield node, "constant", span, str(new)
+                yield "constant", span, str(new)
         elif isinstance(node, ast.Expr) and _called(node.value):
-            yield node, "call_removed", _span(node, text, starts), "pass"
+            yield "call_removed", _span(node, text, starts), "pass"
         elif isinstance(node, ast.If | ast.While) and not isinstance(node.test, ast.Constant):
             # (``while True`` negated never runs its loop: a mutant no one would write.)
             span = _span(node.test, text, starts)
-            yield node, "condition_negated", span, f"not ({text[span[0]:span[1]]})"
+            yield "condition_negated", span, f"not ({text[span[0]:span[1]]})"
         elif isinstance(node, ast.Raise) and id(node) in handlers:
-            yield node, "exception_swallowed", _span(node, text, starts), "pass"
+            yield "exception_swallowed", _span(node, text, starts), "pass"
 
 
 def _called(value: ast.expr) -> bool:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow, as_records
-from simulator.mutate.python_probe import HUNG
 from simulator.mutate.page import PAGE, write_page
+from simulator.mutate.python_probe import HUNG
 
 TABLE = "mutants.parquet"
 RATES = "kill_rates.parquet"

@@ -291,7 +291,8 @@ def test_fail_closed_an_unwarranted_retirement_s_unavailable_answers_are_the_sto
     from simulator.run.compose import run_scenario
     from simulator.scenario.model import load_scenario
 
-    plain = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt" / "axond-leases.toml"
+    plain = (Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt"
+             / "axond-leases.toml")
     slow = [{"at": "1ms", "fault": "slow_reply", "replica": 0, "count": 1, "extra": "300ms"}]
 
     def summary(store: str) -> dict:

@@ -308,7 +308,8 @@ def test_a_lease_counted_past_its_ttl_leaks_on_the_store_s_account_after_it(tmp_
     fixed = run_scenario(load_scenario(plain, crash)).summary
     mutant = run_scenario(load_scenario(plain, {**crash,
                                                 "store": "axond_leases.redis.mutant.9301"})).summary
-    assert fixed["leaked_lease_seconds_by_store_logic"] == 0 < fixed["leaked_lease_seconds_by_crash"]
+    assert (fixed["leaked_lease_seconds_by_store_logic"] == 0
+            < fixed["leaked_lease_seconds_by_crash"])
     assert mutant["leaked_lease_seconds_by_store_logic"] > 0
     assert mutant["leaked_lease_seconds_by_crash"] == pytest.approx(
         fixed["leaked_lease_seconds_by_crash"], abs=0.01)
