@@ -1,7 +1,7 @@
 """Mutants of a store kind's own Python classes, through the AST.
 
 A kind names the classes that are its own (``StoreKind.classes``: a Redis
-kind's store class, the tollgate ledger's holder and rules). Each method a
+kind's store class, a service kind's holder and rules). Each method a
 class defines itself is read from its source with ``ast``, and each mutation
 is, as for Lua (``simulator.mutate.lua.Mutation``), one span of the class's
 source text replaced: the text is the class's own, so the diff shows the
@@ -86,7 +86,7 @@ def _shifted(found: re.Match[str], shift: int) -> str:
 
 
 def class_path(cls: type) -> str:
-    """``stores.tollgate.memory.MemoryLedger``: how a mutation names its class."""
+    """``package.module.Class``: how a mutation names its class."""
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
