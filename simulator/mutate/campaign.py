@@ -36,7 +36,7 @@ from simulator.mutate.probe import Prober
 from simulator.mutate.python import OPERATORS as PYTHON_OPERATORS
 from simulator.mutate.python import PythonMutation, class_source
 from simulator.mutate.python import mutations as python_mutations
-from simulator.mutate.python_probe import HUNG, PythonProber
+from simulator.mutate.python_probe import HUNG, UNRUNNABLE, PythonProber
 from simulator.scenario.model import Scenario, load_scenario
 from stores import registry
 
@@ -46,6 +46,8 @@ CODE = ("lua", "python")
 """What a campaign can mutate: the kind's Lua scripts, its own Python classes."""
 HUNG_VERDICT = "the store hung"
 """What detected a mutant whose run never gave the simulation back."""
+RAISED_VERDICT = "the store raised"
+"""What detected a mutant whose store raised out of a run (``STORE_RAISED``'s words)."""
 SURVIVOR_CLASSES = ("stillborn", "not run", "equivalent", "undetected")
 """Why a mutant survived, from the probe's verdict to the lab's own miss."""
 
@@ -121,12 +123,11 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
                          f"{', '.join(cls.__name__ for cls in base.classes) or 'none'})")
     named = [(mutant_kinds.mutant_name(base.name, mutation), mutation) for mutation in found]
     mutant_kinds.write_plugin(out_dir, base.name, named)
-    lua = any(not isinstance(mutation, PythonMutation) for mutation in found)
-    prober = Prober(base, scenario) if lua else None
-    python_prober = (PythonProber(base, scenario)
-                     if any(isinstance(mutation, PythonMutation) for mutation in found) else None)
-    sent = f"; the scenario's fault-free run sent {len(prober.calls)} script call(s) to probe " \
-           f"with" if prober is not None else ""
+    in_python = [isinstance(mutation, PythonMutation) for mutation in found]
+    prober = Prober(base, scenario) if not all(in_python) else None
+    python_prober = PythonProber(base, scenario) if any(in_python) else None
+    sent = ("" if prober is None else f"; the scenario's fault-free run sent "
+            f"{len(prober.calls)} script call(s) to probe with")
     echo(f"mutate: {len(named)} mutant(s) of {base.name} ({', '.join(options.operators)}){sent}")
     rows = []
     for number, (name, mutation) in enumerate(named, start=1):
@@ -143,8 +144,9 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
         row = MutantRow(number, name, mutation.script, mutation.line, mutation.operator,
                         mutation.label.split(" ", 1)[1], mutation.diff(before),
                         probed.outcome, probed.detail)
-        if probed.outcome == HUNG:
-            row.detected, row.invariants, row.schedules = True, HUNG_VERDICT, 0
+        if probed.outcome in UNRUNNABLE:
+            row.detected, row.schedules = True, 0
+            row.invariants = HUNG_VERDICT if probed.outcome == HUNG else RAISED_VERDICT
         elif probed.judged:
             _judge(row, scenario_path, scenario, base.name, options)
         row.survived_as = "" if row.detected else (
@@ -176,6 +178,11 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
         row.seconds = round(time.perf_counter() - started, 2)
         row.detected, row.invariants, row.schedules = True, HUNG_VERDICT, hunt.runs - 1
         return
+    except Exception as error:  # noqa: BLE001 -- only the mutant changed: its store broke a run
+        row.seconds = round(time.perf_counter() - started, 2)
+        row.detected, row.invariants, row.schedules = True, RAISED_VERDICT, hunt.runs - 1
+        row.verdict = f"a run stopped on {type(error).__name__}: {error}"
+        return
     row.seconds = round(time.perf_counter() - started, 2)
     if found is None:
         row.schedules = hunt.runs - 1
@@ -185,7 +192,7 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
     row.verdict = str(found.verdict)
     worse = found.verdict.worse
     if found.verdict.raised is not None and not worse:
-        row.invariants = "the store raised"
+        row.invariants = RAISED_VERDICT
         return
     row.invariants = ", ".join(item.metric for item in worse)
     summary = found.result.summary

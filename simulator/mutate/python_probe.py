@@ -12,7 +12,9 @@ trace fingerprint is set beside the unmutated kind's. What it finds:
 * ``equivalent`` -- it ran, and the run's trace is the same to the last row;
 * ``differs`` -- the trace differs (or the store raised): worth judging;
 * ``hangs`` -- the run never gave the simulation back (``simulator.mutate.hang``):
-  detected without a hunt, the store's liveness broken.
+  detected without a hunt, the store's liveness broken;
+* ``raises`` -- the store raised out of the run itself (opening the ledger,
+  say), where no call's guard files it as the store's: detected without a hunt.
 
 The marker only counts, so the marked run is the mutant's own run.
 """
@@ -23,6 +25,7 @@ import time
 from typing import Any
 
 from simulator.mutate.hang import Hung, bounded
+from simulator.mutate.probe import Probed
 from simulator.mutate.python import PythonMutation, mutant_class
 from simulator.scenario.conditions import STORE_RAISED
 from stores import registry
@@ -33,6 +36,11 @@ PROBED = ".probe"
 FINGERPRINT = "trace_fingerprint"
 HUNG = "hangs"
 """The probe's outcome for a mutant whose run never gave the simulation back."""
+RAISES = "raises"
+"""The probe's outcome for a mutant whose store raised out of the run itself
+(where no call guards it: building the ledger, opening the service)."""
+UNRUNNABLE = (HUNG, RAISES)
+"""Outcomes detected by the probe alone: no hunt can run such a mutant."""
 HANG_FLOOR_S = 10.0
 HANG_FACTOR = 20
 """A mutant's fault-free run counts as hung past this many times the base
@@ -52,9 +60,8 @@ class PythonProber:
         self.bound_s = max(HANG_FLOOR_S, HANG_FACTOR * (time.perf_counter() - started))
         """How long a mutant's run may take before it counts as hung."""
 
-    def probe(self, name: str, original: type, mutation: PythonMutation) -> Any:
+    def probe(self, name: str, original: type, mutation: PythonMutation) -> Probed:
         """Probe ``mutation`` of ``original``, the mutant kind being ``name``."""
-        from simulator.mutate.probe import Probed
         from simulator.run.compose import run_scenario
 
         times = [0]
@@ -77,6 +84,9 @@ class PythonProber:
         except Hung as hung:
             return Probed(HUNG, f"line {mutation.line} ran {times[0]} time(s); the run made "
                                 f"{hung}")
+        except Exception as error:  # noqa: BLE001 -- only the mutant changed: the store broke
+            return Probed(RAISES, f"line {mutation.line} ran {times[0]} time(s); the run "
+                                  f"stopped on {type(error).__name__}: {error}")
         if not times[0]:
             return Probed("not run", f"{mutation.script.rsplit('.', 1)[-1]}."
                                      f"{mutation.method} line {mutation.line} never ran")

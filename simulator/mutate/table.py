@@ -16,7 +16,7 @@ from typing import Any
 
 from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow, as_records
 from simulator.mutate.page import PAGE, write_page
-from simulator.mutate.python_probe import HUNG
+from simulator.mutate.python_probe import UNRUNNABLE
 
 TABLE = "mutants.parquet"
 RATES = "kill_rates.parquet"
@@ -24,8 +24,8 @@ RATES = "kill_rates.parquet"
 
 def judged(rows: Sequence[MutantRow]) -> list[MutantRow]:
     """The mutants the lab could have caught: run, and different on the probe
-    (a run that hung is as different as it gets)."""
-    return [row for row in rows if row.probe in ("differs", HUNG)]
+    (a run that hung or raised is as different as it gets)."""
+    return [row for row in rows if row.probe in ("differs", *UNRUNNABLE)]
 
 
 def kill_rates(rows: Sequence[MutantRow]) -> list[dict[str, Any]]:

@@ -351,8 +351,9 @@ class Worse:
     margin: float = 0.0
     """The noise margin it was worse beyond (``Invariant.margin``)."""
     part: str = ""
-    """``store_logic`` when judged on the store's own part alone, its
-    ``candidate`` and ``reference`` that part's badness; empty for the whole."""
+    """``store_logic`` when judged on the store's own part alone (then
+    ``candidate`` and ``reference`` are that part, signed as the metric);
+    empty for the whole."""
     store_share: float | None = None
     """How much of the candidate's damage beyond the reference's the store's
     own part is (0 to 1; 1.0 for an invariant only the store can break);

@@ -205,3 +205,15 @@ def test_a_mutant_that_never_gives_the_simulation_back_is_detected_as_hung(tmp_p
     probed = prober.probe("tollgate.ledger.mutant.9501", LeaseHolder, spinning)
     assert probed.outcome == "hangs" and "no progress within 2 s" in probed.detail
     assert not probed.judged
+
+
+def test_a_mutant_whose_ledger_cannot_even_open_is_detected_by_the_probe():
+    """A ledger whose constructor drops its books raises while the service
+    opens, where no store call's guard can file it: the probe says it raises
+    (a campaign counts that detected, as a hung run)."""
+    prober = PythonProber(registry.get("tollgate.ledger"), load_scenario(TOLLGATE))
+    (unbooked,) = [mutation for mutation in mutations(MemoryLedger, ("relational",))
+                   if mutation.method == "__init__"]
+    probed = prober.probe("tollgate.ledger.mutant.9601", MemoryLedger, unbooked)
+    assert probed.outcome == "raises" and "AttributeError" in probed.detail
+    assert not probed.judged  # no hunt: the probe's run already showed it
