@@ -4,14 +4,19 @@ The calls are the scenario's own: the scripts its fault-free run sent to the
 server, in order, with their keys and arguments (``run_scenario``'s
 ``record_scripts``). A probe replays them on two fresh embedded servers, one
 running the base kind's scripts and one the mutant's, and compares every
-reply and, at the end, every key (its type, its value, its TTL to a tenth of
-a second). What it finds:
+reply and, at the end, every key (its type, its value, its TTL). The
+servers' clock stands still while they replay (a probe is not a run: nothing
+may expire, and wall time must not make two replays differ), and a TTL
+longer than the scenario's run is compared as just that: a 24-hour TTL
+moved by a second, or halved, changes nothing a run of hours can see. What
+it finds:
 
 * ``stillborn`` -- the mutant's script does not compile;
 * ``not run`` -- the mutated line never ran on these calls: the same calls on
   the base scripts with that line made to stop the script never stop it;
 * ``equivalent`` -- the line ran, yet every reply and every key came out the
-  same (an equivalent mutant, or one these calls cannot tell apart);
+  same, TTLs up to the run's length (an equivalent mutant, or one these
+  calls cannot tell apart);
 * ``differs`` -- a reply or a key differs: worth judging.
 
 A line that cannot be made to stop (it continues an expression: the probe's
@@ -20,9 +25,11 @@ marker would not compile there) is taken as run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 import fakeredis
 import redis
@@ -39,6 +46,10 @@ STOP = "lab-probe: line reached"
 """The error the coverage marker raises where it is put."""
 BLOCK_WORDS = ("end", "else", "elseif", "until", "then", "do")
 """Words a line may start with that end or continue a block, not begin a statement."""
+STILL_CLOCK_S = 1_700_000_000.0
+"""The instant the probe's servers read throughout a replay (seconds since the epoch)."""
+BEYOND_THE_RUN = "outlives the run"
+"""A key's TTL, as the probe compares it, when it is longer than the run."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +74,13 @@ class Prober:
         self.base = base
         self.calls: list[Call] = []
         run_scenario(scenario, record_scripts=self.calls)
+        self.horizon_ms = scenario.end_us // 1000
         self.originals = {base.scripts.source(name): name for name in base.scripts}
-        self.base_replies, self.base_keys = _replay(self.calls, {})
+        self.base_replies, self.base_keys = self._replay({})
+
+    def _replay(self, swaps: dict[str, str], until: str | None = None
+                ) -> tuple[list[Any], dict[str, Any]]:
+        return _replay(self.calls, swaps, self.horizon_ms, until)
 
     def probe(self, mutation: Mutation, mutant_scripts: Any) -> Probed:
         """Probe the mutant: ``base`` running ``mutant_scripts``."""
@@ -75,10 +91,10 @@ class Prober:
             return Probed("stillborn", _compile_error(mutated.values()))
         if not any(self.originals.get(body) in mutated for body, _, _ in calls):
             return Probed("not run", f"no call ran {', '.join(sorted(mutated))}")
-        if not _line_runs(base, mutation, calls):
+        if not self._line_runs(mutation):
             return Probed("not run", f"{mutation.script}:{mutation.line} never ran")
-        replies, keys = _replay(calls, {base.scripts.source(name): text
-                                        for name, text in mutated.items()})
+        replies, keys = self._replay({base.scripts.source(name): text
+                                      for name, text in mutated.items()})
         for number, (mine, theirs) in enumerate(zip(replies, self.base_replies, strict=True)):
             if mine != theirs:
                 name = self.originals.get(calls[number][0], "a command")
@@ -88,7 +104,27 @@ class Prober:
             if self.base_keys.get(key) != keys.get(key):
                 return Probed("differs", f"key {key!r}: {_short(keys.get(key))} where the "
                                          f"base has {_short(self.base_keys.get(key))}")
-        return Probed("equivalent", f"{len(calls)} call(s), the same replies and keys")
+        return Probed("equivalent", f"{len(calls)} call(s), the same replies and keys "
+                                    f"(TTLs up to the run's {self.horizon_ms / 1000:,.0f} s)")
+
+    def _line_runs(self, mutation: Mutation) -> bool:
+        """Whether the mutated line runs on the calls: the base scripts with a
+        marker that stops the script at the line's start; true when the
+        marker cannot go there."""
+        base = self.base
+        text = base.scripts[mutation.script]
+        start = text.rfind("\n", 0, mutation.offset) + 1
+        words = text[start:].split(None, 1)
+        if not words or words[0] in BLOCK_WORDS:
+            return True  # a marker before it would belong to the block it closes
+        marked = base.scripts.replacing(**{
+            mutation.script: f"{text[:start]}error('{STOP}') {text[start:]}"})
+        swaps = {base.scripts.source(name): marked.source(name) for name in base.scripts
+                 if marked.source(name) != base.scripts.source(name)}
+        if not _compiles(swaps.values()):
+            return True
+        replies, _ = self._replay(swaps, until=STOP)
+        return any(isinstance(reply, str) and STOP in reply for reply, _ in replies)
 
 
 def _compiles(sources: Any) -> bool:
@@ -107,54 +143,47 @@ def _compile_error(sources: Any) -> str:
     return ""
 
 
-def _line_runs(base: StoreKind, mutation: Mutation, calls: Sequence[Call]) -> bool:
-    """Whether the mutated line runs on ``calls``: the base scripts with a
-    marker that stops the script at the line's start; true when the marker
-    cannot go there."""
-    text = base.scripts[mutation.script]
-    start = text.rfind("\n", 0, mutation.offset) + 1
-    words = text[start:].split(None, 1)
-    if not words or words[0] in BLOCK_WORDS:
-        return True  # a marker before it would belong to the block it closes
-    marked = base.scripts.replacing(**{
-        mutation.script: f"{text[:start]}error('{STOP}') {text[start:]}"})
-    swaps = {base.scripts.source(name): marked.source(name) for name in base.scripts
-             if marked.source(name) != base.scripts.source(name)}
-    if not _compiles(swaps.values()):
-        return True
-    replies, _ = _replay(calls, swaps, until=STOP)
-    return any(isinstance(reply, str) and STOP in reply for reply, _ in replies)
-
-
 def _server() -> redis.Redis:
     return fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
 
 
-def _replay(calls: Sequence[Call], swaps: dict[str, str], until: str | None = None
-            ) -> tuple[list[Any], dict[str, Any]]:
+@contextmanager
+def _still_clock() -> Iterator[None]:
+    """fakeredis reads the wall clock to stamp each command (and its TTLs):
+    it reads one instant instead while the probe replays."""
+    with mock.patch("time.time", return_value=STILL_CLOCK_S):
+        yield
+
+
+def _replay(calls: Sequence[Call], swaps: dict[str, str], horizon_ms: int,
+            until: str | None = None) -> tuple[list[Any], dict[str, Any]]:
     """Every reply (an error as its message) and every key at the end, for
     ``calls`` run on a fresh server with the bodies in ``swaps`` replaced;
-    ``until``: stop at the first error that says it."""
+    ``until``: stop at the first error that says it. TTLs past
+    ``horizon_ms`` compare equal."""
     server = _server()
     replies: list[Any] = []
     try:
-        for body, keys, args in calls:
-            try:
-                reply = server.eval(swaps.get(body, body), len(keys), *keys, *args)
-            except redis.ResponseError as error:
-                reply = str(error)
-            # The reply, and the keys the call named as they are after it: a
-            # value written wrong shows here even if a later call removes it.
-            replies.append((reply, [_key_state(server, key) for key in keys]))
-            if until is not None and isinstance(reply, str) and until in reply:
-                break
-        return replies, {key: _key_state(server, key) for key in server.scan_iter(count=1000)}
+        with _still_clock():
+            for body, keys, args in calls:
+                try:
+                    reply = server.eval(swaps.get(body, body), len(keys), *keys, *args)
+                except redis.ResponseError as error:
+                    reply = str(error)
+                # The reply, and the keys the call named as they are after it: a
+                # value written wrong shows here even if a later call removes it.
+                replies.append((reply, [_key_state(server, key, horizon_ms) for key in keys]))
+                if until is not None and isinstance(reply, str) and until in reply:
+                    break
+            return replies, {key: _key_state(server, key, horizon_ms)
+                             for key in server.scan_iter(count=1000)}
     finally:
         server.close()
 
 
-def _key_state(server: redis.Redis, key: str) -> tuple[str, Any, int]:
-    """A key's type, value and TTL (to a tenth of a second; -1 none, -2 gone)."""
+def _key_state(server: redis.Redis, key: str, horizon_ms: int) -> tuple[str, Any, int | str]:
+    """A key's type, value and TTL in ms (-1 none, -2 gone; ``BEYOND_THE_RUN``
+    when longer than ``horizon_ms``)."""
     kind = server.type(key)
     value: Any = {"string": server.get, "hash": server.hgetall,
                   "set": lambda name: sorted(server.smembers(name)),
@@ -162,7 +191,7 @@ def _key_state(server: redis.Redis, key: str) -> tuple[str, Any, int]:
                   "zset": lambda name: server.zrange(name, 0, -1, withscores=True),
                   }.get(kind, lambda name: None)(key)
     ttl = server.pttl(key)
-    return kind, value, round(ttl / 100) if ttl > 0 else ttl
+    return kind, value, BEYOND_THE_RUN if ttl > horizon_ms else ttl
 
 
 def _short(value: Any) -> str:

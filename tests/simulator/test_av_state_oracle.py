@@ -69,8 +69,8 @@ class Story:
         return self
 
     def answer(self, number: int, index: int = 0, answer: str = "committed",
-               refused: int | None = None) -> Story:
-        self.oracle.spend_answered(number, index, answer, refused, self.tick())
+               refused: int | None = None, remaining: int | None = None) -> Story:
+        self.oracle.spend_answered(number, index, answer, refused, self.tick(), remaining)
         return self
 
     def fault(self, number: int, *what: str) -> Story:
@@ -604,6 +604,47 @@ def marker_without_ttl() -> Story:
     return story.refund_returned(1)
 
 
+def misreported_remaining() -> Story:
+    """A commit of 100 of 1 000 tokens whose caller was told 1 000 are left."""
+    story = Story().open(1, call(100, 1_000)).send(1).run(1, {"tokens": 100})
+    return story.answer(1, remaining=1_000)
+
+
+def test_a_commit_told_what_its_script_left_is_judged_right_and_any_other_figure_wrong():
+    told_right = Story().open(1, call(100, 1_000, calls=1)).send(1)
+    told_right.run(1, {"tokens": 100, "calls": 9}).answer(1, remaining=1)
+    assert told_right.summary()["remaining_misreported"] == 0  # calls: 10 - 9
+    summary = misreported_remaining().summary()
+    assert summary["remaining_misreported"] == 1
+    assert summary["remaining_misreported_exposed_by"] == "no fault"
+    # A reply a fault touched may be another execution's: not judged.
+    misaligned = Story().open(1, call(100, 1_000)).send(1).fault(1, "misaligned_reply")
+    misaligned.run(1, {"tokens": 100}).answer(1, remaining=1_000)
+    assert misaligned.summary()["remaining_misreported"] == 0
+
+
+def ttl_left(expires_in_us: int, answer: str = "committed") -> Story:
+    """A spend whose command left its counter ``expires_in_us`` to live."""
+    story = Story().open(1, call(100, 1_000)).send(1)
+    story.oracle.observe(SERVER, story.tick(), 1, "command",
+                         [KeyChange(story.key(1, "tokens"), 100, expires_in_us=expires_in_us)])
+    return story.answer(1, answer=answer)
+
+
+def test_a_spend_leaves_its_counters_the_whole_ttl_and_any_other_expiry_is_the_store_s():
+    assert ttl_left(TTL_US).summary()["counter_ttls_wrong"] == 0
+    for expiry in (TTL_US // 2, TTL_US - 1_000_000, TTL_US + 1_000_000):
+        summary = ttl_left(expiry).summary()
+        assert summary["counter_ttls_wrong"] == 1, expiry
+        assert summary["counter_ttls_wrong_exposed_by"] == "no fault"
+    # A refund leaves the expiry its counter had: not judged.
+    story = Story().open(1, call(100, 1_000, refund=40)).charge(1, 0, {"tokens": 100})
+    story.refund_sent(1)
+    story.oracle.observe(SERVER, story.tick(), 1, "command",
+                         [KeyChange(story.key(1, "tokens"), 60, expires_in_us=TTL_US // 2)])
+    assert story.refund_returned(1).summary()["counter_ttls_wrong"] == 0
+
+
 def test_every_metric_moves_in_some_story():
     failed = Story().open(1, call(100)).send(1).fault(1, "call_timed_out").answer(1, 0, "failed")
     rejected = Story().open(1, call(100)).send(1).answer(1, 0, "rejected")
@@ -611,7 +652,7 @@ def test_every_metric_moves_in_some_story():
     closed.oracle.closed(1, closed.tick())
     stories = [failed, rejected, closed, replay_blocked(), kept_past_ttl(), partial_refund(),
                tally_added(), tally_failed(), tally_refused(), whole_refund(),
-               marker_without_ttl(),
+               marker_without_ttl(), misreported_remaining(), ttl_left(TTL_US // 2),
                *(story() for story in STORIES.values())]
     moved = {name for story in stories for name, value in story.summary().items() if value}
     assert set(failed.summary()) - moved == set()

@@ -23,7 +23,8 @@ from simulator.scenario.model import load_scenario
 from stores import registry
 
 REPO = Path(__file__).resolve().parents[2]
-LEASES = REPO / "data" / "scenarios" / "hunt" / "leases-release-never-retried-quiet.toml"
+HUNT = REPO / "data" / "scenarios" / "hunt"
+LEASES = HUNT / "leases-release-never-retried-quiet.toml"
 ACQUIRE = registry.get("axond_leases.redis").scripts["acquire"]
 
 
@@ -105,6 +106,34 @@ def test_the_probe_tells_a_differing_an_equivalent_a_stillborn_and_an_unrun_muta
     stillborn = base.scripts.replacing(acquire=ACQUIRE.replace(
         "if live >= max_in_flight then", "if live >= max_in_flight thne"))
     assert prober.probe(broken, stillborn).outcome == "stillborn"
+
+
+def test_the_probe_compares_ttls_up_to_the_run_s_length_on_a_still_clock():
+    # The plain session scenario's counters live 24 h; it follows them 36 h.
+    base = registry.get("av_state.redis")
+    body = base.scripts["try_spend"]
+    found = {(mutation.line, mutation.operator, mutation.new): mutation
+             for mutation in mutations("try_spend", body, ("ttl", "constant", "call_removed"))}
+    halved = next(key for key in found if key[:2] == (33, "ttl"))
+    dropped = next(key for key in found if key[:2] == (33, "call_removed"))
+
+    def probed(prober: Prober, key: tuple) -> str:
+        mutation = found[key]
+        return prober.probe(mutation, base.scripts.replacing(
+            try_spend=mutation.apply(body))).outcome
+
+    day_and_a_half = Prober(base, load_scenario(HUNT / "av-state.toml", {"store": base.name}))
+    assert probed(day_and_a_half, halved) == "differs"  # 12 h: inside the run
+    assert probed(day_and_a_half, (33, "constant", "86399")) == "differs"
+    hours = Prober(base, load_scenario(HUNT / "av-state.toml",
+                                       {"store": base.name, "drain": "10m"}))
+    assert probed(hours, halved) == "equivalent"  # 12 h or 24 h: both outlive the run
+    assert probed(hours, (33, "constant", "86399")) == "equivalent"
+    assert probed(hours, dropped) == "differs"  # no TTL outlives it too, yet is no TTL
+    # Wall time does not enter a replay: the same mutant probes the same twice.
+    moved = found[(33, "constant", "86401")]
+    scripts = base.scripts.replacing(try_spend=moved.apply(body))
+    assert day_and_a_half.probe(moved, scripts) == day_and_a_half.probe(moved, scripts)
 
 
 def test_a_script_that_fails_is_the_store_s_and_the_campaign_says_so(tmp_path):

@@ -72,6 +72,9 @@ class KeyChange:
     """The command wrote it (a charge, a refresh of its TTL, a delete)."""
     no_ttl: bool = False
     """It exists with no expiry (read from the server's virtual deadlines)."""
+    expires_in_us: int | None = None
+    """How long it has left to live after the command, when it exists with an
+    expiry on a server (the virtual deadlines); ``None`` otherwise."""
 
 
 @dataclass(slots=True, eq=False)
@@ -172,6 +175,9 @@ class Attempt:
     """The record of each counter before its last charging execution."""
     refusal: dict[str, KeyView] | None = None
     """Each counter as its last execution that charged nothing saw it."""
+    remaining: int | None = None
+    """What its last charging execution left of the tightest budget: the
+    post-commit minimum remaining a sound store answers with."""
 
 
 @dataclass(slots=True, eq=False)

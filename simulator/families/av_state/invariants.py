@@ -19,6 +19,9 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("partial_batches"),
     Invariant("counter_resets"),
     Invariant("refund_markers_without_ttl", store_only=True),
+    Invariant("remaining_misreported", store_only=True),
+    Invariant("counter_ttls_wrong", store_only=True),
 )
 """A refund marker needs no parts by cause: nothing the lab does writes one
-without its 5-minute expiry (``contract``)."""
+without its 5-minute expiry (``contract``); nor does a commit's told
+remaining budget: nothing the lab does rewrites a reply's figures."""

@@ -89,7 +89,7 @@ async def _spend(replica: Any, store: Any, request: Request, prefix: str, index:
         if attempt:
             await Sleep(plan.retry_after_us)
         oracle.spend_sent(number, index, attempt, replica.kernel.now)
-        refused_index = None
+        refused_index = remaining = None
         try:
             outcome = await store.try_spend_many(spends)
         except contract.BackendError:
@@ -100,9 +100,10 @@ async def _spend(replica: Any, store: Any, request: Request, prefix: str, index:
             if isinstance(outcome, contract.Refused):
                 answer, refused_index = "refused", outcome.index
             else:
-                answer = "committed"
+                answer, remaining = "committed", outcome.post_commit_min_remaining
         replica.observe_store(number, ("spend", keys))
-        oracle.spend_answered(number, index, answer, refused_index, replica.kernel.now)
+        oracle.spend_answered(number, index, answer, refused_index, replica.kernel.now,
+                              remaining)
         replica.record(f"spend_{answer}", request, attempt, f"call {index}")
         if answer in ("committed", "rejected"):
             return answer == "committed"

@@ -84,6 +84,7 @@ from simulator.families.av_state.causes import (
 )
 from simulator.families.av_state.exposing import NOWHERE, Context, FaultLog
 from simulator.families.av_state.judgments import commit_excess, deficits, refusal_cause, view
+from simulator.net.pipeline import EXPIRY_HORIZON_US
 from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import Exposures
 from simulator.scenario.model import ScenarioError
@@ -243,16 +244,30 @@ class CounterOracle:
         self.counts["spend_attempts_retried"] += attempt > 0
 
     def spend_answered(self, number: int, index: int, answer: str, refused_index: int | None,
-                       now_us: int) -> None:
+                       now_us: int, remaining: int | None = None) -> None:
         """The caller of call ``index`` was told ``answer`` (``committed``,
-        ``refused`` naming ``refused_index``, ``failed``, ``rejected``)."""
+        ``refused`` naming ``refused_index``, ``failed``, ``rejected``);
+        ``remaining``: a commit's post-commit minimum remaining, as told."""
         intent = self.sessions[number].calls[index]
         self.counts[f"spend_attempts_{answer}"] += 1
         self.context = self._call_context(intent, intent.attempts[-1].faults, "try_spend",
                                           now_us, f"told {answer}",
                                           via="recycled_prefix" if number in self.recycled
                                           else "")
+        if answer == "committed" and remaining is not None:
+            self._judge_remaining(intent.attempts[-1], remaining)
         self._answered(intent, answer, refused_index)
+
+    def _judge_remaining(self, attempt: Attempt, told: int) -> None:
+        """A commit's caller was told ``told`` budget left where the store's
+        own record, as its script left it, had ``attempt.remaining``. Judged
+        only for an attempt no fault touched: a misaligned or duplicated
+        reply may be another execution's answer. Nothing the lab does
+        rewrites a reply's figures: the store's."""
+        if attempt.faults or attempt.remaining is None or told == attempt.remaining:
+            return
+        self.counts["remaining_misreported"] += 1
+        self._expose("remaining_misreported", 1)
 
     def tally_sent(self, number: int, index: int, now_us: int) -> None:
         """Call ``index`` of session ``number`` committed and adds to its tally."""
@@ -411,6 +426,8 @@ class CounterOracle:
             # touches none).
             if op in ("spend", "tally") or change.written:
                 self.ledgers[source, key].used_us = now_us
+        if op in ("spend", "tally"):
+            self._judge_ttls(counters)
         if op == "cleanup":
             self._cleared(session, counters, now_us)
         elif op == "refund":
@@ -419,6 +436,21 @@ class CounterOracle:
             self._charged(session, counters, now_us, session.tally)
         else:
             self._charged(session, counters, now_us, session.current)
+
+    def _judge_ttls(self, counters: dict[str, KeyChange]) -> None:
+        """A spend or a tally, committed or refused, leaves every counter it
+        names that exists the whole TTL to live (the seed sets it on a charge
+        and refreshes it before a refusal): a counter left with any other
+        expiry is the store's (``counter_ttls_wrong``; one left with none is
+        ``counters_without_ttl``). The deadline is read once the server's
+        pipeline ran: a later command in it (a re-send, another call of the
+        session) may have renewed it, up to the span of one pipeline later."""
+        longest = self.counter_ttl_us + EXPIRY_HORIZON_US
+        for change in counters.values():
+            if (change.expires_in_us is not None
+                    and not self.counter_ttl_us <= change.expires_in_us <= longest):
+                self.counts["counter_ttls_wrong"] += 1
+                self._expose("counter_ttls_wrong", 1)
 
     def _operation(self, session: SessionBook, counters: dict[str, KeyChange],
                    changes: list[KeyChange]) -> str:
@@ -528,6 +560,7 @@ class CounterOracle:
             return
         attempt = intent.attempts[-1]
         before_all: dict[str, int] = {}
+        left: dict[str, int] = {}
         charged, uncharged = [], []
         doubled: list[tuple[str, int]] = []
         for key, change in counters.items():
@@ -535,7 +568,9 @@ class CounterOracle:
             before, after = self._write(ledger, change, now_us)
             delta = (after or 0) - (before or 0)
             before_all[key] = before or 0
-            amount = intent.parts.get(key, (None, 0))[0]
+            amount, limit = intent.parts.get(key, (None, 0))
+            if amount is not None and after is not None:
+                left[key] = max(0, limit - after)
             if amount is None:
                 self._store_gap(ledger, delta)  # a key its call does not spend on
                 continue
@@ -563,6 +598,7 @@ class CounterOracle:
             self.counts["double_debit_units"] += sum(amount for _, amount in doubled)
         if charged:
             attempt.record_before = before_all
+            attempt.remaining = min(left.values()) if left.keys() == intent.parts.keys() else None
         else:
             attempt.refusal = {key: view(self._ledger(session.source, key), before_all.get(key))
                                for key in intent.parts}

@@ -39,6 +39,7 @@ SUMMARY = SummaryLayout(
                       "partial_batches", "*partial_batches_by_", "partial_spends",
                       "partial_refunds", "counters_present_at_end",
                       "counters_kept_past_ttl", "counter_hours_kept_past_ttl",
-                      "refund_markers_without_ttl")),
+                      "refund_markers_without_ttl", "remaining_misreported",
+                      "counter_ttls_wrong")),
     ),
 )

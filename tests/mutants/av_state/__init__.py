@@ -36,6 +36,8 @@ CATALOGUE = (
     "spend_re_sent_by_the_store",
     "failed_spend_reported_committed",
     "cleanup_over_matches",
+    "remaining_before_the_charge",
+    "charge_ttl_halved",
 )
 """Every mutant module, in the order the docs list them."""
 
