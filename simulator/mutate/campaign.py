@@ -48,6 +48,9 @@ HUNG_VERDICT = "the store hung"
 """What detected a mutant whose run never gave the simulation back."""
 RAISED_VERDICT = "the store raised"
 """What detected a mutant whose store raised out of a run (``STORE_RAISED``'s words)."""
+WHOLLY_THE_STORE_S = 1.0
+"""The store_logic share of a mutant whose store raised or hung: only the
+store changed, so all of it is the store's (the verdict blames it whole)."""
 SURVIVOR_CLASSES = ("stillborn", "not run", "equivalent", "undetected")
 """Why a mutant survived, from the probe's verdict to the lab's own miss."""
 
@@ -147,6 +150,7 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
         if probed.outcome in UNRUNNABLE:
             row.detected, row.schedules = True, 0
             row.invariants = HUNG_VERDICT if probed.outcome == HUNG else RAISED_VERDICT
+            row.store_logic_share = WHOLLY_THE_STORE_S
         elif probed.judged:
             _judge(row, scenario_path, scenario, base.name, options)
         row.survived_as = "" if row.detected else (
@@ -177,11 +181,13 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
     except Hung:
         row.seconds = round(time.perf_counter() - started, 2)
         row.detected, row.invariants, row.schedules = True, HUNG_VERDICT, hunt.runs - 1
+        row.store_logic_share = WHOLLY_THE_STORE_S
         return
     except Exception as error:  # noqa: BLE001 -- only the mutant changed: its store broke a run
         row.seconds = round(time.perf_counter() - started, 2)
         row.detected, row.invariants, row.schedules = True, RAISED_VERDICT, hunt.runs - 1
         row.verdict = f"a run stopped on {type(error).__name__}: {error}"
+        row.store_logic_share = WHOLLY_THE_STORE_S
         return
     row.seconds = round(time.perf_counter() - started, 2)
     if found is None:
@@ -192,7 +198,7 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
     row.verdict = str(found.verdict)
     worse = found.verdict.worse
     if found.verdict.raised is not None and not worse:
-        row.invariants = RAISED_VERDICT
+        row.invariants, row.store_logic_share = RAISED_VERDICT, WHOLLY_THE_STORE_S
         return
     row.invariants = ", ".join(item.metric for item in worse)
     summary = found.result.summary

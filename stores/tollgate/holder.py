@@ -46,6 +46,9 @@ LOST_AUTHORITY = (UnknownLease, Fenced, LeaseNotActive)
 
 POLL_MS = 1
 """How often a spend looks again at an allocation in flight for its account."""
+BUSY = "busy"
+"""A spend's refusal when another spend of the holder for the account was
+allocating all along ``allocation_wait``."""
 
 
 @dataclass
@@ -93,7 +96,7 @@ class LeaseHolder:
         waited = 0
         while account in self.allocating:
             if waited >= self.settings.allocation_wait_ms:
-                return Spend(None, "busy")
+                return Spend(None, BUSY)
             await self.runtime.sleep_ms(POLL_MS)
             waited += POLL_MS
         lease = self.leases.get(account)

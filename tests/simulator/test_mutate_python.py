@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
+from simulator.mutate import campaign
 from simulator.mutate.campaign import OPERATORS, Options, generate, run_campaign
 from simulator.mutate.kinds import mutant_kind, write_plugin
 from simulator.mutate.python import (
@@ -21,6 +22,7 @@ from simulator.mutate.python import (
     mutations,
 )
 from simulator.mutate.python_probe import PythonProber
+from simulator.mutate.table import summary_line
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario
 from stores import registry
@@ -217,3 +219,16 @@ def test_a_mutant_whose_ledger_cannot_even_open_is_detected_by_the_probe():
     probed = prober.probe("tollgate.ledger.mutant.9601", MemoryLedger, unbooked)
     assert probed.outcome == "raises" and "AttributeError" in probed.detail
     assert not probed.judged  # no hunt: the probe's run already showed it
+
+
+def test_a_store_that_raises_is_counted_detected_and_blamed_whole(tmp_path, monkeypatch):
+    """Only the store changed, so a mutant whose store raises (here, before
+    its ledger can open) is the store's whole: a campaign counts it blamed."""
+    (unbooked,) = [mutation for mutation in mutations(MemoryLedger, ("relational",))
+                   if mutation.method == "__init__"]
+    monkeypatch.setattr(campaign, "generate", lambda *args, **kwargs: [unbooked])
+    (row,) = run_campaign(TOLLGATE, Options(schedules=0, seconds=60), tmp_path / "out",
+                          echo=lambda line: None)
+    assert row.detected and row.invariants == campaign.RAISED_VERDICT
+    assert row.store_logic_share == 1.0
+    assert "1 of them blamed on the store" in summary_line([row])

@@ -25,7 +25,7 @@ from simulator.scenario.model import ScenarioError, parse_scenario
 from stores import registry
 from stores.tollgate.domain import GrantPolicy
 from stores.tollgate.errors import AllocateError
-from stores.tollgate.holder import LeaseHolder, Spend
+from stores.tollgate.holder import BUSY, LeaseHolder, Spend
 from stores.tollgate.kinds import ledger_kind
 from stores.tollgate.service import LedgerService, open_ledger
 from stores.tollgate.variants import LedgerWrapper
@@ -102,11 +102,31 @@ class GrantsWhatIsAsked(GrantPolicy):
         return requested
 
 
-async def _open_unfunded(url: str | None, settings: Any, keys: list[Any],
-                         name: str) -> LedgerService:
-    ledger = await open_ledger(url, settings, keys, name)
-    ledger.policy = GrantsWhatIsAsked(**dataclasses.asdict(ledger.policy))
-    return LedgerService(ledger)
+class FundsOnlyWholeRequests(GrantPolicy):
+    """A grant policy that refuses a request the balance cannot fund whole,
+    where the seed's shrinks the grant to what the balance can fund."""
+
+    def grant(self, requested: int, balance: int) -> int | None:
+        return super().grant(requested, balance) if balance >= requested else None
+
+
+def _open_with_policy(policy: type[GrantPolicy]) -> Any:
+    async def open_service(url: str | None, settings: Any, keys: list[Any],
+                           name: str) -> LedgerService:
+        ledger = await open_ledger(url, settings, keys, name)
+        ledger.policy = policy(**dataclasses.asdict(ledger.policy))
+        return LedgerService(ledger)
+    return open_service
+
+
+class BusyAtOnce(LeaseHolder):
+    """A holder that refuses a spend ``busy`` as soon as another spend of its
+    is allocating for the account, without the wait the seed's gives it."""
+
+    async def spend(self, account: int, units: int, request_id: str) -> Spend:
+        if account in self.allocating:
+            return Spend(None, BUSY)
+        return await super().spend(account, units, request_id)
 
 
 class ForgetsGrants(LeaseHolder):
@@ -162,7 +182,7 @@ MUTANTS: dict[str, tuple[Any, dict, tuple[str, ...]]] = {
                                 service=_wrapped(DropsUsage)), {},
                     ("billing_loss_units_by_store_logic",)),
     "grants_what_is_asked": (ledger_kind("ledger_mutants.grants_what_is_asked", "unfunded",
-                                         service=_open_unfunded),
+                                         service=_open_with_policy(GrantsWhatIsAsked)),
                              {"store_settings": {"deposit": 300_000}},
                              ("overspend_units",)),
     "trusts_the_lease_id": (ledger_kind("ledger_mutants.trusts_the_lease_id", "unfenced usage",
@@ -172,6 +192,12 @@ MUTANTS: dict[str, tuple[Any, dict, tuple[str, ...]]] = {
     "forgets_grants": (ledger_kind("ledger_mutants.forgets_grants", "forgets grants",
                                    holder_class=ForgetsGrants), {},
                        ("units_stranded_by_store_logic",)),
+    "funds_only_whole_requests": (ledger_kind("ledger_mutants.funds_only_whole_requests",
+                                              "refuses what it cannot fund whole",
+                                              service=_open_with_policy(FundsOnlyWholeRequests)),
+                                  {"store_settings": {"deposit": 300_000}}, ("false_refusals",)),
+    "busy_at_once": (ledger_kind("ledger_mutants.busy_at_once", "busy without waiting",
+                                 holder_class=BusyAtOnce), {}, ("false_refusals",)),
 }
 """Each mutant kind, the scenario change it needs, and the damage it must show."""
 

@@ -25,4 +25,5 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("regrant_shortfall_units", store_only=True),
     Invariant("demand_shortfall_units", store_only=True),
     Invariant("allowance_deposited_twice_units", store_only=True),
+    Invariant("false_refusals", store_only=True),
 )

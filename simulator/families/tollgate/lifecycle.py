@@ -5,7 +5,8 @@ its holder keeps for the request's account (acquiring or consolidating one
 when it must), then do the work. The usage is billed later, in batches, by
 the holder's background loop; the oracle hears the truth from here:
 
-* ``request_arrived``, then ``spend_admitted`` (the units and the lease they were charged to) or
+* ``request_arrived`` (the oracle hears when the holder began the spend),
+  then ``spend_admitted`` (the units and the lease they were charged to) or
   ``spend_refused`` (outcome: the refusal);
 * ``lease_obtained`` when the spend received a new grant on the way (outcome
   ``acquire`` or ``consolidate``), with the credit given back for it.
@@ -33,13 +34,15 @@ async def serve(replica: Any, holder: Any, request: Request) -> None:
     number = request.number
     units = request.estimate_microdollars
     replica.record("request_arrived", request, units)
-    spend = await holder.spend(account_of(request.subject), units, f"r{number}")
+    account = account_of(request.subject)
+    oracle.spend_began(number, replica.source, account, replica.kernel.now)
+    spend = await holder.spend(account, units, f"r{number}")
     if spend.obtained is not None:
         oracle.obtained(number, replica.source, spend.obtained, spend.restored)
         replica.record("lease_obtained", request, spend.obtained.granted,
                        outcome="consolidate" if spend.restored else "acquire")
     if spend.lease is None:
-        oracle.refused(number, spend.refusal)
+        oracle.refused(number, spend.refusal, replica.kernel.now)
         replica.record("spend_refused", request, units, outcome=spend.refusal)
     else:
         oracle.spent(number, replica.source, f"r{number}", spend.lease, units,

@@ -67,6 +67,11 @@ class LedgerObserver:
                 if accepted:
                     self._seen(lease_id, now_us, credited=unspent)
         if refused:
+            if verb in ("acquire", "consolidate"):
+                account = (args[0] if verb == "acquire" or args[0] not in self.oracle.leases
+                           else self.oracle.leases[args[0]].grant.account_id)
+                self.oracle.allocation_refused(verb, args, reply,
+                                               self._read(self._ledger.account_view(account)))
             return
         if isinstance(reply, Allocation):
             self.oracle.granted(reply.grant, now_us, tag, verb, stale_exchange=stale)

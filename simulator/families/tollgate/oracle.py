@@ -47,6 +47,7 @@ from simulator.plugin.attribution import STORE_LOGIC
 from simulator.plugin.contracts import Exposures
 from simulator.world.requests import REQUESTS_PER_REPLICA, KeySpace
 from stores.tollgate.domain import Conservation, LeaseGrant, LeaseView
+from stores.tollgate.holder import BUSY
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +75,20 @@ class LedgerOracle:
     """The books of one run (see the module docstring)."""
 
     def __init__(self, keys: list[tuple[str, str]], grace_ms: int, faults: Any = None,
-                 flush_every_ms: int = 500, spend_margin_ms: int = 2_000) -> None:
+                 flush_every_ms: int = 500, spend_margin_ms: int = 2_000,
+                 allocation_wait_ms: int = 0) -> None:
         self.grace_ms = grace_ms
+        self.allocation_wait_us = allocation_wait_ms * 1_000
+        self.spending: dict[int, tuple[Source, int, int]] = {}
+        """Each spend a holder is working on: its holder, account and start."""
+        self.allocators: set[int] = set()
+        """The requests whose acquire or consolidate reached the ledger."""
+        self.faulted: set[int] = set()
+        """The requests a message fault touched."""
+        self.busy: list[tuple[int, list[int], int, str]] = []
+        """``busy`` refusals after the wait, to judge at the end: the request,
+        the other spends of its holder for the account then under way, when,
+        and the words."""
         self.overdue_us = (2 * flush_every_ms + HOLD_BACK_SLACK_MS) * 1_000
         self.spend_margin_ms = spend_margin_ms
         self.clocks_true = True
@@ -105,6 +118,8 @@ class LedgerOracle:
         """The observer is about to file what a transaction did (``call``)."""
         self.now_us = now_us
         self.call = (verb, tag, args)
+        if verb in ("acquire", "consolidate"):
+            self.allocators.add(tag)
         self.call_replica = self._replica_of(tag, verb, args)
 
     def _replica_of(self, tag: int, verb: str, args: tuple) -> int | None:
@@ -131,6 +146,7 @@ class LedgerOracle:
                                for clock in clocks)
 
     def message_fault(self, number: int, what: str, call: str = "") -> None:
+        self.faulted.add(number)
         self.lab.message(self.now_us, number, what, call)
 
     def aborted(self, number: int, now_us: int) -> None:
@@ -153,6 +169,7 @@ class LedgerOracle:
     def spent(self, number: int, source: Source, request_id: str, grant: LeaseGrant,
               units: int, now_us: int = 0) -> None:
         """A spend of ``units`` was charged to ``grant`` by holder ``source`` now."""
+        self.spending.pop(number, None)
         self.counts.add("spends_admitted")
         self.counts.add("units_consumed", units)
         order = self._charged[source] = self._charged.get(source, 0) + 1
@@ -164,9 +181,81 @@ class LedgerOracle:
             lease.consumed += units
             lease.touched_by.add(number)
 
-    def refused(self, number: int, refusal: str) -> None:
+    def spend_began(self, number: int, source: Source, account: int, now_us: int) -> None:
+        """Holder ``source`` began spend ``number`` on ``account`` (until it
+        is charged or refused)."""
+        self.spending[number] = (source, account, now_us)
+
+    def refused(self, number: int, refusal: str, now_us: int = 0) -> None:
+        """The holder refused spend ``number`` (``refusal``: why). A ``busy``
+        refusal is the holder's own word that another spend of its for the
+        account was allocating all along its ``allocation_wait``: one that
+        came sooner is a false refusal, the holder's; so is one where no other
+        spend of that holder for the account then under way allocated (its
+        acquire or consolidate reached the ledger) or lost a message on the
+        way (``busy_judged``, at the end)."""
         self.counts.add("spends_refused")
         self.refusals[refusal] = self.refusals.get(refusal, 0) + 1
+        began = self.spending.pop(number, None)
+        if refusal != BUSY or began is None:
+            return
+        source, account, started_us = began
+        waited_us = now_us - started_us
+        words = f"spend on replica {source[0]} for request {number} (account {account}): "
+        if waited_us < self.allocation_wait_us:
+            self._false_refusal(number, words + (
+                f"refused busy after {waited_us / 1_000:,.0f} ms, before its "
+                f"{self.allocation_wait_us / 1_000:,.0f} ms allocation wait"), now_us)
+            return
+        rivals = [other for other, (holder, of, _) in self.spending.items()
+                  if other != number and holder == source and of == account]
+        self.busy.append((number, rivals, now_us, words + (
+            "refused busy while no other spend of its holder for the account allocated")))
+
+    def busy_judged(self) -> None:
+        """Each ``busy`` refusal after the wait with no rival that allocated
+        (or lost a message on its way to) is a false refusal."""
+        for number, rivals, at_us, words in self.busy:
+            if not any(other in self.allocators or other in self.faulted for other in rivals):
+                self._false_refusal(number, words, at_us)
+        self.busy.clear()
+
+    def allocation_refused(self, verb: str, args: tuple, refusal: Exception,
+                           view: Any) -> None:
+        """The ledger refused an ``acquire`` or a ``consolidate`` with
+        ``refusal`` while its own record (``view``: the account's, read now;
+        ``None``: it has none) says it could grant: an account the lab
+        funded is no unknown one, an active one no inactive one, a positive
+        TTL no invalid one, and a positive balance funds a grant (the
+        policy's shrink sizing grants at least one unit of any)."""
+        if verb == "acquire":
+            account, ttl_ms, restored = args[0], args[2], 0
+        else:
+            lease = self.leases.get(args[0])
+            if lease is None:
+                return
+            account, ttl_ms, restored = lease.grant.account_id, args[5], args[2]
+        if account not in self.accounts or view is None:
+            return
+        name = type(refusal).__name__
+        if name == "UnknownAccount":
+            why = "an account it holds"
+        elif name == "AccountInactive" and view.status.name == "ACTIVE":
+            why = "an active account"
+        elif name == "InvalidTtl" and isinstance(ttl_ms, int) and ttl_ms > 0:
+            why = f"a valid TTL of {ttl_ms:,} ms"
+        elif (name in ("BalanceExhausted", "BalanceInsufficient")
+              and view.conservation.balance + restored > 0):
+            why = f"{view.conservation.balance + restored:,} units it could fund a grant from"
+        else:
+            return
+        tag = self.call[1]
+        self._false_refusal(tag, self._words(tag, f"refused {name} on account {account}, "
+                                                  f"with {why}"))
+
+    def _false_refusal(self, request: int, words: str, at_us: int | None = None) -> None:
+        self.counts.add("false_refusals")
+        self._found("false_refusals", 1, {request}, (None, ""), request, words, at_us)
 
     def obtained(self, number: int, source: Source, grant: LeaseGrant, restored: int) -> None:
         """Holder ``source`` received ``grant`` in exchange for ``restored``
@@ -459,6 +548,7 @@ class LedgerOracle:
         return exposures
 
     def summary(self, end_us: int, last_fault_us: int | None) -> dict[str, Any]:
+        self.busy_judged()
         counts = self.counts
         found: list[StoreFinding] = []
         out: dict[str, Any] = {name: counts.get(name) for name in (
@@ -551,6 +641,8 @@ class LedgerOracle:
         out["regrants_below_demand"] = counts.get("regrants_below_demand")
         out["demand_shortfall_units"] = short_of_demand
         out["demand_shortfall_units_by_store_logic"] = short_of_demand
+        out["false_refusals"] = counts.get("false_refusals")
+        out["false_refusals_by_store_logic"] = counts.get("false_refusals")
         out["periods_rolled"] = counts.get("periods_rolled")
         out["allowance_deposited_units"] = counts.get("allowance_deposited_units")
         out["allowance_expired_units"] = counts.get("allowance_expired_units")
@@ -673,4 +765,5 @@ def ledger_oracle(scenario: Any, kind: Any, settings: Any) -> LedgerOracle:
     keys = scenario.workload.keys
     space = KeySpace.of(keys)
     return LedgerOracle(space.keys, settings.reclaim_grace_ms, scenario.faults,
-                        settings.flush_every_ms, settings.spend_margin_ms)
+                        settings.flush_every_ms, settings.spend_margin_ms,
+                        settings.allocation_wait_ms)
