@@ -487,7 +487,8 @@ def test_a_retry_whose_second_run_counted_its_own_lease_is_a_duplicate_execution
 # is at least 100 ms. Generation 1 opened at 0.
 
 
-def fail_open_after_a_retirement(what: str, invoke: str | None, ran_ms: int) -> dict:
+def fail_open_after_a_retirement(what: str, invoke: str | None, ran_ms: int,
+                                 recorded: bool = True) -> dict:
     """Request 1 holds its lease; the lab does ``what`` to request 2's
     acquire; generation 1 is retired at 150 ms by ``invoke`` after
     ``ran_ms``, and request 3's reply, read off it, is answered unavailable:
@@ -498,7 +499,10 @@ def fail_open_after_a_retirement(what: str, invoke: str | None, ran_ms: int) -> 
     books.arrived(2, KEY, 0, 100_000)
     books.message_fault(2, what, "acquire")
     books.arrived(3, KEY, 0, 120_000)
-    books.answered_untrusted(3, 1, ms(0), ms(150_000), invoke, ran_ms)
+    if recorded:
+        books.answered_untrusted(3, 1, ms(0), ms(150_000), invoke, ran_ms)
+    else:  # the store kept no record of how it retired the generation
+        books.answered_untrusted(3, 1, None, None, None, 0)
     books.admitted(3, False, 160_000)
     books.completed(3, 360_000)
     books.denied(2, "store_unavailable", 150_000)
@@ -514,12 +518,28 @@ def test_fail_open_after_a_healthy_connection_retired_early_is_the_stores_expose
     assert result["concurrency_excess_lease_seconds_exposed_by"] == "slow_reply on acquire"
 
 
+@pytest.mark.parametrize(("what", "owner"), [("reply_lost", "fail_open"),
+                                             ("slow_reply", "store_logic")])
+def test_an_unrecorded_retirement_is_warranted_only_where_the_lab_failed_a_call(what, owner):
+    result = fail_open_after_a_retirement(what, None, 0, recorded=False)
+    assert result[f"concurrency_excess_lease_seconds_by_{owner}"] == pytest.approx(0.2)
+
+
+def test_an_echo_claimed_on_a_connection_nothing_failed_is_the_stores():
+    """Only a misaligned connection echoes another lease id, and only a call
+    the lab failed misaligns one: a store retiring a generation for an echo
+    after a merely slow reply retired a healthy connection."""
+    result = fail_open_after_a_retirement("slow_reply", None, 0)
+    assert result["concurrency_excess_lease_seconds_by_store_logic"] == pytest.approx(0.2)
+    assert result["concurrency_excess_lease_seconds_exposed_by"] == "slow_reply on acquire"
+
+
 @pytest.mark.parametrize(("what", "invoke", "ran_ms"), [
     ("reply_lost", "acquire", 50),  # the connection really failed
     ("connection_stalled", "acquire", 50),
     ("slow_reply", "acquire", 100),  # the reply outlived the seed's liveness budget
     ("slow_reply", "release", 50),  # a release's budget is its own
-    ("slow_reply", None, 0),  # a reply echoed another lease id
+    ("waiter_dropped", None, 0),  # a reply echoed another lease id on a misaligned link
 ], ids=["reply_lost", "stalled", "past_liveness", "by_a_release", "echo"])
 def test_fail_open_after_a_warranted_retirement_is_the_policy(what, invoke, ran_ms):
     result = fail_open_after_a_retirement(what, invoke, ran_ms)

@@ -355,10 +355,11 @@ class LeaseOracle:
         ``invoke`` after it ran ``ran_ms`` (``None``: a reply echoed another
         lease id). Told before the answer itself."""
         request = self.requests[number]
-        if opened_ms is None or retired_ms is None:
-            request.untrusted = unknown_retirement(generation)
-            return
         replica = request.replica
+        if opened_ms is None or retired_ms is None:
+            request.untrusted = unknown_retirement(
+                generation, self.replica_faults.get(replica, []))
+            return
         faults = [fault for fault in self.replica_faults.get(replica, [])
                   if opened_ms <= self.clock_ms(replica, fault.at_us) <= retired_ms]
         timeout_us = self.grace.acquire_timeout_us

@@ -20,7 +20,10 @@ Two rules of the seed (``contract``) make that evidence:
   gives the owned invoke a liveness budget longer than the caller's wait
   precisely so that a merely slow reply does not retire a healthy
   connection (seed 002:65-69, 002:517-520; its test, 002:1514-1545: a reply
-  twice the caller's timeout late must not retire the generation).
+  twice the caller's timeout late must not retire the generation). Nor is
+  a retirement for an echoed lease id on a connection the lab failed no
+  call on: only a misaligned connection echoes one, and only a failed call
+  misaligns it.
 * **An untrusted reply is never a verdict**: a sound store answers it as
   unavailable, a refusal as much as a grant (seed 002:620-623, 002:1555-1595).
 
@@ -60,7 +63,13 @@ def judge_retirement(generation: int, invoke: str | None, ran_ms: int,
     fault = faults[0] if faults else None
     failed = next((each for each in faults if connection_failed(each)), None)
     if invoke is None:
-        return Untrusted(generation, True, fault, "a reply echoed another lease id")
+        # Only a misaligned connection echoes another lease id, and only a
+        # call the lab failed misaligns one.
+        if failed is not None:
+            return Untrusted(generation, True, fault, "a reply echoed another lease id")
+        return Untrusted(generation, False, fault,
+                         "it said a reply echoed another lease id, on a connection nothing "
+                         "failed")
     why = f"an {invoke} invoke on it ran {ran_ms} ms"
     if failed is not None:
         return Untrusted(generation, True, fault, f"{why} after {failed.what} on {failed.call}")
@@ -72,7 +81,14 @@ def judge_retirement(generation: int, invoke: str | None, ran_ms: int,
                      "nothing failed")
 
 
-def unknown_retirement(generation: int) -> Untrusted:
-    """An untrusted generation whose retirement the store did not record:
-    taken as warranted (the lab cannot say otherwise)."""
-    return Untrusted(generation, True, None, "retired (not recorded how)")
+def unknown_retirement(generation: int, faults: list[Fault]) -> Untrusted:
+    """An untrusted generation whose retirement the store did not record,
+    ``faults`` what the lab did on its replica so far: taken as warranted
+    when any of them could have warranted it (the lab cannot say which);
+    with none, nothing failed on the replica, and a sound store retires no
+    connection that nothing failed."""
+    if any(connection_failed(fault) for fault in faults):
+        return Untrusted(generation, True, faults[0], "retired (not recorded how)")
+    return Untrusted(generation, False, faults[0] if faults else None,
+                     "retired with no record of why, on a replica where the lab had "
+                     "failed no call")
