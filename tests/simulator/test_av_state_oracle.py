@@ -645,6 +645,30 @@ def test_a_spend_leaves_its_counters_the_whole_ttl_and_any_other_expiry_is_the_s
     assert story.refund_returned(1).summary()["counter_ttls_wrong"] == 0
 
 
+def uncharged(how: str) -> Story:
+    """A call charged, its counter then gone (``how``), and only then its
+    caller told it committed: the record holds no charge of it."""
+    story = Story().open(1, call(100, 1_000)).send(1).run(1, {"tokens": 100})
+    return story.drop(1, how, {"tokens": None}).answer(1)
+
+
+UNCHARGED = {"evicted": "evicted",
+             "data_loss": "server_data_loss", "source_lost": "crash"}
+
+
+@pytest.mark.parametrize("how", sorted(UNCHARGED))
+def test_a_commit_whose_charge_vanished_before_its_caller_heard_is_filed_under_why(how):
+    summary = uncharged(how).summary()
+    assert summary["commits_uncharged"] == 1
+    assert summary[f"commits_uncharged_by_{UNCHARGED[how]}"] == 1
+
+
+def test_a_commit_the_store_never_charged_is_the_store_s():
+    story = Story().open(1, call(100, 1_000)).send(1).run(1, {}, read=("tokens",))
+    summary = story.answer(1).summary()
+    assert summary["commits_uncharged_by_store_logic"] == 1
+
+
 def test_every_metric_moves_in_some_story():
     failed = Story().open(1, call(100)).send(1).fault(1, "call_timed_out").answer(1, 0, "failed")
     rejected = Story().open(1, call(100)).send(1).answer(1, 0, "rejected")
@@ -653,6 +677,7 @@ def test_every_metric_moves_in_some_story():
     stories = [failed, rejected, closed, replay_blocked(), kept_past_ttl(), partial_refund(),
                tally_added(), tally_failed(), tally_refused(), whole_refund(),
                marker_without_ttl(), misreported_remaining(), ttl_left(TTL_US // 2),
+               *(uncharged(how) for how in UNCHARGED),
                *(story() for story in STORIES.values())]
     moved = {name for story in stories for name, value in story.summary().items() if value}
     assert set(failed.summary()) - moved == set()

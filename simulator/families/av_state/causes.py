@@ -95,6 +95,13 @@ the server evicted it, a restore lost it, another session of the prefix
 cleared it, the in-memory twin kept it in another replica; a command of no
 cleanup deleting it is the store's."""
 
+UNCHARGED_CAUSES = ("evicted", "server_data_loss", "crash", "misaligned_reply", STORE_LOGIC)
+"""Why a call its caller was told committed (or added) has no charge in the
+record: the counter holding it vanished since (evicted, lost in a restore
+or with the replica holding it; an expiry or a cleanup closes the budget,
+which is then no longer judged), or the caller took another command's reply for a
+commit. A store that answered a commit it never charged is ``store_logic``."""
+
 TTL_CAUSES = (IN_MEMORY_TWIN, STORE_LOGIC)
 """Why a counter has no expiry: the in-memory twin's counters never have
 one; a Redis store that leaves a counter without its TTL does so itself."""

@@ -18,6 +18,7 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("counters_without_ttl"),
     Invariant("partial_batches"),
     Invariant("counter_resets"),
+    Invariant("commits_uncharged"),
     Invariant("refund_markers_without_ttl", store_only=True),
     Invariant("remaining_misreported", store_only=True),
     Invariant("counter_ttls_wrong", store_only=True),

@@ -305,6 +305,10 @@ class CounterOracle:
         self._hide_charges(intent, attempt, cause)
         if answer == "refused":
             self._judge_refusal(intent, attempt, refused_index)
+        elif answer == "failed" and not attempt.faults:
+            # The caller takes a failure as a refusal (it fails closed); with
+            # nothing done to the call, a sound store never fails one.
+            self._count("false_refusals", STORE_LOGIC)
 
     def refund_sent(self, number: int, index: int, now_us: int) -> None:
         """Call ``index`` gives back its unused amounts: the truth drops now."""
@@ -659,6 +663,7 @@ class CounterOracle:
                     ledger.settle_gap(IN_FLIGHT, -amount)
                 else:
                     cause = self._uncharged_cause(intent, attempt, ledger)
+                    self._count("commits_uncharged", cause)
                     ledger.settle_gap(cause, -amount)
                     if cause == STORE_LOGIC:
                         self._store_moved(ledger)  # told committed, never charged

@@ -20,6 +20,7 @@ from simulator.families.av_state.causes import (
     RESET_CAUSES,
     RESURRECTION_CAUSES,
     TTL_CAUSES,
+    UNCHARGED_CAUSES,
 )
 from simulator.families.av_state.invariants import INVARIANTS
 from simulator.plugin.attribution import STORE_LOGIC, apportion
@@ -40,6 +41,7 @@ BY_CAUSE = (
     ("counters_without_ttl", TTL_CAUSES),
     ("partial_batches", PARTIAL_CAUSES),
     ("counter_resets", RESET_CAUSES),
+    ("commits_uncharged", UNCHARGED_CAUSES),
 )
 """Damage counted as it happened, with the causes each may be filed under."""
 
