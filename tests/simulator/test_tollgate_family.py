@@ -119,6 +119,14 @@ def _open_with_policy(policy: type[GrantPolicy]) -> Any:
     return open_service
 
 
+class SpendsToTheExpiry(LeaseHolder):
+    """A holder that spends a lease up to its expiry, ignoring the margin the
+    seed keeps for its usage to be billed in time."""
+
+    def _spendable(self, lease: Any) -> bool:
+        return self.runtime.now_ms() < lease.grant.expires_at
+
+
 class BusyAtOnce(LeaseHolder):
     """A holder that refuses a spend ``busy`` as soon as another spend of its
     is allocating for the account, without the wait the seed's gives it."""
@@ -198,6 +206,12 @@ MUTANTS: dict[str, tuple[Any, dict, tuple[str, ...]]] = {
                                   {"store_settings": {"deposit": 300_000}}, ("false_refusals",)),
     "busy_at_once": (ledger_kind("ledger_mutants.busy_at_once", "busy without waiting",
                                  holder_class=BusyAtOnce), {}, ("false_refusals",)),
+    "spends_to_the_expiry": (ledger_kind("ledger_mutants.spends_to_the_expiry",
+                                         "spends inside the margin",
+                                         holder_class=SpendsToTheExpiry),
+                             # Leases big enough to last into their margin.
+                             {"store_settings": {"lease_units": 3_000_000, "lease_ttl": "4s"}},
+                             ("spends_past_margin",)),
 }
 """Each mutant kind, the scenario change it needs, and the damage it must show."""
 

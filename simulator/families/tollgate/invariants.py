@@ -26,4 +26,5 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("demand_shortfall_units", store_only=True),
     Invariant("allowance_deposited_twice_units", store_only=True),
     Invariant("false_refusals", store_only=True),
+    Invariant("spends_past_margin", store_only=True),
 )

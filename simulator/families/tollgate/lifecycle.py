@@ -46,7 +46,7 @@ async def serve(replica: Any, holder: Any, request: Request) -> None:
         replica.record("spend_refused", request, units, outcome=spend.refusal)
     else:
         oracle.spent(number, replica.source, f"r{number}", spend.lease, units,
-                     replica.kernel.now)
+                     replica.kernel.now, fresh=spend.obtained is not None)
         replica.record("spend_admitted", request, units)
         await Sleep(request.duration_us)
     replica.finished(number)

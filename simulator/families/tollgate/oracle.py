@@ -167,9 +167,21 @@ class LedgerOracle:
     # -- the holders' side (the lifecycle) ---------------------------------------
 
     def spent(self, number: int, source: Source, request_id: str, grant: LeaseGrant,
-              units: int, now_us: int = 0) -> None:
-        """A spend of ``units`` was charged to ``grant`` by holder ``source`` now."""
+              units: int, now_us: int = 0, fresh: bool = False) -> None:
+        """A spend of ``units`` was charged to ``grant`` by holder ``source``
+        now (``fresh``: a grant the spend itself just obtained). A lease the
+        holder already held is spent only before its expiry less the spend
+        margin (seed 003 L264-L270), by the holder's clock: with every clock
+        true, a charge at or past it is the holder's (``spends_past_margin``)."""
         self.spending.pop(number, None)
+        if (not fresh and self.clocks_true
+                and EPOCH_MS + now_us // 1_000 >= grant.expires_at - self.spend_margin_ms):
+            self.counts.add("spends_past_margin")
+            self._found("spends_past_margin", 1, {number}, (None, ""), number,
+                        f"spend on replica {source[0]} for request {number}: charged lease "
+                        f"{grant.lease_id} {grant.expires_at - EPOCH_MS - now_us // 1_000:,} ms "
+                        f"before its expiry, inside the {self.spend_margin_ms:,} ms spend margin",
+                        now_us)
         self.counts.add("spends_admitted")
         self.counts.add("units_consumed", units)
         order = self._charged[source] = self._charged.get(source, 0) + 1
@@ -641,6 +653,8 @@ class LedgerOracle:
         out["regrants_below_demand"] = counts.get("regrants_below_demand")
         out["demand_shortfall_units"] = short_of_demand
         out["demand_shortfall_units_by_store_logic"] = short_of_demand
+        out["spends_past_margin"] = counts.get("spends_past_margin")
+        out["spends_past_margin_by_store_logic"] = counts.get("spends_past_margin")
         out["false_refusals"] = counts.get("false_refusals")
         out["false_refusals_by_store_logic"] = counts.get("false_refusals")
         out["periods_rolled"] = counts.get("periods_rolled")

@@ -17,7 +17,8 @@ SUMMARY = SummaryLayout(
     run_facts=run_facts,
     sections=(
         ("spends", ("spends_admitted", "spends_refused", "*spends_refused_by_",
-                    "false_refusals", "*false_refusals_by_",
+                    "false_refusals", "*false_refusals_by_", "spends_past_margin",
+                    "*spends_past_margin_by_",
                     "units_consumed", "leases_granted", "consolidations", "leases_released",
                     "leases_reclaimed", "usage_events_replayed", "transactions_executed")),
         ("conservation", ("conservation_violations", "*conservation_violations_by_",
