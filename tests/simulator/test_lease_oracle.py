@@ -23,6 +23,7 @@ from simulator.families.axond_leases.excess import concurrency_excess
 from simulator.families.axond_leases.leaks import RELEASE_MAX_ATTEMPTS
 from simulator.families.axond_leases.oracle import LeaseOracle
 from simulator.net.links import MESSAGE_FAULTS
+from simulator.scenario.faults import Faults
 
 KEY = ("ns", "alice")
 TTL_MS = 1_000
@@ -596,3 +597,45 @@ def test_every_cause_list_ends_with_the_stores_own_and_names_only_network_faults
         assert causes[-1] == "store_logic"
     assert ATTEMPT_ENDS <= CALL_FAILURES <= MESSAGE_FAULTS
     assert "call_timed_out" in ATTEMPT_ENDS
+
+
+# -- unavailable on a healthy replica ----------------------------------------------
+
+
+def unavailable_answer(*, at_us: int = 6_000_000, answered_after_us: int = 2_000,
+                       fault_at_us: int | None = None, waiting: int = 0,
+                       invoke_cap: int | None = 4, lab_faults=None) -> dict:
+    """Request 1 arrives at ``at_us`` on an idle key and is answered
+    unavailable ``answered_after_us`` later (fail-closed); ``waiting`` other
+    callers of its replica are still waiting then."""
+    books = LeaseOracle(1, lease_ttl_ms=TTL_MS, release_grace_us=GRACE_US,
+                        acquire_timeout_us=TIMEOUT_US, invoke_cap=invoke_cap,
+                        lab_faults=lab_faults)
+    books.replica_clocks([ReplicaClock(), ReplicaClock()])
+    if fault_at_us is not None:
+        books.arrived(9, ("ns", "bob"), 0, fault_at_us)
+        books.now_us = fault_at_us
+        books.message_fault(9, "reply_lost", "acquire")
+    for other in range(waiting):
+        books.arrived(20 + other, ("ns", f"other-{other}"), 0, at_us)
+    books.arrived(1, KEY, 0, at_us)
+    books.denied(1, "store_unavailable", at_us + answered_after_us)
+    return summary(books)
+
+
+def test_an_unavailable_answer_on_a_replica_nothing_was_done_to_is_the_store_s_false_denial():
+    """Mutation found it: a store answering every acquire unavailable (a
+    negated slot or echo check) on a healthy connection was filed as the
+    fail-closed policy's."""
+    result = unavailable_answer()
+    assert result["false_denials"] == result["false_denials_by_store_logic"] == 1
+
+
+@pytest.mark.parametrize("case", [
+    {"answered_after_us": TIMEOUT_US},  # its timeout ran out: a slow reply explains it
+    {"fault_at_us": 2_000_000},  # the lab failed a call of the replica 4 s before
+    {"waiting": 4},  # as many callers waiting as the invoke cap: it may be full
+    {"lab_faults": Faults.model_validate({"pause": {"rate": "1/h", "duration": "1s"}})},
+], ids=["past_its_timeout", "after_a_fault", "cap_may_be_full", "rated_faults"])
+def test_an_unavailable_answer_something_may_explain_is_the_policy_s(case):
+    assert unavailable_answer(**case)["false_denials"] == 0

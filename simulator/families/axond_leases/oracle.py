@@ -40,6 +40,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,7 @@ from simulator.families.axond_leases.books import (
     KeyBook,
     Lease,
     LeaseRequest,
+    Untrusted,
 )
 from simulator.families.axond_leases.causes import (
     ATTEMPT_ENDS,
@@ -113,12 +115,23 @@ SAMPLED = ("callers_holding", "leases_counted", "leases_leaked", "callers_uncoun
 """The per-key columns of the metrics series (the aggregate row sums them)."""
 
 
+HEALTHY_WINDOW_US = 5_000_000
+"""How long before a request arrived the lab must have failed no call of its
+replica for an unavailable answer to be unwarranted: past every timer of the
+seed's (the caller's timeout, the invoke's liveness budget, a replacement
+connection's connect timeout and the release budget are all under a second),
+so no recovery a fault began can still be under way."""
+NO_GENERATION = -1
+"""The generation of an unavailable answer that no retirement explains."""
+
+
 class LeaseOracle:
     """The oracle of a concurrency-lease store (see the module docstring)."""
 
     def __init__(self, max_in_flight: int, lease_ttl_ms: int | None = None,
                  release_grace_us: int = 1_000_000,
-                 acquire_timeout_us: int | None = None) -> None:
+                 acquire_timeout_us: int | None = None, invoke_cap: int | None = None,
+                 lab_faults: Any = None) -> None:
         self.max_in_flight = max_in_flight
         self.lease_ttl_ms = lease_ttl_ms
         self.grace = Grace(release_grace_us, acquire_timeout_us)
@@ -144,6 +157,12 @@ class LeaseOracle:
         self.replica_faults: dict[int, list[Fault]] = {}
         """Every fault the lab did to a request's messages, by its replica, in
         order: what may have failed (or exposes) a replica's shared connection."""
+        self.untagged_faults: list[Fault] = []
+        """Faults on calls of no request (a replacement connection's opening)."""
+        self.invoke_cap = invoke_cap
+        self.spells = list(fault_spells(lab_faults))
+        """``(from, until, replicas)`` of every fault the scenario schedules
+        beyond a message's (``None``: the lab does some at random, any time)."""
         self.replica_limits: dict[int, int] = {}
         self.replica_ttls: dict[int, int] = {}
         """The ``max_in_flight`` and lease TTL of each replica an operator
@@ -175,6 +194,9 @@ class LeaseOracle:
             self.counts["misaligned_replies"] += 1
         request = self.requests.get(number)
         if request is None:
+            # A call of no request's (a replacement connection's opening):
+            # any replica's shared connection may be the one it failed.
+            self.untagged_faults.append(Fault(what, call, self.now_us))
             return
         if what == "misaligned_reply":
             self._shifted(request, call, answered)
@@ -315,6 +337,7 @@ class LeaseOracle:
         self.counts["requests_admitted"] += 1
         if not enforced:
             self.counts["requests_admitted_unenforced"] += 1
+            self._unavailable_unwarranted(request, now_us)
         if request.misaligned and enforced:
             # It took a lease id from another command's reply (a fail-open
             # admission after one acted on the policy, not on the reply).
@@ -337,6 +360,8 @@ class LeaseOracle:
         self.counts["requests_denied"] += 1
         self.counts[f"requests_denied_{reason}"] += 1
         request.denied_us, request.denial = now_us, reason
+        if reason == "store_unavailable":
+            self._unavailable_unwarranted(request, now_us)
         untrusted = request.untrusted
         if reason == "exceeded" or (untrusted is not None and not untrusted.warranted):
             # An unavailable answer is the policy's, unless the store made it
@@ -346,6 +371,38 @@ class LeaseOracle:
             self.denials.append((request, judged))
             self.provisional_false_denials += self._ideal_had_room(request, judged)
         self._over(request, now_us)
+
+    def _unavailable_unwarranted(self, request: LeaseRequest, now_us: int) -> None:
+        """The store answered ``request`` unavailable (an untrusted generation
+        aside): unwarranted when nothing could have made a sound store say so,
+        then judged as if read off a healthy connection it retired. Nothing
+        could when it answered before the caller's timeout ran out (past it, a
+        merely slow reply explains it), the lab failed no call of the replica
+        (nor a connection's opening anywhere) and scheduled nothing on it from
+        ``HEALTHY_WINDOW_US`` before the request arrived until the answer,
+        and fewer of the replica's callers were waiting than the shared
+        invoke cap: with every call answered in time, every invoke in flight
+        is a waiting caller's."""
+        timeout_us = self.grace.acquire_timeout_us
+        if (request.untrusted is not None or None in self.spells or timeout_us is None
+                or now_us - request.arrived_us >= timeout_us):
+            return  # past the caller's timeout, a merely slow reply explains it
+        since_us = request.arrived_us - HEALTHY_WINDOW_US
+        faults = [*self.replica_faults.get(request.replica, []), *self.untagged_faults]
+        if any(fault.at_us >= since_us for fault in faults):
+            return
+        if any(start_us <= now_us and until_us >= since_us
+               and (replicas is None or request.replica in replicas)
+               for start_us, until_us, replicas in self.spells):
+            return
+        if self.invoke_cap is not None:
+            waiting = sum(1 for other in self.requests.values()
+                          if other.replica == request.replica and other.state == WAITING)
+            if waiting >= self.invoke_cap:
+                return
+        request.untrusted = Untrusted(NO_GENERATION, False, None, (
+            f"the store answered unavailable on a replica the lab had failed no call of "
+            f"for {(now_us - since_us) / 1e6:,.1f} s"))
 
     def answered_untrusted(self, number: int, generation: int, opened_ms: int | None,
                            retired_ms: int | None, invoke: str | None, ran_ms: int) -> None:
@@ -519,6 +576,8 @@ class LeaseOracle:
                 # The policy admitted it because the store had retired a
                 # healthy connection: a sound store would have answered it.
                 return self._store_logic(request, untrusted.fault, (
+                    f"admitted unenforced: {untrusted.why}"
+                    if untrusted.generation == NO_GENERATION else
                     f"admitted unenforced: its answer came on generation "
                     f"{untrusted.generation}, retired when {untrusted.why}"))
             return "fail_open"
@@ -636,6 +695,8 @@ class LeaseOracle:
         untrusted = request.untrusted
         if untrusted is None:
             return ""
+        if untrusted.generation == NO_GENERATION:
+            return f" ({untrusted.why})"
         return (f", on generation {untrusted.generation}, which it no longer trusted "
                 f"(retired when {untrusted.why})")
 
@@ -874,10 +935,31 @@ class LeaseOracle:
         return max(0, max(ends) - last_fault_us)
 
 
+def fault_spells(faults: Any) -> Iterator[tuple[int, int, frozenset[int] | None] | None]:
+    """When the scenario's faults beyond a message's may act, and on which
+    replicas (``None``: all of them): from the instant scheduled to its end
+    (a pause's, a partition's, a spike's duration, a restart's downtime or
+    delay); one ``None`` when it rates any fault (then any instant may be one)."""
+    if faults is None:
+        return
+    if any(name not in ("schedule", "until") and value is not None for name, value in faults):
+        yield None
+    for fault in getattr(faults, "schedule", None) or ():
+        if fault.fault.startswith("lose_"):
+            continue  # the network reports each message it hits
+        start = int(fault.at)
+        lasts = max(int(fault.duration or 0), int(fault.restart_after or 0), int(fault.down_for))
+        hit = ([fault.replica] if fault.replica is not None else []) + list(fault.replicas)
+        replicas = frozenset(hit) if hit and fault.fault in ("crash", "pause") else None
+        yield start, start + lasts, replicas
+
+
 def lease_oracle(scenario: Scenario, kind: StoreKind, settings: Any) -> LeaseOracle:
     """The oracle of ``scenario`` run on ``kind`` with ``settings``."""
     timeout_ms = getattr(settings, "timeout_ms", None)
     return LeaseOracle(max_in_flight=settings.max_in_flight,
                        lease_ttl_ms=getattr(settings, "lease_ttl_ms", None),
                        release_grace_us=scenario.network.timeout_us,
-                       acquire_timeout_us=None if timeout_ms is None else timeout_ms * 1_000)
+                       acquire_timeout_us=None if timeout_ms is None else timeout_ms * 1_000,
+                       invoke_cap=getattr(settings, "shared_invoke_concurrency", None),
+                       lab_faults=scenario.faults)
