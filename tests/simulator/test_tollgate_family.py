@@ -27,6 +27,7 @@ from stores.tollgate.domain import GrantPolicy
 from stores.tollgate.errors import AllocateError
 from stores.tollgate.holder import BUSY, LeaseHolder, Spend
 from stores.tollgate.kinds import ledger_kind
+from stores.tollgate.memory import MemoryLedger
 from stores.tollgate.service import LedgerService, open_ledger
 from stores.tollgate.variants import LedgerWrapper
 
@@ -127,6 +128,16 @@ class SpendsToTheExpiry(LeaseHolder):
         return self.runtime.now_ms() < lease.grant.expires_at
 
 
+class TokensCountDown(MemoryLedger):
+    """A ledger whose per-account fencing tokens count down, where the
+    seed's come from a strictly increasing sequence."""
+
+    def _grant(self, state: Any, size: int, expires_at: int, now: int) -> Any:
+        allocation = super()._grant(state, size, expires_at, now)
+        state.next_token -= 2
+        return allocation
+
+
 class BusyAtOnce(LeaseHolder):
     """A holder that refuses a spend ``busy`` as soon as another spend of its
     is allocating for the account, without the wait the seed's gives it."""
@@ -206,6 +217,8 @@ MUTANTS: dict[str, tuple[Any, dict, tuple[str, ...]]] = {
                                   {"store_settings": {"deposit": 300_000}}, ("false_refusals",)),
     "busy_at_once": (ledger_kind("ledger_mutants.busy_at_once", "busy without waiting",
                                  holder_class=BusyAtOnce), {}, ("false_refusals",)),
+    "tokens_count_down": (ledger_kind("ledger_mutants.tokens_count_down", "tokens count down",
+                                      rules=TokensCountDown), {}, ("fencing_violations",)),
     "spends_to_the_expiry": (ledger_kind("ledger_mutants.spends_to_the_expiry",
                                          "spends inside the margin",
                                          holder_class=SpendsToTheExpiry),

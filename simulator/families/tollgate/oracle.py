@@ -79,6 +79,8 @@ class LedgerOracle:
                  allocation_wait_ms: int = 0) -> None:
         self.grace_ms = grace_ms
         self.allocation_wait_us = allocation_wait_ms * 1_000
+        self.last_tokens: dict[int, int] = {}
+        """Each account's latest fencing token granted."""
         self.spending: dict[int, tuple[Source, int, int]] = {}
         """Each spend a holder is working on: its holder, account and start."""
         self.allocators: set[int] = set()
@@ -317,6 +319,14 @@ class LedgerOracle:
             self.counts.add("consolidations")
         self.leases[grant.lease_id] = LeaseBook(grant, now_us, tag, via,
                                                 stale_exchange=stale_exchange)
+        # The seed's tokens come from a strictly increasing per-account sequence.
+        last = self.last_tokens.get(grant.account_id)
+        self.last_tokens[grant.account_id] = grant.fencing_token
+        if last is not None and grant.fencing_token <= last:
+            self.counts.add("fencing_violations")
+            self._found("fencing_violations", 1, {tag}, (None, ""), tag, self._words(
+                tag, f"granted lease {grant.lease_id} of account {grant.account_id} token "
+                     f"{grant.fencing_token}, not above the account's last token, {last}"))
 
     def lease_seen(self, view: LeaseView, now_us: int, credited: int = 0) -> None:
         """The lease as the ledger holds it after a transaction; ``credited``:
