@@ -138,6 +138,20 @@ class TokensCountDown(MemoryLedger):
         return allocation
 
 
+class NeverRolls(LeaseHolder):
+    """A holder whose loop skips the rollover pass: no allowance is deposited."""
+
+    async def roll(self) -> None:
+        return None
+
+
+class NeverSweeps(LeaseHolder):
+    """A holder whose loop skips the expiry sweep: a dead holder's leases stay out."""
+
+    async def sweep(self) -> None:
+        return None
+
+
 class BusyAtOnce(LeaseHolder):
     """A holder that refuses a spend ``busy`` as soon as another spend of its
     is allocating for the account, without the wait the seed's gives it."""
@@ -217,6 +231,16 @@ MUTANTS: dict[str, tuple[Any, dict, tuple[str, ...]]] = {
                                   {"store_settings": {"deposit": 300_000}}, ("false_refusals",)),
     "busy_at_once": (ledger_kind("ledger_mutants.busy_at_once", "busy without waiting",
                                  holder_class=BusyAtOnce), {}, ("false_refusals",)),
+    "never_rolls": (ledger_kind("ledger_mutants.never_rolls", "never rolls",
+                                holder_class=NeverRolls),
+                    {"store_settings": {"budget_allowance": 200_000, "budget_period": "3s",
+                                        "rollover_every": "500ms"}},
+                    ("periods_missed",)),
+    "never_sweeps": (ledger_kind("ledger_mutants.never_sweeps", "never sweeps",
+                                 holder_class=NeverSweeps),
+                     # A holder dies at 2 s for good: its leases wait for a sweep.
+                     scheduled({"at": "2s", "fault": "crash", "replica": 1}),
+                     ("reclaims_overdue",)),
     "tokens_count_down": (ledger_kind("ledger_mutants.tokens_count_down", "tokens count down",
                                       rules=TokensCountDown), {}, ("fencing_violations",)),
     "spends_to_the_expiry": (ledger_kind("ledger_mutants.spends_to_the_expiry",

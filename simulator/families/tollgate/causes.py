@@ -34,7 +34,7 @@ STORE_ONLY = ("conservation_violations", "conservation_residual_max_units",
               "double_billed_units", "overspend_units", "settlement_loss_excess_units",
               "fencing_violations", "units_forfeited_in_grace", "regrant_shortfall_units",
               "demand_shortfall_units", "allowance_deposited_twice_units", "false_refusals",
-              "spends_past_margin")
+              "spends_past_margin", "periods_missed", "reclaims_overdue")
 """Damage only the store can do: the lab's faults may trigger it (a replayed
 batch, a late release), but a sound ledger and holder never let it happen
 (``contract``: no clause allows it). Their invariants are ``store_only``."""

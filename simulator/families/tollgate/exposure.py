@@ -32,6 +32,8 @@ class LabFault:
     no request, e.g. a pause or a crash)."""
     what: str
     call: str
+    until_us: int | None = None
+    """When it stops acting (a pause's, a partition's, a restart's end), if later."""
 
 
 NO_REQUEST = -3
@@ -60,6 +62,21 @@ class LabLog:
         timed out since."""
         return (not self.others and not self.rated
                 and all(fault.at_us < at_us for fault in self.messages))
+
+    def quiet_between(self, start_us: int, end_us: int, replicas: int) -> bool:
+        """Whether the lab left the fleet alone from ``start_us`` to ``end_us``:
+        no fault rated, no message fault, and no scheduled fault acting
+        then but crashes of fewer than all ``replicas`` (the others go on)."""
+        if self.rated or any(start_us <= fault.at_us <= end_us for fault in self.messages):
+            return False
+        crashed: set[str] = set()
+        for fault in self.others:
+            if fault.at_us > end_us or max(fault.at_us, fault.until_us or 0) < start_us:
+                continue
+            if fault.what != "crash":
+                return False
+            crashed.add(fault.call)
+        return len(crashed) < replicas
 
     def ran_unanswered(self, tag: int, call: str) -> bool:
         """Whether a ``call`` of request ``tag`` may have run without its
@@ -98,7 +115,9 @@ def _scheduled(faults: Any) -> Iterable[LabFault]:
             continue
         replicas = ([fault.replica] if fault.replica is not None else []) + list(fault.replicas)
         where = ", ".join(f"replica {replica}" for replica in replicas) or "the ledger"
-        yield LabFault(int(fault.at), NO_REQUEST, fault.fault, where)
+        lasts = max(int(fault.duration or 0), int(fault.restart_after or 0),
+                    int(fault.down_for))
+        yield LabFault(int(fault.at), NO_REQUEST, fault.fault, where, int(fault.at) + lasts)
 
 
 def _rated(faults: Any) -> tuple[str, ...]:

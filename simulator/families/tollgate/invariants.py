@@ -27,4 +27,6 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("allowance_deposited_twice_units", store_only=True),
     Invariant("false_refusals", store_only=True),
     Invariant("spends_past_margin", store_only=True),
+    Invariant("periods_missed", store_only=True),
+    Invariant("reclaims_overdue", store_only=True),
 )

@@ -41,6 +41,7 @@ from simulator.engine.runtime import EPOCH_MS
 from simulator.families.tollgate.books import AccountBook, Counts, LeaseBook, Source, UsageBook
 from simulator.families.tollgate.causes import BILLING_LOSS_CAUSES, STRANDED_CAUSES
 from simulator.families.tollgate.contract import NEAR_EXHAUSTION, PERIOD_EXPIRED, RACED_BOUNDARY
+from simulator.families.tollgate.duties import Cadence, periods_due
 from simulator.families.tollgate.exposure import Exposure, LabLog
 from simulator.families.tollgate.invariants import INVARIANTS
 from simulator.plugin.attribution import STORE_LOGIC
@@ -76,8 +77,14 @@ class LedgerOracle:
 
     def __init__(self, keys: list[tuple[str, str]], grace_ms: int, faults: Any = None,
                  flush_every_ms: int = 500, spend_margin_ms: int = 2_000,
-                 allocation_wait_ms: int = 0) -> None:
+                 allocation_wait_ms: int = 0, cadence: Cadence | None = None,
+                 budget_period_ms: int | None = None, replicas: int = 1) -> None:
         self.grace_ms = grace_ms
+        self.cadence = cadence
+        """How often the holders' loop runs each duty (``duties``; ``None``: unchecked)."""
+        self.budget_period_ms = budget_period_ms
+        """The accounts' budget period, when they have a schedule."""
+        self.replicas = replicas
         self.allocation_wait_us = allocation_wait_ms * 1_000
         self.last_tokens: dict[int, int] = {}
         """Each account's latest fencing token granted."""
@@ -559,6 +566,45 @@ class LedgerOracle:
         margin_from_ms = lease.grant.expires_at - self.spend_margin_ms - EPOCH_MS
         return self.lab.quiet_since(max(0, margin_from_ms * 1_000))
 
+    def _duties_undone(self, end_us: int) -> dict[str, list[StoreFinding]]:
+        """The holders' background duties left undone long after they fell due
+        while the lab left the fleet alone (``duties``): budget periods no
+        rollover deposited, leases no sweep reclaimed in time."""
+        undone: dict[str, list[StoreFinding]] = {"periods_missed": [], "reclaims_overdue": []}
+        cadence = self.cadence
+        if cadence is None:
+            return undone
+        end_ms = EPOCH_MS + end_us // 1_000
+
+        def quiet(from_ms: int, until_ms: int) -> bool:
+            return self.lab.quiet_between((from_ms - EPOCH_MS) * 1_000,
+                                          (until_ms - EPOCH_MS) * 1_000, self.replicas)
+
+        if self.budget_period_ms is not None:
+            late = cadence.late_by(cadence.rollover_every_ms)
+            for start, due in periods_due(self.budget_period_ms, end_ms):
+                for book in self.accounts.values():
+                    if (due + late <= end_ms and start not in book.periods
+                            and quiet(due - cadence.rollover_every_ms, due + late)):
+                        undone["periods_missed"].append(StoreFinding(
+                            "periods_missed", 1, frozenset(), (None, ""),
+                            (due - EPOCH_MS) * 1_000, -1,
+                            f"no rollover deposited account {book.account}'s allowance for "
+                            f"the period starting at {start} ms within {late:,} ms"))
+        late = cadence.late_by(cadence.reclaim_every_ms)
+        for lease in self.leases.values():
+            due = lease.grant.expires_at + self.grace_ms
+            deadline_us = (due + late - EPOCH_MS) * 1_000
+            settled_us = lease.settled_at_us if lease.state != "active" else None
+            if (deadline_us <= end_us and (settled_us is None or settled_us > deadline_us)
+                    and quiet(due - cadence.reclaim_every_ms, due + late)):
+                undone["reclaims_overdue"].append(StoreFinding(
+                    "reclaims_overdue", 1, frozenset({lease.tag}), (None, ""),
+                    (due - EPOCH_MS) * 1_000, lease.tag,
+                    f"no sweep reclaimed lease {lease.grant.lease_id} within {late:,} ms of "
+                    f"its expiry and grace"))
+        return undone
+
     def _exposures(self, extra: list[StoreFinding]) -> Exposures:
         """Every store-logic finding by the fault that exposed it, and where the
         ledger's record and the truth first parted."""
@@ -674,6 +720,9 @@ class LedgerOracle:
         out["rollovers_repeated"] = counts.get("rollovers_repeated")
         out["allowance_deposited_twice_units"] = twice
         out["allowance_deposited_twice_units_by_store_logic"] = twice
+        for metric, findings in self._duties_undone(end_us).items():
+            out[metric] = out[f"{metric}_by_store_logic"] = len(findings)
+            found += findings
         out["convergence_us"] = None if last_fault_us is None else end_us - last_fault_us
         store_logic = {invariant.metric: invariant.causes(out).get(STORE_LOGIC, 0)
                        for invariant in INVARIANTS}
@@ -790,4 +839,8 @@ def ledger_oracle(scenario: Any, kind: Any, settings: Any) -> LedgerOracle:
     space = KeySpace.of(keys)
     return LedgerOracle(space.keys, settings.reclaim_grace_ms, scenario.faults,
                         settings.flush_every_ms, settings.spend_margin_ms,
-                        settings.allocation_wait_ms)
+                        settings.allocation_wait_ms,
+                        Cadence(settings.flush_every_ms, settings.reclaim_every_ms,
+                                settings.rollover_every_ms, HOLD_BACK_SLACK_MS),
+                        None if settings.budget_allowance is None else settings.budget_period_ms,
+                        scenario.fleet.replicas)
