@@ -23,6 +23,7 @@ from simulator.families.av_state.oracle import CounterOracle
 from simulator.scenario.sessions import WHOLE, Part, PlannedCall, SessionPlan
 
 TTL_US = 86_400_000_000
+MARKER_TTL_US = 300_000_000
 PREFIX = "lab:budget:{s1}:"
 
 
@@ -41,7 +42,7 @@ class Story:
     """Facts told to one oracle, virtual time moving on a millisecond per fact."""
 
     def __init__(self, per_replica: bool = False) -> None:
-        self.oracle = CounterOracle(TTL_US, per_replica)
+        self.oracle = CounterOracle(TTL_US, per_replica, marker_ttl_us=MARKER_TTL_US)
         self.now = 0
         self.prefixes: dict[int, str] = {}
         self.sources: dict[int, Any] = {}
@@ -632,17 +633,22 @@ def ttl_left(expires_in_us: int, answer: str = "committed") -> Story:
 
 
 def test_a_spend_leaves_its_counters_the_whole_ttl_and_any_other_expiry_is_the_store_s():
-    assert ttl_left(TTL_US).summary()["counter_ttls_wrong"] == 0
+    assert ttl_left(TTL_US).summary()["ttls_wrong"] == 0
     for expiry in (TTL_US // 2, TTL_US - 1_000_000, TTL_US + 1_000_000):
         summary = ttl_left(expiry).summary()
-        assert summary["counter_ttls_wrong"] == 1, expiry
-        assert summary["counter_ttls_wrong_exposed_by"] == "no fault"
-    # A refund leaves the expiry its counter had: not judged.
-    story = Story().open(1, call(100, 1_000, refund=40)).charge(1, 0, {"tokens": 100})
-    story.refund_sent(1)
-    story.oracle.observe(SERVER, story.tick(), 1, "command",
-                         [KeyChange(story.key(1, "tokens"), 60, expires_in_us=TTL_US // 2)])
-    assert story.refund_returned(1).summary()["counter_ttls_wrong"] == 0
+        assert summary["ttls_wrong"] == 1, expiry
+        assert summary["ttls_wrong_exposed_by"] == "no fault"
+    # A refund gives every counter it writes the whole TTL too (the seed's
+    # shared TTL), and its new replay marker the marker's 5 minutes.
+    for counter_left, marker_left, wrong in ((TTL_US, MARKER_TTL_US, 0),
+                                             (TTL_US // 2, MARKER_TTL_US, 1),
+                                             (TTL_US, MARKER_TTL_US // 2, 1)):
+        story = Story().open(1, call(100, 1_000, refund=40)).charge(1, 0, {"tokens": 100})
+        story.refund_sent(1)
+        story.oracle.observe(SERVER, story.tick(), 1, "command", [
+            KeyChange(story.key(1, "tokens"), 60, expires_in_us=counter_left),
+            KeyChange(story.key(1, "tokens") + ":r:1", 1, expires_in_us=marker_left)])
+        assert story.refund_returned(1).summary()["ttls_wrong"] == wrong
 
 
 def uncharged(how: str) -> Story:

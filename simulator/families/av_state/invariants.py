@@ -21,7 +21,7 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("commits_uncharged"),
     Invariant("refund_markers_without_ttl", store_only=True),
     Invariant("remaining_misreported", store_only=True),
-    Invariant("counter_ttls_wrong", store_only=True),
+    Invariant("ttls_wrong", store_only=True),
 )
 """A refund marker needs no parts by cause: nothing the lab does writes one
 without its 5-minute expiry (``contract``); nor does a commit's told

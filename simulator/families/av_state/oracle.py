@@ -99,8 +99,10 @@ class CounterOracle:
     """The oracle of a session-counter store (see the module docstring)."""
 
     def __init__(self, counter_ttl_us: int, per_replica: bool = False,
-                 tally_limit: int = 2**53 - 1) -> None:
+                 tally_limit: int = 2**53 - 1, marker_ttl_us: int | None = None) -> None:
         self.counter_ttl_us = counter_ttl_us
+        self.marker_ttl_us = marker_ttl_us
+        """The TTL a Redis store gives every refund marker (``None``: unchecked)."""
         self.tally_limit = tally_limit
         """The bound the store's ``add`` checks a tally against (``JCS_SAFE_MAX``)."""
         """The TTL a Redis store gives every counter: past it, a counter the
@@ -409,7 +411,7 @@ class CounterOracle:
                         others.pop(change.key, None)
                     else:
                         others[change.key] = change.after
-        self._markers_written(changes, markers)
+        self._markers_written(changes, markers, fresh=how == "command")
         if how != "command":
             self.context = Context(None, frozenset(), "", via=VANISHED[how], at_us=now_us)
             for key, change in counters.items():
@@ -430,8 +432,8 @@ class CounterOracle:
             # touches none).
             if op in ("spend", "tally") or change.written:
                 self.ledgers[source, key].used_us = now_us
-        if op in ("spend", "tally"):
-            self._judge_ttls(counters)
+        if op in ("spend", "tally", "refund"):
+            self._judge_ttls(counters, every=op != "refund")
         if op == "cleanup":
             self._cleared(session, counters, now_us)
         elif op == "refund":
@@ -441,20 +443,26 @@ class CounterOracle:
         else:
             self._charged(session, counters, now_us, session.current)
 
-    def _judge_ttls(self, counters: dict[str, KeyChange]) -> None:
-        """A spend or a tally, committed or refused, leaves every counter it
-        names that exists the whole TTL to live (the seed sets it on a charge
-        and refreshes it before a refusal): a counter left with any other
-        expiry is the store's (``counter_ttls_wrong``; one left with none is
-        ``counters_without_ttl``). The deadline is read once the server's
-        pipeline ran: a later command in it (a re-send, another call of the
-        session) may have renewed it, up to the span of one pipeline later."""
-        longest = self.counter_ttl_us + EXPIRY_HORIZON_US
+    def _judge_ttls(self, counters: dict[str, KeyChange], every: bool = True) -> None:
+        """Every counter script gives a counter it touches the whole TTL (the
+        seed's shared TTL): a spend or a tally, committed or refused, every
+        counter it names that exists (it sets it on a charge and refreshes it
+        before a refusal); a refund (``every`` false) every counter it wrote,
+        clamped or not. A counter left with any other expiry is the store's
+        (``ttls_wrong``; one left with none is ``counters_without_ttl``)."""
         for change in counters.values():
-            if (change.expires_in_us is not None
-                    and not self.counter_ttl_us <= change.expires_in_us <= longest):
-                self.counts["counter_ttls_wrong"] += 1
-                self._expose("counter_ttls_wrong", 1)
+            if every or (change.written and change.after not in (None, UNCHANGED)):
+                self._judge_ttl(change, self.counter_ttl_us)
+
+    def _judge_ttl(self, change: KeyChange, ttl_us: int) -> None:
+        """``change`` left its key ``ttl_us`` to live, or it is the store's.
+        The deadline is read once the server's pipeline ran: a later command
+        in it (a re-send, another call of the session) may have renewed it,
+        up to the span of one pipeline later."""
+        if (change.expires_in_us is not None
+                and not ttl_us <= change.expires_in_us <= ttl_us + EXPIRY_HORIZON_US):
+            self.counts["ttls_wrong"] += 1
+            self._expose("ttls_wrong", 1)
 
     def _operation(self, session: SessionBook, counters: dict[str, KeyChange],
                    changes: list[KeyChange]) -> str:
@@ -1120,12 +1128,19 @@ class CounterOracle:
     def _short(session: SessionBook, key: str) -> str:
         return key.removeprefix(session.prefix)
 
-    def _markers_written(self, changes: list[KeyChange], markers: dict[str, Any]) -> None:
+    def _markers_written(self, changes: list[KeyChange], markers: dict[str, Any],
+                         fresh: bool = True) -> None:
         """A refund marker written with no expiry outlives every retry window
-        for good (the seed gives it 5 minutes): the store's, whatever the lab did."""
+        for good (the seed gives it 5 minutes): the store's, whatever the lab
+        did. A command (``fresh``) writing a new marker gives it exactly those
+        5 minutes; a restore brings markers back with the deadlines they had."""
         for change in changes:
-            if (change.key in markers and MARKER_INFIX in change.key and change.written
-                    and change.after not in (None, UNCHANGED) and change.no_ttl
+            written = (change.key in markers and MARKER_INFIX in change.key and change.written
+                       and change.after not in (None, UNCHANGED))
+            if (fresh and written and markers[change.key] is None
+                    and self.marker_ttl_us is not None):
+                self._judge_ttl(change, self.marker_ttl_us)  # a new marker: its 5 minutes
+            if (written and change.no_ttl
                     and change.key not in self.markers_without_ttl):
                 self.markers_without_ttl.add(change.key)
                 self.counts["refund_markers_without_ttl"] += 1
@@ -1149,7 +1164,8 @@ def counter_oracle(scenario: Any, kind: Any, settings: Any) -> CounterOracle:
         raise ScenarioError(f"workload.sessions: the store {kind.name!r} keeps session "
                             "counters; give the scenario a [workload.sessions] table")
     return CounterOracle(counter_ttl_us=kind.contract.COUNTER_TTL_SECONDS * 1_000_000,
-                         per_replica=kind.per_replica, tally_limit=kind.contract.JCS_SAFE_MAX)
+                         per_replica=kind.per_replica, tally_limit=kind.contract.JCS_SAFE_MAX,
+                         marker_ttl_us=kind.contract.REFUND_MARKER_TTL_SECONDS * 1_000_000)
 
 
 __all__ = ["SERVER", "CounterOracle", "counter_oracle"]

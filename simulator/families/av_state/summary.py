@@ -41,6 +41,6 @@ SUMMARY = SummaryLayout(
                       "partial_refunds", "counters_present_at_end",
                       "counters_kept_past_ttl", "counter_hours_kept_past_ttl",
                       "refund_markers_without_ttl", "remaining_misreported",
-                      "counter_ttls_wrong")),
+                      "ttls_wrong")),
     ),
 )

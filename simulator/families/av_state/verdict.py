@@ -48,7 +48,7 @@ BY_CAUSE = (
 EXTRA = ("double_debit_units", "false_refusals_from_double_debits", "refunds_minting",
          "counters_resurrected_without_ttl", "partial_spends", "partial_refunds",
          "counters_kept_past_ttl", "refund_markers_without_ttl", "remaining_misreported",
-         "counter_ttls_wrong")
+         "ttls_wrong")
 
 
 def summary(oracle: Any, end_us: int) -> dict[str, Any]:

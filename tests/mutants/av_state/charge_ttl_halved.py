@@ -19,7 +19,7 @@ MUTANT = Mutant(
     breaks="try_spend gives a charged counter half the seed's 24 h TTL",
     violates="004_3d0b2b7832cd8f83.txt:67-72",
     scenario={},
-    damage=("counter_ttls_wrong",),
+    damage=("ttls_wrong",),
     exposed_by="no fault",
 )
 
