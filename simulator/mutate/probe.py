@@ -13,7 +13,9 @@ it finds:
 
 * ``stillborn`` -- the mutant's script does not compile;
 * ``not run`` -- the mutated line never ran on these calls: the same calls on
-  the base scripts with that line made to stop the script never stop it;
+  the base scripts with that line made to stop the script never stop it
+  (and, where they do, the kind running the scenario with that marker never
+  hits it: another kind may send the same script, a migration's target);
 * ``equivalent`` -- the line ran, yet every reply and every key came out the
   same, TTLs up to the run's length (an equivalent mutant, or one these
   calls cannot tell apart);
@@ -38,6 +40,7 @@ import redis
 from lupa.lua51 import LuaRuntime, LuaSyntaxError
 
 from simulator.mutate.lua import Mutation
+from stores import registry
 from stores.registry import StoreKind
 
 Call = tuple[str, tuple[str, ...], tuple[str, ...]]
@@ -72,8 +75,11 @@ class Prober:
         from simulator.run.compose import run_scenario
 
         self.base = base
+        self.scenario = scenario
         self.calls: list[Call] = []
-        run_scenario(scenario, record_scripts=self.calls)
+        self.script_errors = run_scenario(scenario, record_scripts=self.calls
+                                          ).summary.get("script_errors", 0)
+        self._ran_in_a_run: dict[tuple[str, int], bool] = {}
         self.horizon_ms = scenario.end_us // 1000
         self.originals = {base.scripts.source(name): name for name in base.scripts}
         self.base_replies, self.base_keys = self._replay({})
@@ -124,7 +130,32 @@ class Prober:
         if not _compiles(swaps.values()):
             return True
         replies, _ = self._replay(swaps, until=STOP)
-        return any(isinstance(reply, str) and STOP in reply for reply, _ in replies)
+        if not any(isinstance(reply, str) and STOP in reply for reply, _ in replies):
+            return False
+        return self._runs_in_a_run(mutation.script, start, marked)
+
+    def _runs_in_a_run(self, script: str, start: int, marked: Any) -> bool:
+        """Whether the line at ``start`` of ``script`` runs when the kind
+        itself runs the scenario: the replay tells scripts apart by their
+        text, so it counts a call another kind made with the same script (a
+        migration's target running the same migration scripts) as the base
+        kind's. One run of the scenario with the marked kind, per line."""
+        from simulator.run.compose import quiet_store_logs, run_scenario
+
+        key = (script, start)
+        if key not in self._ran_in_a_run:
+            name = f"{self.base.name}.probe.{script}.{start}"
+            if name not in registry.kinds():
+                assert self.base.with_scripts is not None
+                registry.register(self.base.with_scripts(name, marked))
+            try:
+                with quiet_store_logs():
+                    errors = run_scenario(self.scenario.model_copy(update={"store": name})
+                                          ).summary.get("script_errors", 0)
+            except Exception:  # noqa: BLE001 -- the marker stopped the store itself: it ran
+                errors = self.script_errors + 1
+            self._ran_in_a_run[key] = errors > self.script_errors
+        return self._ran_in_a_run[key]
 
 
 def _compiles(sources: Any) -> bool:

@@ -136,6 +136,25 @@ def test_the_probe_compares_ttls_up_to_the_run_s_length_on_a_still_clock():
     assert day_and_a_half.probe(moved, scripts) == day_and_a_half.probe(moved, scripts)
 
 
+def test_a_script_only_another_kind_sends_is_not_run_by_the_mutant():
+    """The plain budget scenario migrates its v1 fleet to v2: the migration
+    runs the target kind's scripts, the same text as the v1 kind's own. A v1
+    mutant of a migration script never runs, though a replay by text says so."""
+    base = registry.get("axond_budget.redis_v1")
+    prober = Prober(base, load_scenario(HUNT / "axond-budget.toml", {"store": base.name}))
+
+    def probed(script: str, line: int, operator: str) -> str:
+        body = base.scripts[script]
+        (mutation, *_) = [found for found in mutations(script, body, (operator,))
+                          if found.line == line]
+        return prober.probe(mutation, base.scripts.replacing(**{
+            script: mutation.apply(body)})).outcome
+
+    assert any(base.scripts.source("migration_apply") == body for body, _, _ in prober.calls)
+    assert probed("migration_apply", 27, "call_removed") == "not run"
+    assert probed("reserve_v1", 26, "constant") == "differs"
+
+
 def test_a_script_that_fails_is_the_store_s_and_the_campaign_says_so(tmp_path):
     rows = run_campaign(LEASES_FIXED(tmp_path), Options(
         operators=("constant",), schedules=2, seconds=60, faults=("lose_reply",)),
@@ -143,7 +162,8 @@ def test_a_script_that_fails_is_the_store_s_and_the_campaign_says_so(tmp_path):
     by_change = {(row.line, row.change.split(": ", 1)[1]): row for row in rows}
     # for index = 2, #entries, 2 reads a deadline off a lease id: the script fails.
     failing = by_change[(22, "1 -> 2")]
-    assert failing.detected and failing.invariants == "script_errors"
+    # The failed acquires are answered unavailable on a healthy connection: false denials too.
+    assert failing.detected and failing.invariants == "false_denials, script_errors"
     assert failing.store_logic_share == 1.0
     assert summary_line(rows).startswith(f"mutate: {len(rows)} mutant(s)")
     rates = {(rate["by"], rate["name"]): rate for rate in kill_rates(rows)}
