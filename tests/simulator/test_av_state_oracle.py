@@ -517,17 +517,30 @@ def test_each_story_moves_its_metric_under_its_cause_alone(name):
 # -- exact amounts ------------------------------------------------------------------
 
 
-def test_overshoot_splits_exactly_into_what_the_record_forbade_and_what_the_lab_hid():
-    # A restore leaves the record 30 below the truth; the store then also
-    # charges 10 past its own record's limit.
+def test_a_commit_its_own_record_forbade_is_the_store_s_whole_however_far_the_record_lagged():
+    # A restore leaves the record 30 below the truth; the store then charges
+    # 60 on a record of 50, past its own limit: a sound store refuses it.
+    # (Mutation found it: a check that added where it subtracts was blamed
+    # for only the part past its own record, the rest filed under the lag.)
     story = Story().open(1, call(80, 100), call(60, 100)).charge(1, 0, {"tokens": 80})
     story.drop(1, "data_loss", {"tokens": 50}).charge(1, 1, {"tokens": 110})
     summary = story.summary()
     assert summary["budget_overshoot_units"] == 40
-    assert summary["budget_overshoot_units_by_server_data_loss"] == 30
-    assert summary["budget_overshoot_units_by_store_logic"] == 10
+    assert summary["budget_overshoot_units_by_store_logic"] == 40
+    assert summary["budget_overshoot_units_by_server_data_loss"] == 0
     assert summary["budget_overshoot_max_ratio"] == 0.4
     assert summary["budgets_over_limit"] == 1
+
+
+def test_a_commit_its_record_allowed_past_the_truth_s_limit_is_the_lag_s():
+    # The restore leaves the record 30 below the truth; a charge of 40 fits
+    # the record (50 + 40 <= 100) and takes the truth 20 past the limit.
+    story = Story().open(1, call(80, 100), call(40, 100)).charge(1, 0, {"tokens": 80})
+    story.drop(1, "data_loss", {"tokens": 50}).charge(1, 1, {"tokens": 90})
+    summary = story.summary()
+    assert summary["budget_overshoot_units"] == 20
+    assert summary["budget_overshoot_units_by_server_data_loss"] == 20
+    assert summary["budget_overshoot_units_by_store_logic"] == 0
 
 
 def test_a_refund_lowers_the_truth_so_a_later_commit_is_no_overshoot():

@@ -48,11 +48,14 @@ def commit_excess(truth: int, limit: int, amount: int, record_before: int | None
     """The excess over ``limit`` a commit of ``amount`` added, taking the
     truth to ``truth``, by cause: the store's record was ``record_before``
     when it charged (``None``: it never charged), and lagged the truth for
-    the ``lag`` weights."""
+    the ``lag`` weights. A commit the store's own record forbade (record
+    before + amount past the limit) a sound store refuses whole: all of its
+    excess is the store's, however far the record lagged besides."""
     excess = min(amount, truth - limit)
     if excess <= 0:
         return Counter()
-    own = 0 if record_before is None else max(0, min(excess, record_before + amount - limit))
+    forbade = record_before is not None and record_before + amount > limit
+    own = excess if forbade else 0
     parts = Counter(apportion(excess - own, lag))
     if own:
         parts[STORE_LOGIC] += own
