@@ -33,6 +33,7 @@ _PER_SCOPE = (
 
 INVARIANTS: tuple[Invariant, ...] = (
     *_PER_SCOPE,
+    Invariant("hold_keys_without_ttl", store_only=True),
     Invariant("false_denials", noise=NOISY),
     *(invariant.in_scope("namespace_") for invariant in _PER_SCOPE),
 )

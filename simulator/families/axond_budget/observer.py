@@ -90,6 +90,10 @@ class LedgerObserver(KeyMirror):
             decoded = parts.setdefault((key, source, scope), {})
             if content is not UNCHANGED:
                 decoded[part] = content
+                if (part == "holds" and content and how == "command"
+                        and self.server is not None
+                        and self.server.deadline_us(redis_key) is None):
+                    self.oracle.holds_without_ttl(key, scope, source, now_us, tag)
         for (key, source, scope), decoded in parts.items():
             self.oracle.observe(key, source, now_us, tag, how, spent=decoded.get("spent"),
                                 holds=decoded.get("holds"), scope=scope)

@@ -60,6 +60,8 @@ class BudgetOracle:
                 absent_causes=NAMESPACE_ABSENT_CAUSES, cap_setting="namespace_cap_microdollars")
         self.counts: Counter = Counter()
         self.denial_exposures = Exposures()
+        self.hashes_without_ttl: dict[tuple[Key, str, Any], tuple[int, int]] = {}
+        """Each holds hash a command left with no expiry: when, and by which request."""
         """False denials blamed on the store, by what exposed them."""
         self.booted: dict[int, int] = {}
         """When each replica's current incarnation booted, by replica index (a
@@ -155,6 +157,25 @@ class BudgetOracle:
                     if name != scope:
                         other.settled_elsewhere(tag, now_us)
 
+    def holds_without_ttl(self, key: Key, scope: str, source: Any, now_us: int,
+                          tag: int) -> None:
+        """A command of request ``tag`` left ``key``'s holds hash (in ``scope``)
+        holding holds with no expiry: the seed's reserve gives it twice the
+        reservation TTL after every write (seed 000: each hash outlives its
+        newest hold), so an idle budget's holds vanish; one without keeps
+        them, and its hash, for ever. Nothing the lab does drops a TTL."""
+        if (key, scope, source) in self.hashes_without_ttl:
+            return
+        self.hashes_without_ttl[key, scope, source] = (now_us, tag)
+        request = self.subject.requests.get(tag)
+        # What the lab did to the request whose command wrote it, if anything.
+        faults = sorted(request.message_faults) if request is not None else []
+        self.denial_exposures.add("hold_keys_without_ttl", 1, faults[0] if faults else None,
+                                  "reserve" if faults else "")
+        self.denial_exposures.parted(now_us, tag, (
+            f"a command of request {tag} left {key}'s {scope} holds hash holding holds "
+            "with no expiry"))
+
     def _unfenced(self, source: Any, tag: int) -> bool:
         """Whether request ``tag``'s command on ``source`` comes from a replica
         that booted on a layout a migration had begun emptying: a sound store
@@ -189,8 +210,11 @@ class BudgetOracle:
             namespace = self.scopes["namespace"].summary(end_us, last_fault_us)
             metrics.update({f"namespace_{name}": value for name, value in namespace.items()
                             if name.startswith(NAMESPACE_METRICS)})
+        metrics["hold_keys_without_ttl"] = len(self.hashes_without_ttl)
         metrics.update(self.denial_exposures.summary(
-            ["false_denials"], {"false_denials": metrics["false_denials_by_store_logic"]}))
+            ["false_denials", "hold_keys_without_ttl"],
+            {"false_denials": metrics["false_denials_by_store_logic"],
+             "hold_keys_without_ttl": metrics["hold_keys_without_ttl"]}))
         metrics.update(self._began(metrics))
         return metrics
 
