@@ -209,6 +209,7 @@ def mutant_exercises() -> dict[str, dict[str, Any]]:
     v1 = {"store_settings": {"subject_cap_microdollars": 20_000, "reservation_ttl": "1s"}}
     return {
         "mutant_script_fails": {"store": _script_fails()},
+        "mutant_holds_without_expiry": {"store": _holds_without_expiry()},
         "mutant_ignores_holds": {**v1, "store": "mutants.reserve_ignores_live_holds"},
         "mutant_charges_twice": {**v1, "store": "mutants.settle_charges_twice"},
         "mutant_caps_swapped": {"store": "mutants.caps_in_wrong_order"},
@@ -233,6 +234,18 @@ def _script_fails() -> str:
                         "redis.call('GET', KEYS[1])", 0)
     registry.register(mutant_kind(base, "every_metric.script_fails", mutation))
     return "every_metric.script_fails"
+
+
+def _holds_without_expiry() -> str:
+    """The v2 store whose reserve never gives the subject's holds hash its expiry."""
+    name = "every_metric.holds_without_expiry"
+    if name not in registry.kinds():
+        base = registry.get("axond_budget.redis_v2")
+        text = base.scripts["reserve_v2"]
+        old = "redis.call('PEXPIRE', KEYS[2], ttl_ms * 2)"
+        mutation = Mutation("reserve_v2", "call_removed", text.index(old), old, "", 0)
+        registry.register(mutant_kind(base, name, mutation))
+    return name
 
 
 @functools.cache
