@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from simulator.mutate import kinds as mutant_kinds
-from simulator.mutate.hang import Hung, bounded
 from simulator.mutate.lua import OPERATORS as LUA_OPERATORS
 from simulator.mutate.lua import Mutation
 from simulator.mutate.lua import mutations as lua_mutations
@@ -37,6 +36,7 @@ from simulator.mutate.python import OPERATORS as PYTHON_OPERATORS
 from simulator.mutate.python import PythonMutation, class_source
 from simulator.mutate.python import mutations as python_mutations
 from simulator.mutate.python_probe import HUNG, UNRUNNABLE, PythonProber
+from simulator.run.hang import Hung, bounded
 from simulator.scenario.model import Scenario, load_scenario
 from stores import registry
 
@@ -166,17 +166,18 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
     from simulator.run.compose import quiet_store_logs
     from simulator.search.hunt import REPLICA_FAULTS, Hunt
 
+    in_process = options.workers == 1 and options.scheduler is None
+    bound = options.seconds * 2 + 60
+    # In process, the whole hunt is bounded from here; in workers, each run
+    # where it runs (a pool would otherwise wait for ever on a spinning one).
     hunt = Hunt(scenario_path, None, seed=options.seed, examples=options.schedules,
                 time_budget_s=options.seconds, max_faults=options.max_faults,
                 kinds=options.faults or REPLICA_FAULTS, reference=f"store={base}",
                 overrides={"store": row.kind}, workers=options.workers,
-                scheduler=options.scheduler)
+                scheduler=options.scheduler, run_bound_s=None if in_process else bound)
     started = time.perf_counter()
     try:
-        # Only an in-process hunt can be stopped from here; a worker's run is its own.
-        bound = (options.seconds * 2 + 60 if options.workers == 1 and options.scheduler is None
-                 else None)
-        with quiet_store_logs(), (bounded(bound) if bound else nullcontext()):
+        with quiet_store_logs(), (bounded(bound) if in_process else nullcontext()):
             found = hunt.search()
     except Hung:
         row.seconds = round(time.perf_counter() - started, 2)

@@ -11,7 +11,7 @@ trace fingerprint is set beside the unmutated kind's. What it finds:
 * ``not run`` -- the marker never ran: the run never reached the change;
 * ``equivalent`` -- it ran, and the run's trace is the same to the last row;
 * ``differs`` -- the trace differs (or the store raised): worth judging;
-* ``hangs`` -- the run never gave the simulation back (``simulator.mutate.hang``):
+* ``hangs`` -- the run never gave the simulation back (``simulator.run.hang``):
   detected without a hunt, the store's liveness broken;
 * ``raises`` -- the store raised out of the run itself (opening the ledger,
   say), where no call's guard files it as the store's: detected without a hunt.
@@ -24,9 +24,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from simulator.mutate.hang import Hung, bounded
 from simulator.mutate.probe import Probed
 from simulator.mutate.python import PythonMutation, mutant_class
+from simulator.run.hang import Hung, bounded
 from simulator.scenario.conditions import STORE_RAISED
 from stores import registry
 from stores.registry import StoreKind

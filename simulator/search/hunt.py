@@ -45,6 +45,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from hypothesis.errors import NoSuchExample
 from simulator.engine.trace import Trace
 from simulator.families import SHIPPED, family_of, invariants_for, refuse_other_family
 from simulator.run.compose import RunResult, resolve_backend, run_scenario
+from simulator.run.hang import bounded
 from simulator.run.limits import refuse_workers_beyond, run_limits
 from simulator.run.preflight import known_metrics, refuse_unknown, work
 from simulator.scenario.conditions import Condition, Invariant, Verdict, check_metrics, judge
@@ -183,11 +185,16 @@ class Judge:
     invariants: tuple[Invariant, ...]
     plugins: tuple[str, ...]
     """The modules a worker imports first: where the store kinds come from."""
+    run_bound_s: float | None = None
+    """Wall time a run may take before it is stopped as ``Hung`` (``None``:
+    unbounded): a store that never gives the simulation back, in whatever
+    process judges it."""
 
     def run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
         data = copy.deepcopy(data)
         data.setdefault("faults", {})["schedule"] = schedule
-        return run_scenario(parse_scenario(data), seed=self.seed)
+        with bounded(self.run_bound_s) if self.run_bound_s else nullcontext():
+            return run_scenario(parse_scenario(data), seed=self.seed)
 
     def with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` with the reference kind where it stands in (``stand_in``)."""
@@ -230,7 +237,8 @@ class Hunt:
                  kinds: tuple[str, ...] = REPLICA_FAULTS, target: str = "any",
                  progress: Progress | None = None, reference: str | None = None,
                  workers: int = 1, scheduler: str | None = None,
-                 plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None) -> None:
+                 plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None,
+                 run_bound_s: float | None = None) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
@@ -263,6 +271,8 @@ class Hunt:
         self.progress = progress
         self.workers = workers
         self.scheduler = scheduler
+        self.run_bound_s = run_bound_s
+        """Wall time each run may take, in whatever process runs it (``Judge``)."""
         if "migrate" in kinds:
             self._operator_draws_migrations()
         self.reloads: dict[str, list[Any]] = {}
@@ -304,7 +314,7 @@ class Hunt:
     def judge(self) -> Judge:
         """How this hunt's runs are judged, with its data as it is now."""
         return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
-                     self.invariants, self.plugins)
+                     self.invariants, self.plugins, self.run_bound_s)
 
     def _check_reference(self, reference: str, given: str) -> None:
         """The reference must be of the candidate's family and take its scenario

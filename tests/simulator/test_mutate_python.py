@@ -5,6 +5,7 @@ probed on the scenario's fault-free run, judged like Lua mutants."""
 from __future__ import annotations
 
 import inspect
+import pickle
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +25,9 @@ from simulator.mutate.python import (
 from simulator.mutate.python_probe import PythonProber
 from simulator.mutate.table import summary_line
 from simulator.run.compose import run_scenario
-from simulator.scenario.model import load_scenario
+from simulator.run.hang import Hung
+from simulator.scenario.model import load_scenario, read_toml
+from simulator.search.hunt import Judge
 from stores import registry
 from stores.tollgate.holder import LeaseHolder
 from stores.tollgate.memory import MemoryLedger
@@ -207,6 +210,24 @@ def test_a_mutant_that_never_gives_the_simulation_back_is_detected_as_hung(tmp_p
     probed = prober.probe("tollgate.ledger.mutant.9501", LeaseHolder, spinning)
     assert probed.outcome == "hangs" and "no progress within 2 s" in probed.detail
     assert not probed.judged
+
+
+def test_a_hunt_bounds_each_run_where_it_runs_and_hung_crosses_processes(monkeypatch):
+    """With ``--workers``, a schedule runs in a worker process: the bound is
+    the judge's own (``Judge.run_bound_s``), and the ``Hung`` it raises there
+    reaches the driver as itself, pickled by its bound."""
+    (spinning,) = [mutation for mutation in mutations(LeaseHolder, ("call_removed",))
+                   if "sleep_ms(settings.flush_every_ms)" in mutation.old]
+    name = "tollgate.ledger.mutant.9502"
+    monkeypatch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
+    registry.register(mutant_kind(registry.get("tollgate.ledger"), name, spinning))
+    data = {**read_toml(TOLLGATE), "store": name}
+    judge = Judge(data, 1, None, None, (), (), run_bound_s=1.0)
+    with pytest.raises(Hung, match="no progress within 1 s"):
+        judge.run(data, [])
+    revived = pickle.loads(pickle.dumps(Hung(2.5)))
+    assert isinstance(revived, Hung) and revived.seconds == 2.5
+    assert pickle.loads(pickle.dumps(judge)) == judge
 
 
 def test_a_mutant_whose_ledger_cannot_even_open_is_detected_by_the_probe():

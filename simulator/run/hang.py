@@ -1,13 +1,14 @@
-"""A mutant that never gives the simulation back: its run bounded in wall time.
+"""A store that never gives the simulation back: its run bounded in wall time.
 
-A mutant can loop without ever waiting (a background loop whose sleep was
-removed spins at one virtual instant): no kernel event runs, so the run's
-own limits (``simulator.run.limits``, checked between events) never see it,
-and a campaign would wait for ever. ``bounded`` stops such a block from the
-outside, by a wall-clock alarm in the main thread, and raises ``Hung``: the
-store never returned, which is a finding of its own (a liveness bug), not a
-lab error. Runs in worker processes are not guarded (a campaign judges
-in-process unless told ``--workers``).
+A store can loop without ever waiting (a mutant's background loop whose
+sleep was removed spins at one virtual instant): no kernel event runs, so
+the run's own limits (``simulator.run.limits``, checked between events)
+never see it, and whoever waits for the run would wait for ever. ``bounded``
+stops such a block from the outside, by a wall-clock alarm in the main
+thread of its process, and raises ``Hung``: the store never returned, which
+is a finding of its own (a liveness bug), not a lab error. A hunt bounds
+each run where it runs (``Judge.run_bound_s``), in its worker processes
+too; ``Hung`` crosses back to the driver as itself.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class Hung(KeyboardInterrupt):
     def __init__(self, seconds: float) -> None:
         super().__init__(f"no progress within {seconds:g} s of wall time")
         self.seconds = seconds
+
+    def __reduce__(self) -> tuple[type[Hung], tuple[float]]:
+        # Rebuilt from its bound, not its message: a worker's Hung reaches the driver.
+        return Hung, (self.seconds,)
 
 
 @contextmanager
