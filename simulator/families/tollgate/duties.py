@@ -15,7 +15,9 @@ due, while the lab left the fleet alone, is the holders' own:
 
 "Left alone" is ``LabLog.quiet_between``: no message fault, no fault rated,
 none scheduled acting in the window, but a crash of fewer replicas than the
-fleet has (the others still loop). Both are ``store_only``.
+fleet has (the others still loop). Holders time their duties by their own
+clocks: with any replica's clock skewed or drifting, neither is judged.
+Both are ``store_only``.
 """
 
 from __future__ import annotations
