@@ -21,6 +21,7 @@ The marker only counts, so the marked run is the mutant's own run.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -32,7 +33,9 @@ from stores import registry
 from stores.registry import StoreKind
 
 PROBED = ".probe"
-"""What a marked mutant kind's name has after the mutant's."""
+"""What a marked mutant kind's name has after the mutant's (and a number)."""
+PROBES = itertools.count(1)
+"""Numbers the marked kinds this process registers."""
 FINGERPRINT = "trace_fingerprint"
 HUNG = "hangs"
 """The probe's outcome for a mutant whose run never gave the simulation back."""
@@ -74,9 +77,11 @@ class PythonProber:
         except Exception as error:  # noqa: BLE001 -- any failure to build it is the finding
             return Probed("stillborn", f"{type(error).__name__}: {error}")
         assert self.base.with_classes is not None
-        probe_name = name + PROBED
-        if probe_name not in registry.kinds():
-            registry.register(self.base.with_classes(probe_name, {original: marked}))
+        # A kind of its own each time: the marked class counts into this
+        # probe's ``times``, and a second campaign in one process (a notebook,
+        # a test) must not run the first one's marker.
+        probe_name = f"{name}{PROBED}.{next(PROBES)}"
+        registry.register(self.base.with_classes(probe_name, {original: marked}))
         try:
             with bounded(self.bound_s):
                 summary = run_scenario(self.scenario.model_copy(update={"store": probe_name})

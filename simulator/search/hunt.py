@@ -39,11 +39,12 @@ for every run.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import random
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -171,6 +172,23 @@ class Found:
         return self.verdict.value
 
 
+REFERENCE_RUNS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+"""Reference runs' summaries this process made, by scenario, schedule and seed."""
+REFERENCE_RUNS_KEPT = 4_096
+"""How many it keeps, the least recently used dropped first (a summary is a
+few kilobytes: some tens of megabytes at most)."""
+
+
+def _shipped_only(data: dict[str, Any]) -> bool:
+    """Whether every store kind ``data`` names (its store, its migrations'
+    targets) is one the lab ships: a plugin's kind may be registered again
+    under the same name with other code in one process (a test, a notebook)."""
+    named = [data.get("store"), *(step.get("to") for step in data.get("migrations") or ()
+                                  if isinstance(step, dict))]
+    shipped = registry.shipped()
+    return all(isinstance(name, str) and name in shipped for name in named)
+
+
 @dataclass(frozen=True)
 class Judge:
     """How a hunt runs and judges a schedule: picklable, so a worker process or
@@ -214,10 +232,30 @@ class Judge:
         reference_summary = None
         if self.reference is not None and (complete or self.invariant is None
                                            or not self.invariant.holds_in(summary)):
-            reference_summary = self.run(self.with_reference(self.data), schedule).summary
+            reference_summary = self.reference_summary(schedule)
         return judge(summary, self.invariant,
                      None if self.reference is None else shown(self.reference),
                      reference_summary, self.invariants)
+
+    def reference_summary(self, schedule: list[dict[str, Any]]) -> dict[str, Any]:
+        """The reference's summary under ``schedule``: run once per process for
+        a scenario of shipped kinds only (whose code cannot change under the
+        same name), then remembered (``REFERENCE_RUNS``), since runs are
+        deterministic. Every mutant of a campaign is judged against the same
+        reference runs: only the first mutant's hunt pays for them."""
+        data = self.with_reference(self.data)
+        if not _shipped_only(data):
+            return self.run(data, schedule).summary
+        key = hashlib.sha256(json.dumps([data, schedule, self.seed], sort_keys=True,
+                                        default=str).encode()).hexdigest()
+        summary = REFERENCE_RUNS.get(key)
+        if summary is None:
+            summary = REFERENCE_RUNS[key] = self.run(data, schedule).summary
+            while len(REFERENCE_RUNS) > REFERENCE_RUNS_KEPT:
+                REFERENCE_RUNS.popitem(last=False)
+        else:
+            REFERENCE_RUNS.move_to_end(key)
+        return dict(summary)  # the caller's to keep: the one remembered stays as run
 
     def breaks(self, schedule: list[dict[str, Any]]) -> Judged:
         """One run of the search or the shrinking, and its progress line."""

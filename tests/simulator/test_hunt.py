@@ -223,3 +223,36 @@ def test_replaying_a_report_whose_condition_names_no_metric_is_exit_2(tmp_path, 
                       '[invariant]\nbroken_when = "holds_leaked > 0 or conservation_drfit < 0"\n')
     assert main(["replay", str(report)]) == 2
     assert "no metric 'conservation_drfit' in the summary" in capsys.readouterr().err
+
+
+def test_a_reference_run_of_shipped_kinds_is_made_once_per_process_and_judges_the_same(
+        monkeypatch):
+    """Every mutant of a campaign is judged against the same reference runs:
+    the second hunt over the same scenario, schedules and seed reads them
+    back instead of running them again, and finds the same thing."""
+    from simulator.search import hunt as hunting
+
+    monkeypatch.setattr(hunting, "REFERENCE_RUNS", type(hunting.REFERENCE_RUNS)())
+    reference_runs = []
+    real_run = hunting.Judge.run
+
+    def counted(judge, data, schedule):
+        if data.get("store") == SHIPPED:
+            reference_runs.append(schedule)
+        return real_run(judge, data, schedule)
+
+    monkeypatch.setattr(hunting.Judge, "run", counted)
+
+    def hunted():
+        return Hunt(SPLIT, reference=SHIPPED, seed=0, examples=4, time_budget_s=240,
+                    kinds=("lose_reply",), max_faults=2).search()
+
+    first = hunted()
+    made = len(reference_runs)
+    assert made > 0
+    second = hunted()
+    assert len(reference_runs) == made  # every reference run read back
+    assert (first is None) == (second is None)
+    if first is not None:
+        assert first.schedule == second.schedule and first.runs == second.runs
+        assert str(first.verdict) == str(second.verdict)

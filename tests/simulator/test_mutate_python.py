@@ -153,6 +153,10 @@ def test_the_python_probe_tells_each_outcome_from_the_fault_free_run():
     broken = PythonMutation(unbilled.script, "call_removed", unbilled.offset, unbilled.old,
                             "pass(", unbilled.line, unbilled.method)
     assert probed(4, broken) == "stillborn"
+    # The same mutant probed again (a second campaign in one process) runs its
+    # own marker: it differs again, not "not run" on the first probe's marker.
+    again = PythonProber(base, load_scenario(TOLLGATE))
+    assert again.probe("tollgate.ledger.mutant.9702", LeaseHolder, unbilled).outcome == "differs"
 
 
 def test_a_campaign_on_a_store_without_lua_mutates_its_python(tmp_path):
