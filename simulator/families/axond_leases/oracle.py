@@ -157,6 +157,8 @@ class LeaseOracle:
         self.replica_faults: dict[int, list[Fault]] = {}
         """Every fault the lab did to a request's messages, by its replica, in
         order: what may have failed (or exposes) a replica's shared connection."""
+        self.waiting_on: Counter[int] = Counter()
+        """How many callers of each replica wait for their acquire's answer."""
         self.untagged_faults: list[Fault] = []
         """Faults on calls of no request (a replacement connection's opening)."""
         self.invoke_cap = invoke_cap
@@ -328,6 +330,7 @@ class LeaseOracle:
             number, key, replica, now_us, honest,
             limit=self.replica_limits.get(replica, self.max_in_flight),
             reconfigured=replica in self.reconfigured_replicas)
+        self.waiting_on[replica] += 1
 
     def admitted(self, number: int, enforced: bool, now_us: int) -> None:
         """The caller took its permit: with a lease, or unenforced (fail-open)."""
@@ -343,6 +346,7 @@ class LeaseOracle:
             # admission after one acted on the policy, not on the reply).
             self.counts["misaligned_results_accepted"] += 1
             self.accepted_misaligned.append((number, now_us))
+        self._stop_waiting(request)
         request.state, request.enforced, request.admitted_us = HOLDING, enforced, now_us
         book.holding.add(number)
         book.holder_changes.append((now_us, 1))
@@ -395,11 +399,8 @@ class LeaseOracle:
                and (replicas is None or request.replica in replicas)
                for start_us, until_us, replicas in self.spells):
             return
-        if self.invoke_cap is not None:
-            waiting = sum(1 for other in self.requests.values()
-                          if other.replica == request.replica and other.state == WAITING)
-            if waiting >= self.invoke_cap:
-                return
+        if self.invoke_cap is not None and self.waiting_on[request.replica] >= self.invoke_cap:
+            return
         request.untrusted = Untrusted(NO_GENERATION, False, None, (
             f"the store answered unavailable on a replica the lab had failed no call of "
             f"for {(now_us - since_us) / 1e6:,.1f} s"))
@@ -449,7 +450,12 @@ class LeaseOracle:
         request.completed_us = now_us
         self._over(request, now_us)
 
+    def _stop_waiting(self, request: LeaseRequest) -> None:
+        if request.state == WAITING:
+            self.waiting_on[request.replica] -= 1
+
     def _over(self, request: LeaseRequest, now_us: int) -> None:
+        self._stop_waiting(request)
         was_holding = request.state == HOLDING
         request.state, request.over_us = OVER, now_us
         if not was_holding:
