@@ -12,6 +12,7 @@ store did* (``exposed_by``).
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -47,9 +48,12 @@ class LabLog:
         self.others: list[LabFault] = list(_scheduled(faults))
         self.rated: tuple[str, ...] = _rated(faults)
         self._calls: dict[tuple[int, str], set[str]] = {}
+        self._message_times: list[int] = []
+        """When each message fault happened, in order (``quiet_between``)."""
 
     def message(self, at_us: int, tag: int, what: str, call: str) -> None:
         self.messages.append(LabFault(at_us, tag, what, call))
+        insort(self._message_times, at_us)
         self._calls.setdefault((tag, call), set()).add(what)
 
     def crash(self, at_us: int, replica: int) -> None:
@@ -67,7 +71,9 @@ class LabLog:
         """Whether the lab left the fleet alone from ``start_us`` to ``end_us``:
         no fault rated, no message fault, and no scheduled fault acting
         then but crashes of fewer than all ``replicas`` (the others go on)."""
-        if self.rated or any(start_us <= fault.at_us <= end_us for fault in self.messages):
+        times = self._message_times
+        first = bisect_left(times, start_us)
+        if self.rated or (first < len(times) and times[first] <= end_us):
             return False
         crashed: set[str] = set()
         for fault in self.others:
