@@ -64,14 +64,13 @@ class CounterObserver(KeyMirror):
             settings.key_prefix for _, settings in layouts)), on_sight=COUNTER)
         self.oracle = oracle
 
-    def _no_ttl(self, redis_key: str) -> bool:
-        """The server's virtual deadlines say the key has no TTL (``attach``)."""
-        return self.server is not None and self.server.deadline_us(redis_key) is None
-
-    def _expires_in(self, redis_key: str, now_us: int) -> int | None:
-        """What the server's virtual deadlines leave the key to live, if it expires."""
-        deadline = None if self.server is None else self.server.deadline_us(redis_key)
-        return None if deadline is None else deadline - now_us
+    def _expiry(self, redis_key: str, now_us: int) -> tuple[bool, int | None]:
+        """What the server's virtual deadlines say of the key (``attach``):
+        whether it has no TTL, and how long it has left to live if it has one."""
+        if self.server is None:
+            return False, None
+        deadline = self.server.deadline_us(redis_key)
+        return deadline is None, None if deadline is None else deadline - now_us
 
     def report(self, seen: list[Seen], now_us: int, tag: int, how: str) -> None:
         """Each key's value, or ``UNCHANGED`` (not written) for one a command
@@ -79,14 +78,16 @@ class CounterObserver(KeyMirror):
         and how long it has left to live."""
         changes = []
         for redis_key, value, _ in seen:
+            if value is None:
+                changes.append(KeyChange(redis_key, None))
+                continue
+            no_ttl, expires_in_us = self._expiry(redis_key, now_us)
             if value is UNCHANGED:
                 changes.append(KeyChange(redis_key, UNCHANGED, written=False,
-                                         expires_in_us=self._expires_in(redis_key, now_us)))
-            elif value is None:
-                changes.append(KeyChange(redis_key, None))
+                                         expires_in_us=expires_in_us))
             else:
-                changes.append(KeyChange(redis_key, value, no_ttl=self._no_ttl(redis_key),
-                                         expires_in_us=self._expires_in(redis_key, now_us)))
+                changes.append(KeyChange(redis_key, value, no_ttl=no_ttl,
+                                         expires_in_us=expires_in_us))
         self.oracle.observe(SERVER, now_us, tag, how, changes)
 
     def resynced(self, seen: list[Seen], now_us: int, how: str) -> None:
