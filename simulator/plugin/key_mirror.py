@@ -116,6 +116,14 @@ class KeyMirror:
             return self.contents[redis_key]
         return self.roles[redis_key].decode(None)
 
+    def kept_without_expiry(self, redis_key: str) -> bool:
+        """The server holds ``redis_key`` now, with no expiry. Read once the
+        pipeline ran: a later command in it may have emptied (deleted) a key
+        a command wrote, so an absent key is no finding."""
+        server = self.server
+        return (server is not None and server.deadline_us(redis_key) is None
+                and bool(server.read_ledger_keys([redis_key])[redis_key]))
+
     def report(self, seen: list[Seen], now_us: int, tag: int, how: str) -> None:
         """Tell the oracle what ``seen`` says (never empty): ``how`` is
         ``command`` (``tag``: the request it was sent for) or what dropped the

@@ -91,19 +91,11 @@ class LedgerObserver(KeyMirror):
             if content is not UNCHANGED:
                 decoded[part] = content
                 if (part == "holds" and content and how == "command"
-                        and self._kept_without_expiry(redis_key)):
+                        and self.kept_without_expiry(redis_key)):
                     self.oracle.holds_without_ttl(key, scope, source, now_us, tag)
         for (key, source, scope), decoded in parts.items():
             self.oracle.observe(key, source, now_us, tag, how, spent=decoded.get("spent"),
                                 holds=decoded.get("holds"), scope=scope)
-
-    def _kept_without_expiry(self, redis_key: str) -> bool:
-        """The server holds ``redis_key`` now with no expiry. Read once the
-        pipeline ran: a later command in it may have emptied (deleted) the
-        hash a command left holding holds, so its absence is no finding."""
-        server = self.server
-        return (server is not None and server.deadline_us(redis_key) is None
-                and bool(server.read_ledger_keys([redis_key])[redis_key]))
 
     def check(self, server: Server) -> None:
         """The oracle's books must be exactly what the backend holds: a lab bug

@@ -66,12 +66,9 @@ class LeaseObserver(KeyMirror):
         for redis_key, _, changes in seen:
             key = self.key_of[redis_key]
             self.oracle.observe(key, now_us, tag, how, changes)
-            if (how == "command" and changes and self.server is not None
+            if (how == "command" and changes
                     and any(deadline is not None for deadline in changes.values())
-                    and self.server.deadline_us(redis_key) is None
-                    # Read once the pipeline ran: a later command in it may
-                    # have emptied (deleted) the hash; its absence is no finding.
-                    and self.server.read_ledger_keys([redis_key])[redis_key]):
+                    and self.kept_without_expiry(redis_key)):
                 self.oracle.hash_without_ttl(key, now_us, tag)
 
     def resynced(self, seen: list[Seen], now_us: int, how: str) -> None:
