@@ -38,6 +38,7 @@ CATALOGUE = (
     "cleanup_over_matches",
     "remaining_before_the_charge",
     "charge_ttl_halved",
+    "commit_without_charge",
 )
 """Every mutant module, in the order the docs list them."""
 
