@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--scheduler", metavar="ADDRESS",
                           help="judge the schedules on a Dask cluster, e.g. "
                           "tcp://10.0.0.5:8786 (its workers need the lab and the plugins)")
+    hunt_cmd.add_argument("--no-snapshots", dest="snapshots", action="store_false",
+                          help="run every schedule from t = 0 rather than branch it from a "
+                          "snapshot of the fault-free run (the same results, for comparison)")
 
     mutate_cmd = commands.add_parser(
         "mutate", parents=[plugins],
@@ -238,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
                             help="local processes judging each hunt's schedules")
     mutate_cmd.add_argument("--scheduler", metavar="ADDRESS",
                             help="judge the schedules on a Dask cluster instead")
+    mutate_cmd.add_argument("--no-snapshots", dest="snapshots", action="store_false",
+                            help="run every schedule from t = 0 (see hunt --no-snapshots)")
     mutate_cmd.add_argument("--out", type=Path,
                             help="where the table, the kill rates and the mutants' plugin "
                             "go (default: data/results/mutate/SCENARIO-NAME)")
@@ -447,7 +452,8 @@ def _mutate(args: argparse.Namespace) -> int:
     options = Options(operators=operators, code=code, schedules=args.schedules,
                       seconds=parse_duration_us(args.budget) / 1e6,
                       faults=_fault_kinds(args.faults), max_faults=args.max_faults,
-                      seed=args.seed, workers=args.workers, scheduler=args.scheduler)
+                      seed=args.seed, workers=args.workers, scheduler=args.scheduler,
+                      branching=args.snapshots)
     rows = run_campaign(args.scenario, options, out,
                         echo=lambda line: print(line, flush=True))
     written = write_tables(rows, out)
@@ -541,7 +547,7 @@ def _hunt(args: argparse.Namespace) -> int:
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
                 progress=each_run if args.verbose else phases, workers=args.workers,
                 scheduler=args.scheduler, plugins=args.plugins,
-                overrides=dict(args.overrides))
+                overrides=dict(args.overrides), branching=args.snapshots)
     for path, value in _limit_overrides(args).items():
         set_dotted(hunt.data, path, value)  # every run of the hunt has them
     if hunt.reference is not None:

@@ -57,7 +57,9 @@ from simulator.bench.redis_ceiling import measure_backend
 from simulator.bench.service_ceiling import measure_service
 from simulator.bench.workloads import (
     AV_STATE,
+    AV_STATE_BUSY,
     LEASES,
+    LEASES_BUSY,
     TOLLGATE,
     TOLLGATE_POSTGRES,
     BenchWorkload,
@@ -68,9 +70,13 @@ REDIS_CEILING_TARGET = ">= 0.3"
 FAKEREDIS_DIRECT_TARGET = ">= 0.6"
 """lab / direct on fakeredis (issue 18), for every Redis family."""
 
-REDIS_FAMILIES: dict[str, BenchWorkload] = {"axond_leases": LEASES, "av_state": AV_STATE}
-"""The Redis families besides the budget family (which has the first two lines),
-by the name of their line."""
+REDIS_FAMILIES: dict[str, BenchWorkload] = {
+    "axond_leases": LEASES, "axond_leases busy": LEASES_BUSY,
+    "av_state": AV_STATE, "av_state busy": AV_STATE_BUSY}
+"""The Redis families besides the budget family (which has the first two
+lines), by the name of their line: each family's committed scenario, and a
+busy one (tens of scripts per pipeline, as ``bench-2000``): the lab's cost
+per script where it can share round trips, as the budget line measures it."""
 
 
 def measure_redis_family(name: str, workload: BenchWorkload, url: str | None,

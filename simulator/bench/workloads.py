@@ -47,6 +47,13 @@ AV_STATE = BenchWorkload("data/scenarios/av-state.toml", {"duration": "2h", "dra
 """av_state: 20 replicas, sessions of up to 48 h, lost replies and re-sends
 (12 h of arrivals; 2 h quick, drained the same 48 h so that every session ends)."""
 
+LEASES_BUSY = BenchWorkload("data/scenarios/bench-leases-busy.toml", {"duration": "1s"})
+"""axond_leases, busy as ``bench-2000``: 2,000 replicas at 5,000 requests/s on
+2,000 keys, no faults (3 s; 1 s quick)."""
+AV_STATE_BUSY = BenchWorkload("data/scenarios/bench-av-state-busy.toml",
+                              {"duration": "300ms"}, {"duration": "1s"})
+"""av_state, busy as ``bench-2000``: 2,000 replicas, 5,000 new sessions/s each
+spending four times a second, no faults (1 s, 300 ms quick; a 2 s drain)."""
 TOLLGATE = BenchWorkload("data/scenarios/tollgate.toml", {"duration": "15s", "drain": "30s"})
 """tollgate: 20 replicas funding spends from leases, crashes, lost replies
 (60 s and a 90 s drain; 15 s and 30 s quick, past one lease TTL and its grace)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from asyncio import CancelledError
 from collections.abc import Callable, Coroutine
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from itertools import repeat
 from typing import Any
 
@@ -170,6 +170,33 @@ class Kernel:
             raise self._in_the_past(self.now + delay_us)
         self._sequence = sequence = self._sequence + 1
         heappush(self._heap, (self.now + delay_us, sequence, callback, args))
+
+    @property
+    def scheduled(self) -> int:
+        """The sequence number of the event scheduled last."""
+        return self._sequence
+
+    def reschedule(self, dropped: Callable[[Callable[..., Any], tuple[Any, ...]], bool],
+                   added: list[tuple[int, Callable[..., WakeUp | None], tuple[Any, ...]]],
+                   after: int) -> None:
+        """Drop the pending events ``dropped(callback, args)`` picks, and add
+        ``added`` (``(time, callback, args)``, in order) as though they had
+        been scheduled right after the event numbered ``after``: among events
+        of one instant, after those scheduled up to it and before every one
+        scheduled since. A run whose plans changed (``World.replan``) thus
+        orders its events as if it had been planned so from the start. No
+        event runs, so ``events_run`` stays what it was."""
+        kept = [event for event in self._heap if not dropped(event[2], event[3])]
+        removed = len(self._heap) - len(kept)
+        share = 1 / (len(added) + 1)
+        for place, (time_us, callback, args) in enumerate(added, start=1):
+            if time_us < self.now:
+                raise self._in_the_past(time_us)
+            # A number between ``after`` and the next one: no event has it.
+            kept.append((time_us, after + place * share, callback, args))
+        heapify(kept)
+        self._heap[:] = kept
+        self._discarded += removed - len(added)
 
     def _in_the_past(self, time_us: int) -> SimulationError:
         return SimulationError(

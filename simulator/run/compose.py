@@ -154,70 +154,149 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     transaction as ``(verb, args, now_ms)``. ``estimate``: the run's work as
     preflight already estimated it (``simulator.run.preflight.examine``), so it
     is not estimated twice."""
-    started = (time.perf_counter(), time.process_time())
-    seed = scenario.seed if seed is None else seed
-    spec = resolve_backend(scenario, backend)
-    family = _family_of(scenario)
-    kernel = Kernel(seed)
-    _bound(scenario, spec, kernel, estimate)
-    streams, trace = Streams(seed), Trace()
-    oracle = family.oracle(scenario, scenario.kind, scenario.settings)
-    keys = scenario.workload.keys
-    key_space = KeySpace.of(keys)
-    key_space.follow_pinned(scenario.workload.arrivals)
-    with quiet_store_logs():
-        try:
-            side = _open_server_side(scenario, spec, family, oracle, kernel, trace, streams,
-                                     key_space, allow_remote_redis, pipelined,
-                                     record_scripts, record_transactions)
-        except KeyboardInterrupt as stopped:  # told to stop while opening: it closed
-            stopped.add_note(f"the run had not begun (seed {seed}); nothing was written, "
-                             "and it cleaned up")
-            raise
-    store_observer = family.replica_observer(oracle)
-    # While the server holds queued commands, the world reports its facts to
-    # the oracle behind them, in order (simulator.net.pipeline).
-    world_oracle = (DeferredOracle(oracle, side.server, CORE_FACTS | family.oracle_facts)
-                    if isinstance(side.server, Server) else oracle)
-    end_us = scenario.duration_us + scenario.drain_us
-    sampler = Sampler(kernel, world_oracle, scenario.metrics.sample_every_us, end_us,
-                      scenario.metrics.per_key)
-    with quiet_store_logs():
-        try:
-            world = _build_world(scenario, kernel, streams, trace, world_oracle, family,
-                                 store_observer, side.server, side.settings, key_space)
+    run = Run(scenario, seed, backend, allow_remote_redis=allow_remote_redis,
+              pipelined=pipelined, record_scripts=record_scripts,
+              record_transactions=record_transactions, estimate=estimate)
+    run.advance(run.end_us + 1, progress)
+    return run.finish()
+
+
+class Run:
+    """One run of a scenario, built and started, that the caller advances in
+    virtual time and then finishes: ``run_scenario`` runs it to its end in
+    one go; a hunt's snapshots pause it at instants and branch it with other
+    faults (``simulator.run.snapshots``). Until it is finished or stops on an
+    error it holds its backend; an error closes it, as a run does."""
+
+    def __init__(self, scenario: Scenario, seed: int | None = None, backend: str | None = None,
+                 *, allow_remote_redis: bool = False, pipelined: bool = True,
+                 record_scripts: list | None = None, record_transactions: list | None = None,
+                 estimate: WorkEstimate | None = None) -> None:
+        self.started = (time.perf_counter(), time.process_time())
+        self.scenario = scenario
+        self.seed = seed = scenario.seed if seed is None else seed
+        self.spec = spec = resolve_backend(scenario, backend)
+        self.family = family = _family_of(scenario)
+        self.kernel = kernel = Kernel(seed)
+        self.guard = _bound(scenario, spec, kernel, estimate)
+        self.streams, self.trace = streams, trace = Streams(seed), Trace()
+        self.oracle = oracle = family.oracle(scenario, scenario.kind, scenario.settings)
+        keys = scenario.workload.keys
+        key_space = KeySpace.of(keys)
+        key_space.follow_pinned(scenario.workload.arrivals)
+        with quiet_store_logs():
+            try:
+                self.side = side = _open_server_side(
+                    scenario, spec, family, oracle, kernel, trace, streams, key_space,
+                    allow_remote_redis, pipelined, record_scripts, record_transactions)
+            except KeyboardInterrupt as stopped:  # told to stop while opening: it closed
+                stopped.add_note(f"the run had not begun (seed {seed}); nothing was written, "
+                                 "and it cleaned up")
+                raise
+        self.store_observer = family.replica_observer(oracle)
+        # While the server holds queued commands, the world reports its facts to
+        # the oracle behind them, in order (simulator.net.pipeline).
+        self.world_oracle = (DeferredOracle(oracle, side.server,
+                                            CORE_FACTS | family.oracle_facts)
+                             if isinstance(side.server, Server) else oracle)
+        self.end_us = scenario.duration_us + scenario.drain_us
+        self.reached_us = 0
+        """Every event before this instant has run, none at or after it."""
+        self.sampler = Sampler(kernel, self.world_oracle, scenario.metrics.sample_every_us,
+                               self.end_us, scenario.metrics.per_key)
+        with self._stopping_cleanly():
+            self.world = _build_world(scenario, kernel, streams, trace, self.world_oracle,
+                                      family, self.store_observer, side.server,
+                                      side.settings, key_space)
             if side.redis_backend is not None:
-                world.as_embedded = side.redis_backend.as_embedded
-            _simulate(scenario, kernel, streams, oracle, world_oracle, world, sampler,
-                      side.migrations, end_us, progress)
-            _check_books(side, store_observer, world, end_us)
+                self.world.as_embedded = side.redis_backend.as_embedded
+            self._start()
+
+    def _start(self) -> None:
+        """Start the world, its faults and the sampler."""
+        scenario, world = self.scenario, self.world
+        # The oracle blames what the lab did: it hears of every message
+        # fault, and judges deadlines by the clocks the lab gave the fleet.
+        self.oracle.replica_clocks(world.clocks)
+        world.fault_clock.listener = self.world_oracle.message_fault
+        world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
+                         self.streams),
+                    self.side.migrations, scenario.rolling_restarts,
+                    scenario.reconfigurations)
+        self.sampler.start()
+
+    def advance(self, until_us: int, progress: Any = None) -> None:
+        """Run every event before ``until_us`` (past the run's end: all of
+        them), in steps of a hundredth of the run, each a point where a
+        signal may stop it; ``progress(done_us, total_us)`` after each."""
+        end_us, kernel = self.end_us, self.kernel
+        step_us = max(1, end_us // 100)
+        last_us = min(until_us - 1, end_us)
+        with self._stopping_cleanly(), long_lived_frozen():
+            while self.reached_us <= last_us:
+                raise_if_told()
+                step_end_us = min((self.reached_us // step_us + 1) * step_us, end_us, last_us)
+                kernel.run(step_end_us)
+                self.reached_us = step_end_us + 1
+                if progress is not None:
+                    progress(step_end_us, end_us)
+
+    def branch(self, scenario: Scenario) -> None:
+        """Go on as ``scenario``'s run: the same scenario but for faults that
+        differ only from the instant this run has reached on (``Run.reached_us``;
+        ``simulator.run.snapshots`` checks it), so from here it runs exactly as
+        a run of ``scenario`` from the start would. Its limits are judged as
+        that run's would be."""
+        refuse_beyond(estimate_work(scenario, self.spec), run_limits(scenario.limits))
+        faults = plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
+                      Streams(self.seed))
+        self.world.replan(faults, self.reached_us)
+        self.scenario = scenario
+        # What this process spends from here is the branch's run_info.
+        self.started = (time.perf_counter(), time.process_time())
+
+    def finish(self) -> RunResult:
+        """Check the books, count and close: the run's result."""
+        kernel, side, world = self.kernel, self.side, self.world
+        with self._stopping_cleanly():
+            _check_books(side, self.store_observer, world, self.end_us)
             # Close what is left of dead replicas' coroutines before the
             # summary counts the I/O their cleanup code tries (and is denied).
             kernel.close()
-            summary = _summarize(scenario, seed, spec, kernel, trace, oracle, family, world)
+            summary = _summarize(self.scenario, self.seed, self.spec, kernel, self.trace,
+                                 self.oracle, self.family, world)
             summary.update(side.work_done())
             backend_work = side.backend_work()
             findings = _findings(world)
-        except BackendError as stopped:
-            kernel.close()
-            cleanup = side.close_after(stopped)
-            said = str(stopped).rstrip(".")
-            raise BackendError(f"{said}; the run stopped at {describe_time(kernel.now)} "
-                               f"(seed {seed}) and is incomplete: nothing was written"
-                               f"{cleanup}") from None
-        except BaseException as stopped:
-            kernel.close()
-            cleanup = side.close_after(stopped)
-            if isinstance(stopped, KeyboardInterrupt):  # told to stop: say where it was
-                stopped.add_note(f"the run was at {describe_time(kernel.now)} (seed {seed}); "
-                                 f"nothing was written{cleanup or ', and it cleaned up'}")
-            elif cleanup:
-                stopped.add_note(cleanup.removeprefix("; "))
-            raise
         kernel.close()
         side.close()
-    run_info = _run_info(started, end_us, kernel, spec, backend_work) | findings
-    return RunResult(summary, run_info, trace, sampler)
+        run_info = _run_info(self.started, self.end_us, kernel, self.spec, backend_work) | findings
+        return RunResult(summary, run_info, self.trace, self.sampler)
+
+    @contextlib.contextmanager
+    def _stopping_cleanly(self) -> Iterator[None]:
+        """A run that stops on an error closes its backend and says where it stopped."""
+        kernel, side, seed = self.kernel, self.side, self.seed
+        with quiet_store_logs():
+            try:
+                yield
+            except BackendError as stopped:
+                kernel.close()
+                cleanup = side.close_after(stopped)
+                said = str(stopped).rstrip(".")
+                raise BackendError(f"{said}; the run stopped at {describe_time(kernel.now)} "
+                                   f"(seed {seed}) and is incomplete: nothing was written"
+                                   f"{cleanup}") from None
+            except BaseException as stopped:
+                kernel.close()
+                cleanup = side.close_after(stopped)
+                if isinstance(stopped, KeyboardInterrupt):  # told to stop: say where it was
+                    stopped.add_note(f"the run was at {describe_time(kernel.now)} "
+                                     f"(seed {seed}); nothing was written"
+                                     f"{cleanup or ', and it cleaned up'}")
+                elif cleanup:
+                    stopped.add_note(cleanup.removeprefix("; "))
+                raise
 
 
 EMBEDDED = ("memory", "fakeredis")
@@ -277,14 +356,16 @@ def _family_of(scenario: Scenario) -> Family:
 
 
 def _bound(scenario: Scenario, spec: BackendSpec, kernel: Kernel,
-           estimate: WorkEstimate | None) -> None:
+           estimate: WorkEstimate | None) -> RunGuard:
     """Judged before anything is built: a run past its limits is refused at
     once, and one that outgrows its estimate is stopped as it runs."""
     limits = run_limits(scenario.limits)
     if estimate is None:
         estimate = estimate_work(scenario, spec)
     refuse_beyond(estimate, limits)
-    RunGuard(kernel, limits, estimate, scenario.end_us).install()
+    guard = RunGuard(kernel, limits, estimate, scenario.end_us)
+    guard.install()
+    return guard
 
 
 @dataclass
@@ -417,26 +498,6 @@ def _redis_side(scenario: Scenario, backend: Any, family: Family, oracle: Oracle
     return ServerSide(settings, server, observer, redis_backend=backend,
                       migrations=migrations,
                       script_seconds_before=backend.server_script_seconds())
-
-
-def _simulate(scenario: Scenario, kernel: Kernel, streams: Streams, oracle: Oracle,
-              world_oracle: Oracle, world: World, sampler: Sampler,
-              migrations: list[PreparedMigration], end_us: int, progress: Any) -> None:
-    """Start the world, its faults and the sampler, and run the kernel to the end."""
-    # The oracle blames what the lab did: it hears of every message
-    # fault, and judges deadlines by the clocks the lab gave the fleet.
-    oracle.replica_clocks(world.clocks)
-    world.fault_clock.listener = world_oracle.message_fault
-    world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us, streams),
-                migrations, scenario.rolling_restarts, scenario.reconfigurations)
-    sampler.start()
-    step_us = max(1, end_us // 100)
-    with long_lived_frozen():
-        for until_us in range(step_us, end_us + step_us, step_us):
-            raise_if_told()
-            kernel.run(min(until_us, end_us))
-            if progress is not None:
-                progress(min(until_us, end_us), end_us)
 
 
 def _check_books(side: ServerSide, store_observer: ReplicaObserver, world: World,

@@ -46,7 +46,7 @@ import random
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ from simulator.run.compose import RunResult, resolve_backend, run_scenario
 from simulator.run.hang import bounded
 from simulator.run.limits import refuse_workers_beyond, run_limits
 from simulator.run.preflight import known_metrics, refuse_unknown, work
+from simulator.run.snapshots import FIRST_RUNG, RUNGS, forkable
 from simulator.scenario.conditions import Condition, Invariant, Verdict, check_metrics, judge
 from simulator.scenario.model import (
     Scenario,
@@ -79,6 +80,7 @@ from simulator.scenario.stand_in import (
     with_stand_in,
 )
 from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
+from simulator.search.branching import branched_summary, close_ladders
 from simulator.search.race_report import RaceReport, ReportInvariant
 from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
 from simulator.world.operations import MIGRATOR
@@ -86,7 +88,8 @@ from stores import registry
 
 Progress = Callable[[str, int, str], None]
 """``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"rehearsal"``
-(the declared migrations run once to learn them, not counted), ``"search"``
+(the declared migrations run once to learn them, not counted), ``"snapshots"``
+(how the runs branch, said once, not a run), ``"search"``
 (no broken schedule seen yet) or ``"shrink"``; ``run`` counts the candidate's runs."""
 
 
@@ -112,7 +115,7 @@ class PhaseSummary:
         broken = line.endswith(BROKEN)
         if broken:
             self.latest_broken = line.removesuffix(BROKEN)
-        if phase in ("baseline", "rehearsal"):
+        if phase in ("baseline", "rehearsal", "snapshots"):
             self.echo(f"hunt: {phase}: {line}")
         elif phase == "search" and broken:
             self.echo(f"hunt: search run {count} broke it ({self.latest_broken}); "
@@ -208,11 +211,27 @@ class Judge:
     unbounded): a store that never gives the simulation back, in whatever
     process judges it."""
 
+    branching: bool = True
+    """Branch runs from snapshots of the fault-free run where the backend
+    allows (``simulator.search.branching``): the same summaries, sooner."""
+
     def run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
-        data = copy.deepcopy(data)
-        data.setdefault("faults", {})["schedule"] = schedule
-        with bounded(self.run_bound_s) if self.run_bound_s else nullcontext():
-            return run_scenario(parse_scenario(data), seed=self.seed)
+        """``schedule``'s whole run from t = 0: its trace too."""
+        with self._bounded():
+            return run_scenario(parse_scenario(_scheduled(data, schedule)), seed=self.seed)
+
+    def summary(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
+        """``schedule``'s run's summary: branched from a snapshot when it can be."""
+        scenario = parse_scenario(_scheduled(data, schedule))
+        with self._bounded():
+            summary = (branched_summary(data, scenario, self.seed) if self.branching and
+                       schedule else None)
+            if summary is None:
+                summary = run_scenario(scenario, seed=self.seed).summary
+        return summary
+
+    def _bounded(self) -> AbstractContextManager[None]:
+        return bounded(self.run_bound_s) if self.run_bound_s else nullcontext()
 
     def with_reference(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` with the reference kind where it stands in (``stand_in``)."""
@@ -220,7 +239,7 @@ class Judge:
 
     def run_judged(self, schedule: list[dict[str, Any]], complete: bool
                    ) -> tuple[RunResult, Verdict]:
-        """Run ``schedule`` on the candidate and judge it (see ``verdict``)."""
+        """Run ``schedule`` on the candidate, from t = 0, and judge it (see ``verdict``)."""
         result = self.run(self.data, schedule)
         return result, self.verdict(result.summary, schedule, complete)
 
@@ -245,12 +264,12 @@ class Judge:
         reference runs: only the first mutant's hunt pays for them."""
         data = self.with_reference(self.data)
         if not _shipped_only(data):
-            return self.run(data, schedule).summary
+            return self.summary(data, schedule)
         key = hashlib.sha256(json.dumps([data, schedule, self.seed], sort_keys=True,
                                         default=str).encode()).hexdigest()
         summary = REFERENCE_RUNS.get(key)
         if summary is None:
-            summary = REFERENCE_RUNS[key] = self.run(data, schedule).summary
+            summary = REFERENCE_RUNS[key] = self.summary(data, schedule)
             while len(REFERENCE_RUNS) > REFERENCE_RUNS_KEPT:
                 REFERENCE_RUNS.popitem(last=False)
         else:
@@ -259,7 +278,7 @@ class Judge:
 
     def breaks(self, schedule: list[dict[str, Any]]) -> Judged:
         """One run of the search or the shrinking, and its progress line."""
-        _, verdict = self.run_judged(schedule, complete=False)
+        verdict = self.verdict(self.summary(self.data, schedule), schedule, complete=False)
         return Judged(verdict.broken, f"{len(schedule)} fault(s), {verdict.observed}"
                                       f"{BROKEN if verdict.broken else ''}")
 
@@ -276,7 +295,7 @@ class Hunt:
                  progress: Progress | None = None, reference: str | None = None,
                  workers: int = 1, scheduler: str | None = None,
                  plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None,
-                 run_bound_s: float | None = None) -> None:
+                 run_bound_s: float | None = None, branching: bool = True) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
@@ -311,6 +330,8 @@ class Hunt:
         self.scheduler = scheduler
         self.run_bound_s = run_bound_s
         """Wall time each run may take, in whatever process runs it (``Judge``)."""
+        self.branching = branching
+        """Branch the search's and the shrinking's runs from snapshots (``Judge.branching``)."""
         if "migrate" in kinds:
             self._operator_draws_migrations()
         self.reloads: dict[str, list[Any]] = {}
@@ -352,7 +373,7 @@ class Hunt:
     def judge(self) -> Judge:
         """How this hunt's runs are judged, with its data as it is now."""
         return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
-                     self.invariants, self.plugins, self.run_bound_s)
+                     self.invariants, self.plugins, self.run_bound_s, self.branching)
 
     def _check_reference(self, reference: str, given: str) -> None:
         """The reference must be of the candidate's family and take its scenario
@@ -425,6 +446,14 @@ class Hunt:
                    if allowed else ""))
 
     def search(self) -> Found | None:
+        """The first schedule that breaks, shrunk (None: none did); the
+        snapshots the runs branched from are gone when it returns."""
+        try:
+            return self._search()
+        finally:
+            close_ladders()
+
+    def _search(self) -> Found | None:
         scenario = self.scenario
         if self.invariant is not None:
             refuse_unknown(self.invariant, known_metrics(scenario))
@@ -442,6 +471,7 @@ class Hunt:
                 return Found([], verdict, baseline, self.runs)
             if self.examples == 0:  # the fault-free run alone was asked for
                 return None
+            self._tell("snapshots", self.how_runs_branch())
             calls = calls_sent(baseline.trace)
             if "migrate" in self.kinds:
                 calls = self._rehearse(calls)
@@ -456,6 +486,18 @@ class Hunt:
         # too): the runs are deterministic, so this is the run ``find`` saw.
         result, verdict = self.judge.run_judged(schedule, complete=True)
         return Found(schedule, verdict, result, self.runs, schedules=searched.broken_at + 1)
+
+    def how_runs_branch(self) -> str:
+        """Whether the runs branch from snapshots or run from t = 0, and why, in words."""
+        if not self.branching:
+            return "every schedule runs from t = 0 (snapshots turned off)"
+        cannot = forkable(self.scenario)
+        if cannot is not None:
+            return f"every schedule runs from t = 0: {cannot}"
+        every = self.scenario.duration_us / RUNGS
+        return (f"a schedule whose first fault comes after {FIRST_RUNG * every / 1e6:g} s "
+                f"branches from the last snapshot of the fault-free run before it (one every "
+                f"{every / 1e6:g} s); the others run from t = 0")
 
     def worker_modules(self) -> list[str]:
         """What every local worker imports once, in the forkserver, rather than
@@ -582,6 +624,13 @@ def _reconfigured(fault: dict[str, Any]) -> str:
     changes = ", ".join(f"{name} = {value}" for name, value in fault["settings"].items())
     whom = f"replicas {fault['replicas']}" if fault.get("replicas") else "the fleet"
     return f"{whom} ({changes})"
+
+
+def _scheduled(data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
+    """``data`` with ``schedule`` as its fault schedule (a copy)."""
+    data = copy.deepcopy(data)
+    data.setdefault("faults", {})["schedule"] = schedule
+    return data
 
 
 def _key(schedule: list[dict[str, Any]]) -> str:

@@ -96,8 +96,9 @@ def test_a_reference_hunt_finds_where_the_variant_does_worse_than_the_shipped_st
     alone = run_scenario(parse_scenario(_on_store(SHIPPED, found.schedule))).summary
     assert alone["conservation_drift_microdollars_total"] == 0
     assert worse["conservation_drift_microdollars_total"].reference == 0
-    # Phases: one baseline, a search until the first break, then shrinking.
-    assert phases[0] == "baseline" and phases[1] == "search" and phases[-1] == "shrink"
+    # Phases: one baseline, how runs branch (said once), a search until the
+    # first break, then shrinking.
+    assert phases[:3] == ["baseline", "snapshots", "search"] and phases[-1] == "shrink"
     assert phases.index("shrink") == len(phases) - phases[::-1].index("search")
     report_path = tmp_path / "worse.toml"
     hunt.write_report(found, report_path)
@@ -234,14 +235,14 @@ def test_a_reference_run_of_shipped_kinds_is_made_once_per_process_and_judges_th
 
     monkeypatch.setattr(hunting, "REFERENCE_RUNS", type(hunting.REFERENCE_RUNS)())
     reference_runs = []
-    real_run = hunting.Judge.run
+    real_summary = hunting.Judge.summary  # a reference is judged by its summary alone
 
     def counted(judge, data, schedule):
         if data.get("store") == SHIPPED:
             reference_runs.append(schedule)
-        return real_run(judge, data, schedule)
+        return real_summary(judge, data, schedule)
 
-    monkeypatch.setattr(hunting.Judge, "run", counted)
+    monkeypatch.setattr(hunting.Judge, "summary", counted)
 
     def hunted():
         return Hunt(SPLIT, reference=SHIPPED, seed=0, examples=4, time_budget_s=240,

@@ -40,6 +40,7 @@ FAMILY = Family(
     # A scenario may put a replica on one multiplexed connection and fault
     # its connections: what they did is counted.
     counted_events=CONNECTION_EVENTS,
-    oracle_facts=frozenset({"opened", "spend_sent", "spend_answered", "refund_sent",
-                            "refund_returned", "cleanup_began", "cleanup_ended", "closed"}),
+    oracle_facts=frozenset({"opened", "spend_sent", "spend_answered", "tally_sent",
+                            "tally_answered", "refund_sent", "refund_returned", "cleanup_began",
+                            "cleanup_ended", "closed"}),
 )
