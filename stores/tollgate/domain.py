@@ -391,6 +391,17 @@ class StatusChange:
 
 
 @dataclass(frozen=True, slots=True)
+class Inspection:
+    """What one inspection read saw, all of it from one consistent snapshot:
+    the leases, funding statements and account views asked for, by id
+    (``None`` for an id the ledger does not know)."""
+
+    leases: dict[int, LeaseView | None]
+    statements: dict[int, Conservation | None]
+    accounts: dict[int, AccountView | None]
+
+
+@dataclass(frozen=True, slots=True)
 class AccountView:
     """One account's administrative state from one consistent read, so status,
     schedule and the funding terms never straddle a rollover or a suspension.

@@ -60,6 +60,7 @@ from stores.tollgate.domain import (
     Conservation,
     GrantPolicy,
     IngestReport,
+    Inspection,
     LeaseGrant,
     LeaseState,
     LeaseView,
@@ -213,10 +214,22 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
 
     async def account_view(self, account: int) -> AccountView | None:
         state = self._books.accounts.get(account)
-        if state is None:
-            return None
+        return None if state is None else self._account_view(state)
+
+    def _account_view(self, state: AccountRecord) -> AccountView:
         return AccountView(state.account_id, state.status, state.capacity_class,
                            state.schedule, state.period_start, self._conservation(state))
+
+    async def inspect(self, leases: Sequence[int] = (), statements: Sequence[int] = (),
+                      accounts: Sequence[int] = ()) -> Inspection:
+        books = self._books
+        return Inspection(
+            leases={lease_id: None if (lease := books.leases.get(lease_id)) is None
+                    else self._lease_view(lease) for lease_id in leases},
+            statements={account: None if (state := books.accounts.get(account)) is None
+                        else self._conservation(state) for account in statements},
+            accounts={account: None if (state := books.accounts.get(account)) is None
+                      else self._account_view(state) for account in accounts})
 
     # -- allocator -----------------------------------------------------------
 

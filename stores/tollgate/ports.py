@@ -29,6 +29,7 @@ from stores.tollgate.domain import (
     CapacityClass,
     Conservation,
     IngestReport,
+    Inspection,
     LeaseView,
     ReclaimBatch,
     ReclaimedLease,
@@ -180,4 +181,11 @@ class LedgerInspection(Protocol):
 
     async def lease_view(self, lease_id: int) -> LeaseView | None:
         """The lease as held now; ``None`` if no such lease was ever granted."""
+        ...
+
+    async def inspect(self, leases: Sequence[int] = (), statements: Sequence[int] = (),
+                      accounts: Sequence[int] = ()) -> Inspection:
+        """``lease_view`` of each of ``leases``, ``conservation`` of each of
+        ``statements`` and ``account_view`` of each of ``accounts``, in one
+        read: one snapshot, one round trip where the ledger has a server."""
         ...

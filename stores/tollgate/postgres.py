@@ -36,6 +36,7 @@ from stores.tollgate.domain import (
     Conservation,
     GrantPolicy,
     IngestReport,
+    Inspection,
     LeaseState,
     LeaseView,
     ReclaimBatch,
@@ -339,4 +340,12 @@ class PostgresLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
         async def work(books: TransactionBooks) -> LeaseView | None:
             await books.lock_leases([lease_id])
             return await books.ledger(self.policy).lease_view(lease_id)
+        return await self._read(work)
+
+    async def inspect(self, leases: Sequence[int] = (), statements: Sequence[int] = (),
+                      accounts: Sequence[int] = ()) -> Inspection:
+        async def work(books: TransactionBooks) -> Inspection:
+            await books.lock_accounts(sorted({*statements, *accounts}))
+            await books.lock_leases(sorted(set(leases)))
+            return await books.ledger(self.policy).inspect(leases, statements, accounts)
         return await self._read(work)

@@ -15,7 +15,8 @@ from simulator.run.compose import run_scenario
 from simulator.scenario.model import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
-TOO_BIG = {"fleet-5000.toml", "bench-scale-10k.toml", "bench-2000.toml"}
+TOO_BIG = {"fleet-5000.toml", "bench-scale-10k.toml", "bench-2000.toml",
+           "bench-leases-busy.toml", "bench-av-state-busy.toml"}
 """Scenarios for the benchmarks and the scale tests: run by those."""
 SCENARIOS = sorted(path for path in (REPO / "data" / "scenarios").glob("*.toml")
                    if path.name not in TOO_BIG)

@@ -330,6 +330,8 @@ MEASURED = {
     "demo.toml": (137_416, 276),
     "fleet-5000.toml": (404_327, 548),
     "bench-2000.toml": (283_073, 411),
+    "bench-leases-busy.toml": (295_838, 239),
+    "bench-av-state-busy.toml": (534_521, 650),
     "in-memory-fleet.toml": (54_710, 238),
     "tollgate.toml": (50_032, 215),
     "leases.toml": (45_696, 218),

@@ -357,3 +357,47 @@ def test_a_ledger_kind_refuses_a_redis_backend_naming_its_own():
 def test_a_ledger_that_is_not_on_this_machine_is_refused_before_anything_opens():
     with pytest.raises(ScenarioError, match="not a loopback address.*--allow-remote"):
         run({}, backend="postgresql://lab@203.0.113.7:5432/postgres")
+
+
+def test_the_observer_reads_the_ledger_once_per_transaction_at_most(monkeypatch):
+    """What the oracle checks after a transaction comes from one inspection
+    read (``LedgerInspection.inspect``), not a read per lease and account:
+    besides it, only each account's opening statement and the end's check."""
+    from collections import Counter
+
+    from simulator.backends.service_backend import ServiceRunner
+
+    reads: Counter[str] = Counter()
+    real_read = ServiceRunner.read
+
+    def counted(runner, coroutine):
+        reads[coroutine.__qualname__.split(".")[-1]] += 1
+        return real_read(runner, coroutine)
+
+    monkeypatch.setattr(ServiceRunner, "read", counted)
+    summary = run({}).summary
+    accounts = BASE["workload"]["keys"]["subjects"]
+    assert 100 < summary["transactions_executed"] <= reads.pop("transact")
+    assert 0 < reads.pop("inspect") <= summary["transactions_executed"]
+    assert reads == {"conservation": 2 * accounts, "lease_views": 1}
+
+
+def test_budget_periods_past_those_judged_one_by_one_are_counted_to_the_same_total(
+        monkeypatch):
+    """A long run with a short budget period (``check`` of a ten-year
+    scenario: hundreds of millions of periods) counts the periods missed in
+    windows the lab left alone at once, not one by one: the same total."""
+    from simulator.families.tollgate import oracle as ledger_oracle
+
+    kind, change, _ = MUTANTS["never_rolls"]
+    change = merge(change, {"store_settings": {"budget_period": "1s"}})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
+        if kind.name not in registry._REGISTERED:  # the module's ``summaries`` may hold it
+            registry.register(kind)
+        one_by_one = run(merge(change, {"store": kind.name})).summary
+        monkeypatch.setattr(ledger_oracle, "PERIODS_LISTED", 3)
+        counted = run(merge(change, {"store": kind.name})).summary
+    assert one_by_one["periods_missed"] > 3 * BASE["workload"]["keys"]["subjects"]
+    assert counted["periods_missed"] == one_by_one["periods_missed"]
+    assert counted["periods_missed_by_store_logic"] == counted["periods_missed"]

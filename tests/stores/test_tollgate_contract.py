@@ -502,6 +502,27 @@ def test_inspection_lists_accounts_and_every_lease_ever_granted_in_ascending_ord
     assert run(ledger.conservation(2)) == funds(ledger, 2)
 
 
+def test_one_inspection_read_gives_what_the_single_reads_give(ledger):
+    """``inspect``: the lab's one read per transaction, the single reads'
+    answers for the ids asked (``None`` for an unknown one), repeats and all."""
+    for account in (1, 2):
+        open_account(ledger, account)
+    first = run(ledger.acquire(1, 10, TTL, 0)).grant
+    second = run(ledger.acquire(2, 30, TTL, 0)).grant
+    run(ledger.release(first.lease_id, first.fencing_token, 4, 0))
+    leases = [second.lease_id, first.lease_id, 99, first.lease_id]
+    statements, accounts = [2, 1, 7], [1, 8]
+    seen = run(ledger.inspect(leases, statements, accounts))
+    assert seen.leases == {lease: run(ledger.lease_view(lease)) for lease in leases}
+    assert seen.statements == {account: run(ledger.conservation(account))
+                               for account in statements}
+    assert seen.accounts == {account: run(ledger.account_view(account)) for account in accounts}
+    assert seen.leases[99] is None and seen.statements[7] is None and seen.accounts[8] is None
+    assert seen.statements[1] is not None
+    assert seen.leases[first.lease_id].state == LeaseState.RELEASED
+    assert run(ledger.inspect()) == type(seen)({}, {}, {})
+
+
 def test_a_refused_grant_spends_no_lease_id(ledger):
     open_account(ledger, 1, balance=0)
     open_account(ledger, 2)

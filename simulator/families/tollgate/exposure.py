@@ -67,6 +67,12 @@ class LabLog:
         return (not self.others and not self.rated
                 and all(fault.at_us < at_us for fault in self.messages))
 
+    def disturbed_until_us(self) -> int:
+        """The last instant a fault of the run acts (0: none did): every window
+        after it is quiet (``quiet_between``) unless a fault class is rated."""
+        return max([0, *self._message_times[-1:],
+                    *(max(fault.at_us, fault.until_us or 0) for fault in self.others)])
+
     def quiet_between(self, start_us: int, end_us: int, replicas: int) -> bool:
         """Whether the lab left the fleet alone from ``start_us`` to ``end_us``:
         no fault rated, no message fault, and no scheduled fault acting

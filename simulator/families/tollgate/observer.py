@@ -3,20 +3,22 @@
 The service node reports each transaction as ``(verb, args, reply)``; the
 observer reads what it touched -- the leases it granted, settled or billed,
 the accounts a rollover moved into a new period, and their accounts'
-funding statements -- through the ledger's inspection
-reads (``stores.tollgate.ports.LedgerInspection``), and files them with the
-oracle. Those reads are the lab's, not modelled messages: they cost no
-virtual time and change nothing. At the end of the run the oracle's books
-must be exactly what the ledger holds; a difference is a lab bug.
+funding statements -- in one inspection read
+(``stores.tollgate.ports.LedgerInspection.inspect``: one round trip on
+PostgreSQL), and files them with the oracle. Those reads are the lab's,
+not modelled messages: they cost no virtual time and change nothing. At
+the end of the run the oracle's books must be exactly what the ledger
+holds; a difference is a lab bug.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from simulator.engine.kernel import SimulationError
 from simulator.families.tollgate.oracle import LedgerOracle
-from stores.tollgate.domain import Allocation, ReclaimBatch, RolloverBatch
+from stores.tollgate.domain import Allocation, Inspection, ReclaimBatch, RolloverBatch
 from stores.tollgate.errors import LeaseNotActive
 
 
@@ -50,6 +52,7 @@ class LedgerObserver:
         verb, args, reply = observed
         self.oracle.transaction(now_us, tag, verb, args)
         refused = isinstance(reply, Exception)
+        seen = self._inspect(verb, args, reply, refused)
         touched_leases: list[int] = []
         accounts: set[int] = set()
         stale = False
@@ -65,13 +68,11 @@ class LedgerObserver:
                 self.oracle.returned(book, unspent, now_us, accepted,
                                      not_active=isinstance(reply, LeaseNotActive))
                 if accepted:
-                    self._seen(lease_id, now_us, credited=unspent)
+                    self._seen(seen, lease_id, now_us, credited=unspent)
         if refused:
             if verb in ("acquire", "consolidate"):
-                account = (args[0] if verb == "acquire" or args[0] not in self.oracle.leases
-                           else self.oracle.leases[args[0]].grant.account_id)
                 self.oracle.allocation_refused(verb, args, reply,
-                                               self._read(self._ledger.account_view(account)))
+                                               seen.account(self._refused_account(verb, args)))
             return
         if isinstance(reply, Allocation):
             self.oracle.granted(reply.grant, now_us, tag, verb, stale_exchange=stale)
@@ -80,21 +81,20 @@ class LedgerObserver:
             touched_leases += [lease.lease_id for lease in reply.reclaimed]
         elif isinstance(reply, RolloverBatch):
             for rolled in reply.rolled:
-                view = self._read(self._ledger.account_view(rolled.account_id))
+                view = seen.account(rolled.account_id)
                 self.oracle.rolled(rolled.account_id, rolled.deposited, rolled.expired,
                                    view.period_start)
                 accounts.add(rolled.account_id)
         elif verb == "ingest":
             for event in args[0]:
                 self.oracle.usage_arrived(event.request_id)
-            touched_leases += sorted({event.lease_id for event in args[0]
-                                      if event.lease_id in self.oracle.leases})
+            touched_leases += self._ingested(args[0])
             for lease_id in touched_leases:
                 self.oracle.leases[lease_id].touched_by.add(tag)
         billed_before = {lease_id: self.oracle.leases[lease_id].billed
                          for lease_id in touched_leases if lease_id in self.oracle.leases}
         for lease_id in touched_leases:
-            accounts.add(self._seen(lease_id, now_us))
+            accounts.add(self._seen(seen, lease_id, now_us))
         if verb == "ingest":
             self._check_capabilities(args[0], billed_before)
             asked: dict[int, int] = {}
@@ -105,10 +105,56 @@ class LedgerObserver:
         if verb in ("release", "consolidate") and args[0] in self.oracle.leases:
             accounts.add(self.oracle.leases[args[0]].grant.account_id)
         for account in sorted(accounts):
-            self.oracle.statement(account, self._read(self._ledger.conservation(account)))
+            self.oracle.statement(account, seen.statement(account))
         if verb == "consolidate" and isinstance(reply, Allocation):
             statement = self.oracle.accounts[reply.grant.account_id].statement
             self.oracle.exchange_sized(reply.grant, args[4], statement.balance)
+
+    def _inspect(self, verb: str, args: tuple, reply: Any, refused: bool) -> _Seen:
+        """Everything ``executed`` will read of the ledger after this
+        transaction, in one inspection read (``LedgerInspection.inspect``):
+        the leases it touched, the accounts it refused or rolled, and the
+        funding statements of the accounts those leases are drawn on, as the
+        oracle's books know them (one the ledger names otherwise is read
+        on its own when asked for: the same answer, a read more)."""
+        leases: list[int] = []
+        accounts: list[int] = []
+        known = self.oracle.leases
+        if verb in ("release", "consolidate") and not refused and args[0] in known:
+            leases.append(args[0])
+        if refused:
+            if verb in ("acquire", "consolidate"):
+                accounts.append(self._refused_account(verb, args))
+        elif isinstance(reply, Allocation):
+            leases.append(reply.grant.lease_id)
+        elif isinstance(reply, ReclaimBatch):
+            leases += [lease.lease_id for lease in reply.reclaimed]
+        elif isinstance(reply, RolloverBatch):
+            accounts += [rolled.account_id for rolled in reply.rolled]
+        elif verb == "ingest":
+            leases += self._ingested(args[0])
+        drawn_on = {reply.grant.lease_id: reply.grant.account_id} if isinstance(
+            reply, Allocation) else {}
+        statements = sorted({*accounts, *(drawn_on.get(lease_id) or known[lease_id].grant.account_id
+                                          for lease_id in leases
+                                          if lease_id in drawn_on or lease_id in known)})
+        inspection = (self._read(self._ledger.inspect(leases, statements, accounts))
+                      if leases or accounts else Inspection({}, {}, {}))
+        return _Seen(inspection, self._read_one)
+
+    def _read_one(self, read: str, key: int) -> Any:
+        """One of the ledger's single reads (``lease_view``, ``conservation``…) of ``key``."""
+        return self._read(getattr(self._ledger, read)(key))
+
+    def _refused_account(self, verb: str, args: tuple) -> int:
+        """The account a refused acquire or consolidate was drawn on."""
+        if verb == "acquire" or args[0] not in self.oracle.leases:
+            return args[0]
+        return self.oracle.leases[args[0]].grant.account_id
+
+    def _ingested(self, events: Any) -> list[int]:
+        """The leases an ingest billed that the oracle knows, ascending."""
+        return sorted({event.lease_id for event in events if event.lease_id in self.oracle.leases})
 
     def _check_capabilities(self, events: Any, billed_before: dict[int, int]) -> None:
         """Usage billed to a lease beyond what the events presenting its own
@@ -124,8 +170,8 @@ class LedgerObserver:
             if self.oracle.leases[lease_id].billed - before > rightful.get(lease_id, 0):
                 self.oracle.fencing_violation(self.oracle.leases[lease_id])
 
-    def _seen(self, lease_id: int, now_us: int, credited: int = 0) -> int:
-        view = self._read(self._ledger.lease_view(lease_id))
+    def _seen(self, seen: _Seen, lease_id: int, now_us: int, credited: int = 0) -> int:
+        view = seen.lease(lease_id)
         self.oracle.lease_seen(view, now_us, credited)
         return view.grant.account_id
 
@@ -157,3 +203,25 @@ class LedgerObserver:
             if book.statement is not None and statement != book.statement:
                 raise SimulationError(f"account {account}: the ledger states {statement}, "
                                       f"the oracle {book.statement}")
+
+
+class _Seen:
+    """One transaction's inspection read; what it did not cover (the oracle's
+    books predicted another account than the ledger names) is read on its
+    own by ``read_one(read, key)``, e.g. ``read_one("conservation", 7)``."""
+
+    def __init__(self, inspection: Inspection, read_one: Callable[[str, int], Any]) -> None:
+        self._inspection = inspection
+        self._read_one = read_one
+
+    def lease(self, lease_id: int) -> Any:
+        return self._found(self._inspection.leases, "lease_view", lease_id)
+
+    def statement(self, account: int) -> Any:
+        return self._found(self._inspection.statements, "conservation", account)
+
+    def account(self, account: int) -> Any:
+        return self._found(self._inspection.accounts, "account_view", account)
+
+    def _found(self, read: dict[int, Any], name: str, key: int) -> Any:
+        return read[key] if key in read else self._read_one(name, key)
