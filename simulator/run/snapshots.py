@@ -88,12 +88,21 @@ def divergence_us(trunk: Scenario, other: Scenario, seed: int) -> int | None:
     differ (past the end when they never do). None when they differ in
     anything but the faults planned: settings, traffic, the operator's
     entries, which a branch cannot take."""
-    if _operators(trunk) != _operators(other) or _but_faults(trunk) != _but_faults(other):
-        return None
-    for ours, theirs in itertools.zip_longest(_planned(trunk, seed), _planned(other, seed)):
-        if ours != theirs:
-            return min(fault.at_us for fault in (ours, theirs) if fault is not None)
-    return trunk.end_us + 1
+    first = _first_difference(_planned(trunk, seed), _planned(other, seed), trunk.end_us)
+    return first if _same_but_faults(trunk, other) else None
+
+
+def _first_difference(ours: list[PlannedFault], theirs: list[PlannedFault],
+                      end_us: int) -> int:
+    """Where two fault plans first part (past ``end_us`` when they never do)."""
+    for mine, other in itertools.zip_longest(ours, theirs):
+        if mine != other:
+            return min(fault.at_us for fault in (mine, other) if fault is not None)
+    return end_us + 1
+
+
+def _same_but_faults(trunk: Scenario, other: Scenario) -> bool:
+    return _operators(trunk) == _operators(other) and _but_faults(trunk) == _but_faults(other)
 
 
 def _planned(scenario: Scenario, seed: int) -> list[PlannedFault]:
@@ -142,6 +151,7 @@ class SnapshotLadder:
         self._answers: list[Connection] = []
         self.branched = 0
         """Runs this ladder branched."""
+        self._trunk_plan: list[PlannedFault] | None = None
         self.rungs_alive = len(self.instants)
         """Rungs below this one have a keeper (or will have): the trunk got
         past them, as far as this process knows."""
@@ -157,11 +167,16 @@ class SnapshotLadder:
     def rung_for(self, other: Scenario) -> int | None:
         """The latest rung at or before ``other``'s first difference from the
         trunk: None when it cannot branch (``divergence_us``) or differs before the first rung."""
-        first = divergence_us(self.trunk, other, self.seed)
-        if first is None:
-            return None
+        # The plans first: most schedules part before the first rung, and
+        # comparing the rest of two scenarios costs more than planning them.
+        if self._trunk_plan is None:
+            self._trunk_plan = _planned(self.trunk, self.seed)
+        first = _first_difference(self._trunk_plan, _planned(other, self.seed),
+                                  self.trunk.end_us)
         rungs = [index for index, instant in enumerate(self.instants) if instant <= first]
-        return rungs[-1] if rungs else None
+        if not rungs or not _same_but_faults(self.trunk, other):
+            return None
+        return rungs[-1]
 
     def summary_of(self, other: Scenario) -> dict[str, Any] | None:
         """``other``'s summary, branched from the latest rung before it
