@@ -198,3 +198,17 @@ def _alive_in_group(group: int) -> list[int]:
             if fields[0] not in "ZX" and int(fields[2]) == group:
                 alive.append(int(entry.name))
     return alive
+
+
+def test_a_hunt_on_two_workers_branching_finds_what_one_finds_from_t0():
+    """Each worker keeps its own ladder: the same seed still gives the same
+    schedule, value and run count as one process running every schedule from t = 0."""
+    found = {}
+    for workers, branching in ((2, True), (1, False)):
+        hunt = Hunt(HUNTS / "split-settlement-quiet.toml",
+                    parse_condition("conservation_drift_microdollars_total < 0"), seed=0,
+                    examples=60, time_budget_s=240, kinds=("lose_reply",), workers=workers,
+                    branching=branching)
+        result = hunt.search()
+        found[workers] = (result.schedule, result.value, hunt.runs)
+    assert found[2] == found[1]
