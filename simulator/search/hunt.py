@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -175,11 +176,39 @@ class Found:
         return self.verdict.value
 
 
-REFERENCE_RUNS: OrderedDict[str, dict[str, Any]] = OrderedDict()
-"""Reference runs' summaries this process made, by scenario, schedule and seed."""
-REFERENCE_RUNS_KEPT = 4_096
-"""How many it keeps, the least recently used dropped first (a summary is a
-few kilobytes: some tens of megabytes at most)."""
+class Remembered:
+    """Run summaries by key, the least recently used dropped past ``kept`` (a
+    summary is a few kilobytes: some tens of megabytes at most). Runs are
+    deterministic, so a summary remembered is the one the run would give."""
+
+    def __init__(self, kept: int = 4_096) -> None:
+        self.kept = kept
+        self._summaries: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    def summary(self, key: list[Any], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The summary remembered under ``key`` (JSON-able parts), else ``run()``'s, kept."""
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+        summary = self._summaries.get(digest)
+        if summary is None:
+            summary = self._summaries[digest] = run()
+            while len(self._summaries) > self.kept:
+                self._summaries.popitem(last=False)
+        else:
+            self._summaries.move_to_end(digest)
+        return dict(summary)  # the caller's to keep: the one remembered stays as run
+
+
+REFERENCE_RUNS = Remembered()
+"""Reference runs' summaries this process made, by scenario, schedule and
+seed, for every hunt of shipped kinds (``Judge.reference_summary``)."""
+JUDGED = Remembered()
+"""The summaries of each hunt's runs in this process, by hunt, scenario and
+schedule: Hypothesis draws one schedule more than once (14-23% of the first
+hundred on the plain hunt scenarios), each judged again from here."""
+_HUNTS = itertools.count(1)
 
 
 def _shipped_only(data: dict[str, Any]) -> bool:
@@ -214,6 +243,9 @@ class Judge:
     branching: bool = True
     """Branch runs from snapshots of the fault-free run where the backend
     allows (``simulator.search.branching``): the same summaries, sooner."""
+    hunt: str = ""
+    """The hunt this judge is one of, unique in the driver's process: its
+    runs' summaries are remembered under it (``JUDGED``); empty, never."""
 
     def run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
         """``schedule``'s whole run from t = 0: its trace too."""
@@ -221,7 +253,14 @@ class Judge:
             return run_scenario(parse_scenario(_scheduled(data, schedule)), seed=self.seed)
 
     def summary(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
-        """``schedule``'s run's summary: branched from a snapshot when it can be."""
+        """``schedule``'s run's summary: remembered if this hunt ran it
+        already, else run, branched from a snapshot when it can be."""
+        if not self.hunt:
+            return self._summary(data, schedule)
+        return JUDGED.summary([self.hunt, data, schedule, self.seed],
+                              lambda: self._summary(data, schedule))
+
+    def _summary(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
         scenario = parse_scenario(_scheduled(data, schedule))
         with self._bounded():
             summary = (branched_summary(data, scenario, self.seed) if self.branching and
@@ -265,16 +304,8 @@ class Judge:
         data = self.with_reference(self.data)
         if not _shipped_only(data):
             return self.summary(data, schedule)
-        key = hashlib.sha256(json.dumps([data, schedule, self.seed], sort_keys=True,
-                                        default=str).encode()).hexdigest()
-        summary = REFERENCE_RUNS.get(key)
-        if summary is None:
-            summary = REFERENCE_RUNS[key] = self.summary(data, schedule)
-            while len(REFERENCE_RUNS) > REFERENCE_RUNS_KEPT:
-                REFERENCE_RUNS.popitem(last=False)
-        else:
-            REFERENCE_RUNS.move_to_end(key)
-        return dict(summary)  # the caller's to keep: the one remembered stays as run
+        return REFERENCE_RUNS.summary([data, schedule, self.seed],
+                                      lambda: self.summary(data, schedule))
 
     def breaks(self, schedule: list[dict[str, Any]]) -> Judged:
         """One run of the search or the shrinking, and its progress line."""
@@ -332,6 +363,8 @@ class Hunt:
         """Wall time each run may take, in whatever process runs it (``Judge``)."""
         self.branching = branching
         """Branch the search's and the shrinking's runs from snapshots (``Judge.branching``)."""
+        self.token = f"{os.getpid()}.{next(_HUNTS)}"
+        """This hunt, among those of this process (``Judge.hunt``)."""
         if "migrate" in kinds:
             self._operator_draws_migrations()
         self.reloads: dict[str, list[Any]] = {}
@@ -373,7 +406,8 @@ class Hunt:
     def judge(self) -> Judge:
         """How this hunt's runs are judged, with its data as it is now."""
         return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
-                     self.invariants, self.plugins, self.run_bound_s, self.branching)
+                     self.invariants, self.plugins, self.run_bound_s, self.branching,
+                     self.token)
 
     def _check_reference(self, reference: str, given: str) -> None:
         """The reference must be of the candidate's family and take its scenario

@@ -6,6 +6,7 @@ and aims lost calls only at calls the scenario sends."""
 from __future__ import annotations
 
 import copy
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,26 @@ def test_a_reference_run_of_shipped_kinds_is_made_once_per_process_and_judges_th
     if first is not None:
         assert first.schedule == second.schedule and first.runs == second.runs
         assert str(first.verdict) == str(second.verdict)
+
+
+def test_a_schedule_drawn_again_in_a_hunt_is_judged_from_its_first_run(monkeypatch):
+    """Hypothesis draws some schedules more than once: each is run once per
+    hunt, and judged again from that run, so the hunt tries and counts the
+    same schedules and only runs fewer of them."""
+    from simulator.search import hunt as hunting
+
+    ran: list[str] = []
+    real_summary = hunting.Judge._summary
+
+    def counted(judge, data, schedule):
+        ran.append(json.dumps(schedule, sort_keys=True))
+        return real_summary(judge, data, schedule)
+
+    monkeypatch.setattr(hunting.Judge, "_summary", counted)
+    judged: list[str] = []
+    hunt = Hunt(HUNTS / "axond-leases.toml", parse_condition("replicas < 0"), seed=0,
+                examples=40, time_budget_s=240,
+                progress=lambda phase, run, line: judged.append(phase))
+    assert hunt.search() is None
+    assert hunt.runs == 41 and judged.count("search") == 40  # every schedule tried
+    assert len(ran) == len(set(ran)) < 40  # each one run once: some were drawn twice
