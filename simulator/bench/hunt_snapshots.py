@@ -16,41 +16,17 @@ since they were forked) once the trunk has forked every snapshot.
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 
+from simulator.bench.hunt_speed import search_seconds
 from simulator.bench.lines import BenchLine
 from simulator.run.snapshots import SnapshotLadder
-from simulator.scenario.conditions import parse_condition
 from simulator.scenario.model import load_scenario
-from simulator.search.hunt import Hunt
 
 HUNTS = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt"
 PLAIN = ("axond-budget", "axond-leases", "av-state", "tollgate")
 """The committed plain hunt scenarios, one per family (nobody tuned them to a variant)."""
-NEVER_BROKEN = parse_condition("replicas < 0")
-"""No run has fewer than no replicas: every schedule drawn is tried."""
 QUICK_SCHEDULES, FULL_SCHEDULES = 10, 60
-SEED = 0
-
-
-def search_seconds(scenario: Path, schedules: int, branching: bool) -> float:
-    """Wall seconds the search of a ``schedules``-schedule hunt of
-    ``scenario`` takes; it must try every one of them."""
-    baseline_done: list[float] = []
-
-    def progress(phase: str, run: int, line: str) -> None:
-        if phase == "baseline":
-            baseline_done.append(time.perf_counter())
-
-    hunt = Hunt(scenario, NEVER_BROKEN, seed=SEED, examples=schedules, time_budget_s=3600,
-                progress=progress, branching=branching)
-    found = hunt.search()
-    ended = time.perf_counter()
-    if found is not None or hunt.runs != schedules + 1:
-        raise RuntimeError(f"the hunt of {scenario.name} tried {hunt.runs - 1} schedule(s), "
-                           f"not {schedules}, or broke the invariant")
-    return ended - baseline_done[0]
 
 
 def ladder_bytes(scenario: Path) -> tuple[int, int]:
@@ -70,7 +46,8 @@ def measure_snapshot_hunts(quick: bool) -> BenchLine:
     for round_number, name in enumerate(PLAIN):
         path = HUNTS / f"{name}.toml"
         order = (True, False) if round_number % 2 == 0 else (False, True)
-        seconds = {branching: search_seconds(path, schedules, branching) for branching in order}
+        seconds = {branching: search_seconds(schedules, scenario=path, branching=branching)
+                   for branching in order}
         ratios.append(seconds[False] / seconds[True])
         snapshots, held = ladder_bytes(path)
         parts.append(f"{name} {60 * schedules / seconds[True]:,.0f} against "

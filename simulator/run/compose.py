@@ -178,7 +178,7 @@ class Run:
         self.spec = spec = resolve_backend(scenario, backend)
         self.family = family = _family_of(scenario)
         self.kernel = kernel = Kernel(seed)
-        self.guard = _bound(scenario, spec, kernel, estimate)
+        _bound(scenario, spec, kernel, estimate)
         self.streams, self.trace = streams, trace = Streams(seed), Trace()
         self.oracle = oracle = family.oracle(scenario, scenario.kind, scenario.settings)
         keys = scenario.workload.keys
@@ -356,16 +356,14 @@ def _family_of(scenario: Scenario) -> Family:
 
 
 def _bound(scenario: Scenario, spec: BackendSpec, kernel: Kernel,
-           estimate: WorkEstimate | None) -> RunGuard:
+           estimate: WorkEstimate | None) -> None:
     """Judged before anything is built: a run past its limits is refused at
     once, and one that outgrows its estimate is stopped as it runs."""
     limits = run_limits(scenario.limits)
     if estimate is None:
         estimate = estimate_work(scenario, spec)
     refuse_beyond(estimate, limits)
-    guard = RunGuard(kernel, limits, estimate, scenario.end_us)
-    guard.install()
-    return guard
+    RunGuard(kernel, limits, estimate, scenario.end_us).install()
 
 
 @dataclass

@@ -89,7 +89,7 @@ def divergence_us(trunk: Scenario, other: Scenario, seed: int) -> int | None:
     anything but the faults planned: settings, traffic, the operator's
     entries, which a branch cannot take."""
     first = _first_difference(_planned(trunk, seed), _planned(other, seed), trunk.end_us)
-    return first if _same_but_faults(trunk, other) else None
+    return first if _but_faults(trunk) == _but_faults(other) else None
 
 
 def _first_difference(ours: list[PlannedFault], theirs: list[PlannedFault],
@@ -101,23 +101,17 @@ def _first_difference(ours: list[PlannedFault], theirs: list[PlannedFault],
     return end_us + 1
 
 
-def _same_but_faults(trunk: Scenario, other: Scenario) -> bool:
-    return _operators(trunk) == _operators(other) and _but_faults(trunk) == _but_faults(other)
-
-
 def _planned(scenario: Scenario, seed: int) -> list[PlannedFault]:
     return plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us, Streams(seed))
 
 
-def _but_faults(scenario: Scenario) -> dict[str, Any]:
-    return scenario.model_dump(exclude={"faults"})
-
-
-def _operators(scenario: Scenario) -> list[dict[str, Any]]:
-    """The schedule's entries an operator carries out (migrations, restarts,
-    reconfigurations): the run's start schedules them, so a branch keeps them."""
-    return [entry.model_dump() for entry in scenario.faults.schedule
-            if FAULT_KINDS[entry.fault].operator]
+def _but_faults(scenario: Scenario) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """All of ``scenario`` that a branch cannot change: everything but its
+    faults, and the schedule's entries an operator carries out (migrations,
+    restarts, reconfigurations), which the run's start schedules."""
+    return (scenario.model_dump(exclude={"faults"}),
+            [entry.model_dump() for entry in scenario.faults.schedule
+             if FAULT_KINDS[entry.fault].operator])
 
 
 @dataclass(frozen=True)
@@ -152,6 +146,8 @@ class SnapshotLadder:
         self.branched = 0
         """Runs this ladder branched."""
         self._trunk_plan: list[PlannedFault] | None = None
+        self._trunk_rest: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+        """The trunk's plan and all else of it (``rung_for``), computed once."""
         self.rungs_alive = len(self.instants)
         """Rungs below this one have a keeper (or will have): the trunk got
         past them, as far as this process knows."""
@@ -174,9 +170,11 @@ class SnapshotLadder:
         first = _first_difference(self._trunk_plan, _planned(other, self.seed),
                                   self.trunk.end_us)
         rungs = [index for index, instant in enumerate(self.instants) if instant <= first]
-        if not rungs or not _same_but_faults(self.trunk, other):
+        if not rungs:
             return None
-        return rungs[-1]
+        if self._trunk_rest is None:
+            self._trunk_rest = _but_faults(self.trunk)
+        return rungs[-1] if _but_faults(other) == self._trunk_rest else None
 
     def summary_of(self, other: Scenario) -> dict[str, Any] | None:
         """``other``'s summary, branched from the latest rung before it
