@@ -34,7 +34,11 @@ def raise_if_told() -> None:
     there (a finaliser, a callback the garbage collector runs) the exception
     may be swallowed; the request it leaves is honoured at the next safe point."""
     if _requested:
-        raise Terminated() if _requested[0] == signal.SIGTERM else KeyboardInterrupt()
+        raise _stop_for(_requested[0])
+
+
+def _stop_for(signum: int) -> KeyboardInterrupt:
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def signal_of(stop: BaseException) -> int:
@@ -85,6 +89,16 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGINT, interrupt)
     try:
         yield
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        # A library that handles the signal's exception may raise another in
+        # its place (Hypothesis asserts on its half-built state when the
+        # signal lands while it builds it): once told, the stop is what ended
+        # the block, whatever came out of it.
+        if _requested:
+            raise _stop_for(_requested[0]) from error
+        raise
     finally:
         # None: a handler not set from Python, which Python cannot restore.
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
