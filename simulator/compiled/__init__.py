@@ -34,6 +34,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 import sysconfig
 from dataclasses import dataclass
@@ -96,11 +97,20 @@ def source_of(module: str) -> Path:
     return ROOT.joinpath(*module.split(".")).with_suffix(".py")
 
 
+CIMPORT = re.compile(r"^from (simulator\.[\w.]+) cimport", re.MULTILINE)
+
+
 def sources_of(module: str) -> list[Path]:
-    """What a module is compiled from: its ``.py``, and its ``.pxd`` if it has one."""
+    """What a module is compiled from: its ``.py``, its ``.pxd`` if it has one,
+    and the ``.pxd`` of each module that one cimports (``from simulator.x
+    cimport ...``: a change there changes this module's extension types)."""
     source = source_of(module)
     declarations = source.with_suffix(".pxd")
-    return [source, declarations] if declarations.exists() else [source]
+    if not declarations.exists():
+        return [source]
+    cimported = [source_of(match.group(1)).with_suffix(".pxd") for match in
+                 CIMPORT.finditer(declarations.read_text(encoding="utf-8"))]
+    return [source, declarations, *cimported]
 
 
 def digest_of(paths: list[Path]) -> str:

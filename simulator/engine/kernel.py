@@ -1,3 +1,6 @@
+# cython: boundscheck=False, wraparound=False
+# (For the compiled build: KeyedHeap's indices are in range by construction,
+# and nothing else in this module indexes with a C integer or a negative one.)
 """The discrete-event kernel: virtual time, a heap of events, coroutine processes.
 
 Rules kept here:
@@ -32,6 +35,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+from array import array
 from asyncio import CancelledError
 from collections.abc import Callable, Coroutine
 from heapq import heapify, heappop, heappush
@@ -39,6 +43,12 @@ from itertools import repeat
 from typing import Any
 
 from simulator.engine.traps import Join, Send, Sleep
+
+try:
+    import cython
+    COMPILED: bool = cython.compiled
+except ImportError:  # the lab runs without Cython, interpreted
+    COMPILED = False
 
 
 class SimulationError(RuntimeError):
@@ -101,6 +111,192 @@ def _WAKE_UP(*_: Any) -> None:  # noqa: N802 - a marker, named like a constant
     raise AssertionError("a wake-up event is stepped by Kernel.run, never called")
 
 
+Event = tuple[int, int, Callable[..., Any], tuple[Any, ...]]
+"""``(time, sequence, callback, args)``: no two events share a sequence number,
+so every heap below pops the events of a run in one and the same order."""
+
+
+class TupleHeap:
+    """The events to come, soonest first: ``heapq`` on the event tuples, which
+    compares them in C (the interpreted build's queue)."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self) -> None:
+        self._events: list[Event] = []
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def push(self, event: Event) -> None:
+        heappush(self._events, event)
+
+    def due(self, until_us: int) -> bool:
+        """Whether an event is due at or before ``until_us``."""
+        events = self._events
+        return bool(events) and events[0][0] <= until_us
+
+    def pop(self) -> Event:
+        return heappop(self._events)
+
+    def events(self) -> list[Event]:
+        """Every event to come, in no particular order."""
+        return list(self._events)
+
+    def replace(self, events: list[Event]) -> None:
+        """The events to come become ``events`` (in any order)."""
+        self._events = list(events)
+        heapify(self._events)
+
+
+INITIAL_CAPACITY = 1024
+
+
+def _integers(capacity: int) -> memoryview:
+    return memoryview(array("q", bytes(8 * capacity)))
+
+
+class KeyedHeap:
+    """The same queue with each event's time and sequence number kept apart in
+    arrays of machine integers (the compiled build's queue).
+
+    ``kernel.pxd`` types those arrays, so that a push or a pop compares two
+    C integers where ``heapq`` compares two tuples through their elements.
+    The heap itself is an array of slot numbers into ``_events``: sifting moves
+    integers, never touching an event object (whose reference count would
+    cost a cache miss each). The sifting is ``heapq``'s (a pop walks the hole
+    down to a leaf, then the last entry up), and keys are unique, so the order
+    is the ``TupleHeap``'s exactly. Interpreted it is correct but slower than
+    ``TupleHeap`` (the sifting in Python), which is why that build keeps
+    ``heapq``."""
+
+    __slots__ = ("_times", "_sequences", "_slots", "_free", "_events", "_size", "_free_count")
+
+    def __init__(self) -> None:
+        self._times = _integers(INITIAL_CAPACITY)
+        self._sequences = _integers(INITIAL_CAPACITY)
+        self._slots = _integers(INITIAL_CAPACITY)
+        """The heap: entry ``i`` is the event in ``_events[_slots[i]]``."""
+        self._free = _integers(INITIAL_CAPACITY)
+        """Slots of ``_events`` no event holds, the first ``_free_count`` of them."""
+        self._events: list[Event | None] = []
+        self._size = 0
+        self._free_count = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    # The arrays are read through ``self`` rather than locals: a typed
+    # memoryview held in a local costs an atomic reference count each time.
+
+    def push(self, event: Event) -> None:
+        time_us = event[0]
+        sequence = event[1]
+        if self._size == len(self._times):
+            self._grow()
+        if self._free_count:
+            self._free_count -= 1
+            slot = self._free[self._free_count]
+            self._events[slot] = event
+        else:
+            slot = len(self._events)
+            self._events.append(event)
+        position = self._size
+        self._size = position + 1
+        self._rise(position, time_us, sequence, slot)
+
+    def due(self, until_us: int) -> bool:
+        """Whether an event is due at or before ``until_us``."""
+        return self._size > 0 and self._times[0] <= until_us
+
+    def pop(self) -> Event:
+        slot = self._slots[0]
+        first = self._events[slot]
+        self._events[slot] = None
+        self._free[self._free_count] = slot
+        self._free_count += 1
+        size = self._size - 1
+        self._size = size
+        if size == 0:
+            return first
+        last_time = self._times[size]
+        last_sequence = self._sequences[size]
+        last_slot = self._slots[size]
+        # The hole left by the first entry goes down to a leaf, the smaller
+        # child moving up each time...
+        position = 0
+        child = 1
+        while child < size:
+            right = child + 1
+            if right < size and self._before(right, child):
+                child = right
+            self._times[position] = self._times[child]
+            self._sequences[position] = self._sequences[child]
+            self._slots[position] = self._slots[child]
+            position = child
+            child = 2 * position + 1
+        # ... and the last entry fills it, moving up to its place.
+        self._rise(position, last_time, last_sequence, last_slot)
+        return first
+
+    def _before(self, one: int, other: int) -> bool:
+        """Whether the entry at ``one`` comes before the entry at ``other``."""
+        return self._times[one] < self._times[other] or (
+            self._times[one] == self._times[other]
+            and self._sequences[one] < self._sequences[other])
+
+    def _rise(self, position: int, time_us: int, sequence: int, slot: int) -> None:
+        """Put an entry in the heap's hole at ``position``, moving the hole up
+        (each parent down) while the entry comes before the parent."""
+        while position > 0:
+            parent = (position - 1) >> 1
+            parent_time = self._times[parent]
+            if time_us < parent_time or (time_us == parent_time
+                                         and sequence < self._sequences[parent]):
+                self._times[position] = parent_time
+                self._sequences[position] = self._sequences[parent]
+                self._slots[position] = self._slots[parent]
+                position = parent
+            else:
+                break
+        self._times[position] = time_us
+        self._sequences[position] = sequence
+        self._slots[position] = slot
+
+    def events(self) -> list[Event]:
+        """Every event to come, in no particular order."""
+        return [event for event in self._events if event is not None]
+
+    def replace(self, events: list[Event]) -> None:
+        """The events to come become ``events`` (in any order)."""
+        self._events = []
+        self._size = 0
+        self._free_count = 0
+        for event in events:
+            self.push(event)
+
+    def _grow(self) -> None:
+        size = self._size
+        capacity = 2 * len(self._times)
+        times = _integers(capacity)
+        sequences = _integers(capacity)
+        slots = _integers(capacity)
+        free = _integers(capacity)
+        times[:size] = self._times[:size]
+        sequences[:size] = self._sequences[:size]
+        slots[:size] = self._slots[:size]
+        free[:self._free_count] = self._free[:self._free_count]
+        self._times = times
+        self._sequences = sequences
+        self._slots = slots
+        self._free = free
+
+
+def event_heap() -> TupleHeap | KeyedHeap:
+    """The queue the build runs fastest: ``KeyedHeap`` compiled, ``TupleHeap`` not."""
+    return KeyedHeap() if COMPILED else TupleHeap()
+
+
 UNGUARDED = 1 << 30
 """Events between two calls of the guard a kernel has before it is given one."""
 
@@ -126,7 +322,7 @@ class Kernel:
         self.seed = seed
         self.now = 0
         self.swallowed_io = 0
-        self._heap: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._heap = event_heap()
         self._sequence = 0
         self._discarded = 0
         """Events dropped unrun by ``close``."""
@@ -162,14 +358,14 @@ class Kernel:
         if time_us < self.now:
             raise self._in_the_past(time_us)
         self._sequence = sequence = self._sequence + 1
-        heappush(self._heap, (time_us, sequence, callback, args))
+        self._heap.push((time_us, sequence, callback, args))
 
     def after(self, delay_us: int, callback: Callable[..., WakeUp | None], *args: Any) -> None:
         """Run ``callback(*args)`` ``delay_us`` from now (not negative)."""
         if delay_us < 0:
             raise self._in_the_past(self.now + delay_us)
         self._sequence = sequence = self._sequence + 1
-        heappush(self._heap, (self.now + delay_us, sequence, callback, args))
+        self._heap.push((self.now + delay_us, sequence, callback, args))
 
     @property
     def scheduled(self) -> int:
@@ -178,25 +374,28 @@ class Kernel:
 
     def reschedule(self, dropped: Callable[[Callable[..., Any], tuple[Any, ...]], bool],
                    added: list[tuple[int, Callable[..., WakeUp | None], tuple[Any, ...]]],
-                   after: int) -> None:
+                   after: int) -> int:
         """Drop the pending events ``dropped(callback, args)`` picks, and add
         ``added`` (``(time, callback, args)``, in order) as though they had
         been scheduled right after the event numbered ``after``: among events
         of one instant, after those scheduled up to it and before every one
-        scheduled since. A run whose plans changed (``World.replan``) thus
-        orders its events as if it had been planned so from the start. No
-        event runs, so ``events_run`` stays what it was."""
-        kept = [event for event in self._heap if not dropped(event[2], event[3])]
+        scheduled since (which are numbered on by as many). A run whose plans
+        changed (``World.replan``) thus orders its events as if it had been
+        planned so from the start. No event runs, so ``events_run`` stays what
+        it was. Returns the number of the last event added: where the next
+        such addition goes."""
+        shift = len(added)
+        kept = [event if event[1] <= after else (event[0], event[1] + shift, *event[2:])
+                for event in self._heap.events() if not dropped(event[2], event[3])]
         removed = len(self._heap) - len(kept)
-        share = 1 / (len(added) + 1)
         for place, (time_us, callback, args) in enumerate(added, start=1):
             if time_us < self.now:
                 raise self._in_the_past(time_us)
-            # A number between ``after`` and the next one: no event has it.
-            kept.append((time_us, after + place * share, callback, args))
-        heapify(kept)
-        self._heap[:] = kept
-        self._discarded += removed - len(added)
+            kept.append((time_us, after + place, callback, args))
+        self._heap.replace(kept)
+        self._sequence += shift
+        self._discarded += removed
+        return after + shift
 
     def _in_the_past(self, time_us: int) -> SimulationError:
         return SimulationError(
@@ -213,7 +412,7 @@ class Kernel:
             first = self.events_run
             self._run_events(until_us, self._until_guard)
             self._until_guard -= self.events_run - first
-            if not (heap and heap[0][0] <= until_us):
+            if not heap.due(until_us):
                 break
             self._until_guard = self._guard()  # an event is due: the stretch ran out
         if until_us > self.now:
@@ -222,11 +421,10 @@ class Kernel:
     def _run_events(self, until_us: int, most: int) -> None:
         """Run the events due up to ``until_us``, at most ``most`` of them."""
         heap = self._heap
-        pop = heappop
         for _ in repeat(None, most):
-            if not heap or heap[0][0] > until_us:
+            if not heap.due(until_us):
                 return
-            time_us, _, callback, args = pop(heap)
+            time_us, _, callback, args = heap.pop()
             self.now = time_us
             wake_up = args if callback is _WAKE_UP else callback(*args)
             if wake_up is None:
@@ -263,13 +461,17 @@ class Kernel:
                 self.current = None
             # The three traps, commonest first; a sleep's end is pushed here
             # directly, as ``at`` would, without the call.
+            # (``sleep`` and ``send`` are typed in ``kernel.pxd``: compiled, their
+            # fields are read as a struct's.)
             if trap.__class__ is Sleep:
-                delay_us = trap.delay_us
+                sleep = trap
+                delay_us = sleep.delay_us
                 self._sequence = sequence = self._sequence + 1
-                heappush(heap, (time_us + delay_us if delay_us > 0 else time_us, sequence,
-                                _WAKE_UP, (process, process.token, None, None)))
+                heap.push((time_us + delay_us if delay_us > 0 else time_us, sequence,
+                           _WAKE_UP, (process, process.token, None, None)))
             elif trap.__class__ is Send:
-                trap.link.send(process, trap.command)
+                send = trap
+                send.link.send(process, send.command)
             elif trap.__class__ is Join:
                 self._on_join(process, trap)
             else:
@@ -332,7 +534,7 @@ class Kernel:
             owner.processes.clear()
         self._graveyard.clear()
         self._discarded += len(self._heap)
-        self._heap.clear()
+        self._heap.replace([])
         for process in leftovers:
             try:
                 process.coro.close()

@@ -146,7 +146,7 @@ class World:
             raise ValueError(f"replan: a fault before {from_us} µs changed ({early[0]})")
         gone = {id(fault) for fault in self.planned[kept:]}
         apply = self.apply
-        self.kernel.reschedule(
+        self.faults_scheduled_through = self.kernel.reschedule(
             lambda callback, args: callback == apply and id(args[0]) in gone,
             [(fault.at_us, apply, (fault,)) for fault in faults[kept:]],
             # Where ``start`` put its faults: after every fault kept, before
