@@ -28,9 +28,11 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from simulator.scenario.faults import MAX_SHARDS
 from simulator.scenario.model import read_toml
 from simulator.scenario.stand_in import stood_for
 from stores import registry
@@ -50,6 +52,17 @@ class PlannedVariant(BaseModel):
     at: str = "store"
     quick: bool = False
     """In the test suite's fast subset."""
+    cluster_shards: int | None = Field(None, ge=1, le=MAX_SHARDS)
+    """Hunted on a simulated cluster of this many shards (the plain scenario
+    with ``server.cluster``, the reference store on it too): a variant that
+    breaks only on a cluster."""
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """What the hunt sets in the plain scenario, for the variant and its reference."""
+        on_cluster = ({} if self.cluster_shards is None
+                      else {"server.cluster.shards": self.cluster_shards})
+        return {**on_cluster, self.at: self.kind}
 
 
 class Plan(BaseModel):
@@ -150,7 +163,7 @@ def rediscover(plan: Plan, variant: PlannedVariant, workers: int = 1) -> Redisco
     hunt = Hunt(plan.scenario_path, None, seed=plan.seed, examples=plan.schedules,
                 time_budget_s=plan.budget_s, max_faults=plan.max_faults, kinds=plan.faults,
                 reference=f"{variant.at}={fixed_kind(plan, variant)}",
-                overrides={variant.at: variant.kind}, workers=workers)
+                overrides=variant.overrides, workers=workers)
     started = time.perf_counter()
     with quiet_store_logs():
         found = hunt.search()

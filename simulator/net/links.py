@@ -278,7 +278,7 @@ class Link:
         return False
 
     def _arrive(self, call: _Call, attempt: int) -> None:
-        server = self.server
+        server = self.server.node_for(call.command)
         lost = self.rng.random() < self.settings.reply_loss
         latency = self._latency()
         if server.down:

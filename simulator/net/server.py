@@ -33,6 +33,7 @@ from simulator.backends.redis_backend import sha1
 from simulator.backends.virtual_expiry import GENERIC_COMMAND
 from simulator.engine.kernel import Kernel
 from simulator.engine.trace import SERVER, Trace
+from simulator.net.node import OneNode
 from simulator.net.pipeline import EXPIRY_HORIZON_US, Pending
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
@@ -79,7 +80,7 @@ class Write:
     args: tuple[str, ...]
 
 
-class Server:
+class Server(OneNode):
     """A Redis server node in the simulation, executing on a backend."""
 
     def __init__(self, kernel: Kernel, backend: RedisBackend, trace: Trace,
@@ -94,8 +95,12 @@ class Server:
         self.first_failed: str | None = None
         """The label of the first of the store's scripts (or commands) that
         failed: what exposed its ``script_errors``."""
+        self.first_failed_us: int | None = None
         self.down = False
         self.extra_latency_us = 0
+        self.spike_ends: list[int] = []
+        self.whole: Any = self
+        """The server this node is part of: itself, or its cluster."""
         self.keys_expired = 0
         self.pipelined = pipelined and eviction is None
         # The queue: scripts to run, their pending outcomes, and every effect
@@ -107,6 +112,17 @@ class Server:
         self._sent = 0  # how many of the queued commands the backend already has
         self.pipelines_sent = 0
         self.pipelined_commands = 0
+
+    def refused(self, label: str) -> None:
+        """A call of the store's this node answered with an error without
+        running it (a cluster's ``CROSSSLOT``): a script error, the store's."""
+        self.backend.script_errors += 1
+        self._failed(label)
+
+    def _failed(self, label: str) -> None:
+        if self.first_failed is None:
+            self.first_failed = label
+            self.first_failed_us = self.kernel.now
 
     def execute(self, command: Command, tag: int = -1) -> Outcome | Pending:
         now_us = self.kernel.now
@@ -191,8 +207,8 @@ class Server:
                   label: str) -> None:
         """What follows a command's execution: the oracle reads its post-state,
         and a write may make the server evict; the first that failed is kept."""
-        if outcome.error is not None and self.first_failed is None:
-            self.first_failed = label
+        if outcome.error is not None:
+            self._failed(label)
         observe = self.observer is not None
         if outcome.observed:
             if self.eviction is not None:
@@ -251,8 +267,9 @@ class Server:
         if self.eviction is not None:
             self.eviction.reset(self.backend, now_us)
         if self.observer is not None:
-            self.observer.resync(self.read_ledger_keys(self.observer.ledger_keys()), now_us,
-                                 "data_loss")
+            # Read through the whole server: a shard's observer follows every shard's keys.
+            self.observer.resync(self.whole.read_ledger_keys(self.observer.ledger_keys()),
+                                 now_us, "data_loss")
 
     READERS = {"string": "GET", "hash": "HGETALL"}
     """How the lab reads a ledger key of each type; other types read as absent."""

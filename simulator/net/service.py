@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from simulator.backends import Outcome
 from simulator.engine.kernel import Kernel
 from simulator.engine.trace import SERVER, Trace
+from simulator.net.node import OneNode
 
 
 class ServiceBackend(Protocol):
@@ -55,7 +56,7 @@ class ServiceBackend(Protocol):
         ...
 
 
-class ServiceNode:
+class ServiceNode(OneNode):
     """A service in the simulation: the network's ``server`` for a service family."""
 
     def __init__(self, kernel: Kernel, backend: ServiceBackend, trace: Trace,
@@ -66,6 +67,7 @@ class ServiceNode:
         self.observer = observer
         self.down = False
         self.extra_latency_us = 0
+        self.spike_ends: list[int] = []
         self.transactions = 0
 
     def execute(self, command: Any, tag: int = -1) -> Outcome:

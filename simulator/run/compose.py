@@ -25,12 +25,14 @@ from simulator.backends import (
 )
 from simulator.backends.redis_backend import SCRIPT_ERRORS
 from simulator.backends.service_backend import ServiceRunner, open_service_backend
+from simulator.backends.shards import ShardBackends
 from simulator.engine.collector import long_lived_frozen
 from simulator.engine.kernel import Kernel, describe_time
 from simulator.engine.runtime import ReplicaClock
 from simulator.engine.streams import Streams
 from simulator.engine.trace import Trace
 from simulator.families import family_of
+from simulator.net.cluster import ClusterServer, spread_over_shards
 from simulator.net.links import LinkSettings
 from simulator.net.pipeline import DeferredOracle
 from simulator.net.server import Eviction, Server
@@ -51,7 +53,6 @@ from simulator.run.summary import (
     STORE_ANSWERS,
     STORE_RAISED,
 )
-from simulator.scenario.faults import plan
 from simulator.scenario.model import Scenario, ScenarioError
 from simulator.world.operations import PreparedMigration
 from simulator.world.requests import KeySpace, RequestSource
@@ -219,8 +220,7 @@ class Run:
         # fault, and judges deadlines by the clocks the lab gave the fleet.
         self.oracle.replica_clocks(world.clocks)
         world.fault_clock.listener = self.world_oracle.message_fault
-        world.start(plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
-                         self.streams),
+        world.start(scenario.planned_faults(self.streams),
                     self.side.migrations, scenario.rolling_restarts,
                     scenario.reconfigurations)
         self.sampler.start()
@@ -248,8 +248,7 @@ class Run:
         a run of ``scenario`` from the start would. Its limits are judged as
         that run's would be."""
         refuse_beyond(estimate_work(scenario, self.spec), run_limits(scenario.limits))
-        faults = plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us,
-                      Streams(self.seed))
+        faults = scenario.planned_faults(Streams(self.seed))
         self.world.replan(faults, self.reached_us)
         self.scenario = scenario
         # What this process spends from here is the branch's run_info.
@@ -375,7 +374,7 @@ class ServerSide:
     """The store's settings, their key prefix under the run's own namespace."""
     server: Server | ServiceNode | None = None
     observer: Any = None
-    redis_backend: RedisBackend | None = None
+    redis_backend: RedisBackend | ShardBackends | None = None
     service_backend: ServiceRunner | None = None
     migrations: list[PreparedMigration] = field(default_factory=list)
     script_seconds_before: float | None = None
@@ -386,8 +385,10 @@ class ServerSide:
             work: dict[str, Any] = {
                 "scripts_executed": self.redis_backend.executed,
                 "store_commands_executed": self.redis_backend.store_commands,
-                SCRIPT_ERRORS: self.redis_backend.script_errors}
-            if self.redis_backend.script_errors and isinstance(self.server, Server):
+                SCRIPT_ERRORS: self.redis_backend.script_errors,
+                **spread_over_shards(self.server)}
+            if self.redis_backend.script_errors and isinstance(self.server,
+                                                               (Server, ClusterServer)):
                 # No fault acts inside a script: its own input on this call exposed it.
                 work[exposed_by_key(SCRIPT_ERRORS)] = f"script_failed on {self.server.first_failed}"
             return work
@@ -437,6 +438,11 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
                       record_scripts: list | None, record_transactions: list | None
                       ) -> ServerSide:
     kind, settings = scenario.kind, scenario.settings
+    if spec.family == "redis" and scenario.server.cluster is not None:
+        backends = _shard_backends(scenario.server.cluster.shards, spec)
+        with _closed_unless_returned(backends):
+            return _redis_side(scenario, backends, family, oracle, kernel, trace, streams,
+                               key_space, False, record_scripts)
     if spec.family == "redis":
         backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
         with _closed_unless_returned(backend):
@@ -458,6 +464,22 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
             observer.attach(server)
             return ServerSide(settings, server, observer, service_backend=runner)
     return ServerSide(settings)
+
+
+def _shard_backends(shards: int, spec: BackendSpec) -> ShardBackends:
+    """A simulated cluster's backends: a fresh fakeredis per shard."""
+    if spec.kind != "fakeredis":
+        raise ScenarioError(
+            f"server.cluster: a simulated cluster runs on the embedded fakeredis (a server "
+            f"per shard), not on {spec}; drop --backend, or server.cluster to run on one server")
+    opened: list[RedisBackend] = []
+    try:
+        for _ in range(shards):
+            opened.append(open_redis_backend(spec))
+    except BaseException:
+        ShardBackends(opened).close() if opened else None
+        raise
+    return ShardBackends(opened)
 
 
 @contextlib.contextmanager
@@ -486,12 +508,23 @@ def _redis_side(scenario: Scenario, backend: Any, family: Family, oracle: Oracle
     layouts = [(scenario.kind, settings)] + [(m.kind, m.settings) for m in migrations]
     observer = family.server_observer(oracle, layouts, key_space.followed)
     server_settings = scenario.server
-    eviction = None
-    if server_settings.maxmemory_keys:
-        eviction = Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
-                            streams.get("server", "eviction"))
-    server = Server(kernel, backend, trace, observer=observer, eviction=eviction,
-                    pipelined=pipelined)
+
+    def eviction(*shard: int) -> Eviction | None:
+        if not server_settings.maxmemory_keys:
+            return None
+        return Eviction(server_settings.maxmemory_keys, server_settings.eviction_policy,
+                        streams.get("server", "eviction", *shard))
+
+    server: Server | ClusterServer
+    if isinstance(backend, ShardBackends):
+        # Each shard its own node, its own maxmemory; one observer hears them all.
+        server = ClusterServer([Server(kernel, shard_backend, trace, observer=observer,
+                                       eviction=eviction(index), pipelined=False)
+                                for index, shard_backend in enumerate(backend)],
+                               server_settings.cluster.replicas_per_shard)
+    else:
+        server = Server(kernel, backend, trace, observer=observer, eviction=eviction(),
+                        pipelined=pipelined)
     observer.attach(server)
     return ServerSide(settings, server, observer, redis_backend=backend,
                       migrations=migrations,

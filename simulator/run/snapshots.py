@@ -50,7 +50,7 @@ from typing import Any
 
 from simulator.engine.streams import Streams
 from simulator.run.compose import EMBEDDED, Run, resolve_backend
-from simulator.scenario.faults import FAULT_KINDS, PlannedFault, plan
+from simulator.scenario.faults import FAULT_KINDS, PlannedFault
 from simulator.scenario.model import Scenario
 
 RUNGS = 16
@@ -102,7 +102,7 @@ def _first_difference(ours: list[PlannedFault], theirs: list[PlannedFault],
 
 
 def _planned(scenario: Scenario, seed: int) -> list[PlannedFault]:
-    return plan(scenario.faults, scenario.fleet.replicas, scenario.duration_us, Streams(seed))
+    return scenario.planned_faults(Streams(seed))
 
 
 def _but_faults(scenario: Scenario) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -31,7 +31,11 @@ RUN_TOTALS = (*MIGRATION_TOTALS, "noscript_replies_count", "swallowed_io_by_dead
 """What every run counts besides its trace events (``simulator.run.compose``)."""
 DETERMINISM = ("trace_events", "trace_fingerprint")
 """How a run's trace is told apart from another's."""
-BACKEND_TOTALS = {"redis": ("scripts_executed", "store_commands_executed", SCRIPT_ERRORS),
+CLUSTER_FIGURES = ("shards", "busiest_shard_share", "crossslot_refusals")
+"""How a Redis run's work spread over its shards (one server: one shard,
+all of the work, no refusal): ``simulator.net.cluster``."""
+BACKEND_TOTALS = {"redis": ("scripts_executed", "store_commands_executed", SCRIPT_ERRORS,
+                            *CLUSTER_FIGURES),
                   "service": ("transactions_executed",)}
 """The work a run's server did, by the kind of server it ran."""
 

@@ -91,6 +91,8 @@ class FaultKind:
     """Its rate table is a class of its own the counterfactual mode removes."""
     persistence_decides: bool = False
     """What it loses is what the server's persistence model does not keep."""
+    hits_server: bool = False
+    """It hits the server: on a cluster one shard (``shard``), or every one."""
     operator: bool = False
     """An operator's action, not a fault: the run's operations carry it out
     (``Scenario.operations``), and the fault planner leaves it alone."""
@@ -104,10 +106,11 @@ FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("partition", targets_replicas=True, needs_duration=True,
               counterfactual_class=True),
     FaultKind("server_restart", targets_replicas=False, counterfactual_class=True,
-              persistence_decides=True),
-    FaultKind("failover", targets_replicas=False, counterfactual_class=True),
+              persistence_decides=True, hits_server=True),
+    FaultKind("failover", targets_replicas=False, counterfactual_class=True,
+              hits_server=True),
     FaultKind("latency_spike", targets_replicas=False, needs_duration=True,
-              counterfactual_class=True),
+              counterfactual_class=True, hits_server=True),
     FaultKind("lose_request", targets_replicas=True, armed="request", hunted=True, rated=False),
     FaultKind("lose_reply", targets_replicas=True, armed="reply", hunted=True, rated=False),
     *(FaultKind(name, targets_replicas=True, drawn_per_replica=True, armed=armed,
@@ -119,6 +122,9 @@ FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("reconfigure", targets_replicas=False, rated=False, operator=True),
 )}
 """Every fault kind, by name, in the order the docs list them."""
+
+SHARD_FAULTS = tuple(name for name, kind in FAULT_KINDS.items() if kind.hits_server)
+"""The faults that hit a server, so one shard of a cluster (``ScheduledFault.shard``)."""
 
 HUNTED_FAULTS = ("lose_reply", "lose_request", "crash", "pause")
 """What ``hunt`` draws unless told otherwise: the ``hunted`` kinds, in the order
@@ -136,6 +142,9 @@ MAX_CALLS_HIT = 1_000_000
 """The most calls one scheduled fault hits (``count``)."""
 MAX_KEYS = 1_000_000_000
 """The largest ``maxmemory_keys``."""
+MAX_SHARDS = 64
+"""Most primaries a simulated cluster has (a real one: 1,000; 64 is far past
+where a run's per-shard figures stop saying anything new)."""
 
 
 class CrashRate(Model):
@@ -204,6 +213,9 @@ class ScheduledFault(Model):
     down_for: DurationUs = Field("0s", description="server_restart/failover downtime; "
                                  "rolling_restart, reconfigure: each replica's.")
     extra: DurationUs = Field("50ms", description="latency_spike, slow_reply: added latency.")
+    shard: Integer | None = Field(None, ge=0, le=MAX_SHARDS - 1, description="server_restart, "
+                                  "failover, latency_spike on a cluster: the shard it hits "
+                                  "(from 0); none: every shard at once.")
     call: str | None = Field(None, description="lose_* and connection faults: only calls "
                              "with this label (a script name such as 'settle_v1', or a verb).")
     count: Integer = Field(1, ge=1, le=MAX_CALLS_HIT,
@@ -276,8 +288,20 @@ class Faults(Model):
                                            description="Faults at exact times.")
 
 
+class ClusterSettings(Model):
+    """A Redis Cluster: keys spread over primaries by hash slot."""
+
+    shards: Integer = Field(ge=1, le=MAX_SHARDS, description="Primaries (shards), the "
+                            "16,384 hash slots split among them as redis-cli --cluster "
+                            "create splits them.")
+    replicas_per_shard: Integer = Field(
+        1, ge=0, le=5, description="Replicas of each primary: a failover promotes one, "
+        "lacking the fault's last `lag` of writes; with 0, a shard has nothing to fail over "
+        "to (a failover is refused).")
+
+
 class ServerSettings(Model):
-    """The Redis server's persistence and memory limits."""
+    """The Redis server's persistence and memory limits, and whether it is a cluster."""
 
     persistence: Literal["none", "rdb", "aof-everysec", "aof-always"] = Field(
         "aof-everysec", description="What a restart keeps: nothing, the last RDB snapshot, "
@@ -290,6 +314,10 @@ class ServerSettings(Model):
     eviction_policy: Literal["allkeys-lru", "allkeys-random", "volatile-lru", "volatile-ttl",
                              "volatile-random"] = Field("allkeys-lru",
                                                         description="Which keys go first.")
+    cluster: ClusterSettings | None = Field(
+        None, description="Run on a simulated Redis Cluster of this shape: each shard a "
+        "server node of its own (its own embedded fakeredis), with its own persistence, "
+        "restarts, failovers and latency, keys routed by hash slot; none: one server.")
 
 
 def kept_until(settings: ServerSettings, crash_us: int) -> int | None:
@@ -321,6 +349,8 @@ class PlannedFault:
     call: str | None = None
     count: int = 1
     migration: bool = False
+    shard: int | None = None
+    """A server fault's shard on a cluster; None: every shard (or the one server)."""
 
 
 def _poisson_times(rate_per_second: float, until_us: int, rng: random.Random) -> list[int]:
@@ -334,9 +364,15 @@ def _poisson_times(rate_per_second: float, until_us: int, rng: random.Random) ->
     return times
 
 
-def plan(faults: Faults, replicas: int, until_us: int, streams) -> list[PlannedFault]:
-    """Every fault of the run, in time order (ties: the order drawn)."""
+def plan(faults: Faults, replicas: int, until_us: int, streams,
+         shards: int | None = None) -> list[PlannedFault]:
+    """Every fault of the run, in time order (ties: the order drawn). On a
+    cluster of ``shards``, each rate-drawn server fault hits one shard, drawn
+    (after the fault's own draws) from the same stream."""
     until_us = faults.until if faults.until is not None else until_us
+
+    def shard_from(rng: random.Random) -> int | None:
+        return None if shards is None else rng.randrange(shards)
     planned: list[PlannedFault] = []
     for index in range(replicas) if faults.crash else ():
         rng = streams.get("faults", "crash", index)
@@ -360,21 +396,23 @@ def plan(faults: Faults, replicas: int, until_us: int, streams) -> list[PlannedF
     if faults.server_restart:
         rng = streams.get("faults", "server_restart")
         for at in _poisson_times(faults.server_restart.rate, until_us, rng):
-            planned.append(PlannedFault(
-                at, "server_restart",
-                duration_us=max(0, faults.server_restart.down_for.sample(rng))))
+            down_us = max(0, faults.server_restart.down_for.sample(rng))
+            planned.append(PlannedFault(at, "server_restart", duration_us=down_us,
+                                        shard=shard_from(rng)))
     if faults.failover:
         rng = streams.get("faults", "failover")
         for at in _poisson_times(faults.failover.rate, until_us, rng):
+            down_us = max(0, faults.failover.down_for.sample(rng))
             planned.append(PlannedFault(at, "failover", lag_us=faults.failover.lag,
-                                        duration_us=max(0, faults.failover.down_for.sample(rng))))
+                                        duration_us=down_us, shard=shard_from(rng)))
     if faults.latency_spike:
         rng = streams.get("faults", "latency_spike")
         spec = faults.latency_spike
         for at in _poisson_times(spec.rate, until_us, rng):
-            planned.append(PlannedFault(at, "latency_spike",
-                                        duration_us=max(0, spec.duration.sample(rng)),
-                                        extra_us=max(0, spec.extra.sample(rng))))
+            duration_us = max(0, spec.duration.sample(rng))
+            planned.append(PlannedFault(at, "latency_spike", duration_us=duration_us,
+                                        extra_us=max(0, spec.extra.sample(rng)),
+                                        shard=shard_from(rng)))
     for name in CONNECTION_FAULT_NAMES:
         spec = getattr(faults, name)
         for index in range(replicas) if spec else ():
@@ -391,5 +429,5 @@ def plan(faults: Faults, replicas: int, until_us: int, streams) -> list[PlannedF
                                     restart_after_us=item.restart_after,
                                     direction=item.direction, lag_us=item.lag,
                                     extra_us=item.extra, call=item.call, count=item.count,
-                                    migration=item.migration))
+                                    migration=item.migration, shard=item.shard))
     return sorted(planned, key=lambda fault: fault.at_us)

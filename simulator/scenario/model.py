@@ -35,7 +35,14 @@ from simulator.scenario.base import MAX_REPLICAS, Model, ReplicaIndex
 from simulator.scenario.conditions import parse_expectation
 from simulator.scenario.distributions import DurationDistribution, PpmDistribution
 from simulator.scenario.domains import describe, field_at, field_path
-from simulator.scenario.faults import Faults, ScheduledFault, ServerSettings
+from simulator.scenario.faults import (
+    SHARD_FAULTS,
+    Faults,
+    PlannedFault,
+    ScheduledFault,
+    ServerSettings,
+    plan,
+)
 from simulator.scenario.limits import Limits
 from simulator.scenario.reconfigure import Reconfiguration, parsed_changes, unreloadable
 from simulator.scenario.sessions import MAX_RETRIES
@@ -316,6 +323,14 @@ class Scenario(Model):
                                                       entry.settings or {}))
                 for entry in self.faults.schedule if entry.fault == "reconfigure"]
 
+    def planned_faults(self, streams: Any) -> list[PlannedFault]:
+        """Every fault of a run of this scenario, drawn from ``streams`` (the
+        run's): ``faults.plan`` over the fleet, the arrival window and, on a
+        cluster, its shards."""
+        cluster = self.server.cluster
+        return plan(self.faults, self.fleet.replicas, self.duration_us, streams,
+                    cluster.shards if cluster is not None else None)
+
     @property
     def kind(self) -> registry.StoreKind:
         return registry.get(self.store)
@@ -410,9 +425,35 @@ def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:
         yield str(error)
 
 
+def _shards_in_the_cluster(scenario: Scenario) -> Iterator[str]:
+    """A scheduled fault's shard is one of server.cluster's (below shards), named
+    only on a cluster and only by server_restart, failover and latency_spike; a
+    failover needs a replica to promote (replicas_per_shard at least 1)."""
+    cluster = scenario.server.cluster
+    for index, fault in enumerate(scenario.faults.schedule):
+        path = f"faults.schedule.{index}"
+        if fault.shard is not None:
+            if fault.fault not in SHARD_FAULTS:
+                yield (f"{path}.shard: only {', '.join(SHARD_FAULTS)} hit a shard, "
+                       f"not {fault.fault}")
+            elif cluster is None:
+                yield (f"{path}.shard: the server is not a cluster (set server.cluster, "
+                       f"e.g. {{ shards = 3 }}), so there is no shard {fault.shard}")
+            elif fault.shard >= cluster.shards:
+                yield (f"{path}.shard: expected a shard from 0 to {cluster.shards - 1} "
+                       f"(server.cluster.shards is {cluster.shards}), got {fault.shard}")
+        if fault.fault == "failover" and cluster is not None and not cluster.replicas_per_shard:
+            yield (f"{path}: a failover needs a replica to promote, and "
+                   "server.cluster.replicas_per_shard is 0")
+    if (scenario.faults.failover is not None and cluster is not None
+            and not cluster.replicas_per_shard):
+        yield ("faults.failover: a failover needs a replica to promote, and "
+               "server.cluster.replicas_per_shard is 0")
+
+
 CROSS_FIELD_CHECKS: tuple[Callable[[Scenario], Iterator[str]], ...] = (
     _replicas_in_the_fleet, _instants_in_the_run, _migrate_names_a_step, _reconfigure_reloads,
-    _arrivals_fit_the_run)
+    _arrivals_fit_the_run, _shards_in_the_cluster)
 """The rules between fields, checked when a scenario is read (after each
 field's own domain)."""
 

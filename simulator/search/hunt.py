@@ -371,6 +371,10 @@ class Hunt:
         """What ``--faults reconfigure`` may change, and to what."""
         if "reconfigure" in kinds:
             self._operator_draws_reconfigurations()
+        cluster = self.scenario.server.cluster
+        if "failover" in kinds and cluster is not None and not cluster.replicas_per_shard:
+            raise ValueError("--faults failover: the scenario's cluster has no replica to "
+                             "promote (server.cluster.replicas_per_shard = 0)")
         kinds_used = [self.scenario.store, *(step.to for step in self.scenario.migrations),
                       *([reference_kind(reference)] if reference else [])]
         self.plugins = tuple(dict.fromkeys([*plugins, *self.scenario.plugins,
@@ -443,6 +447,7 @@ class Hunt:
     def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
         """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
         scenario = self.scenario
+        cluster = scenario.server.cluster
         operator = "migrate" in self.kinds
         migration = (bool(scenario.operations) or operator) and self.target != "replicas"
         return fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
@@ -453,7 +458,8 @@ class Hunt:
                                timescales=timescales(scenario),
                                steps=len(scenario.migrations) if operator else 0,
                                migration_commands=calls.migration_commands,
-                               reloads=self.reloads)
+                               reloads=self.reloads,
+                               shards=cluster.shards if cluster is not None else None)
 
     def _operator_draws_migrations(self) -> None:
         """``--faults migrate``: the scenario's [[migrations]] are what the

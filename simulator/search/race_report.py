@@ -250,6 +250,19 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f
             "\r": "\\r"}
 
 
+def toml_document(document: Mapping[str, Any]) -> str:
+    """``document`` as TOML (a scenario, say): its plain keys, then each table
+    under its header and each array of tables as ``[[key]]`` entries."""
+    sections = [[_pair(key, value) for key, value in document.items()
+                 if not _is_table(value) and not _is_table_array(value)]]
+    for key, value in document.items():
+        if _is_table(value):
+            sections.append(_table(_key(key), value))
+        elif _is_table_array(value):
+            sections += [_table(_key(key), item, array=True) for item in value]
+    return "\n\n".join("\n".join(lines) for lines in sections) + "\n"
+
+
 def _table(name: str, table: Mapping[str, Any], array: bool = False) -> list[str]:
     """``[name]`` (``[[name]]``) and its keys; then its sub-tables, each under
     its own header, and arrays of tables as ``[[name.key]]``."""

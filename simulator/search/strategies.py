@@ -35,7 +35,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from simulator.scenario.faults import FAULT_KINDS, HUNTED_FAULTS
+from simulator.scenario.faults import FAULT_KINDS, HUNTED_FAULTS, SHARD_FAULTS
 from stores.quantities import parse_duration_us
 
 REPLICA_FAULTS = HUNTED_FAULTS
@@ -46,7 +46,12 @@ OPERATOR_ACTIONS = tuple(name for name, kind in FAULT_KINDS.items() if kind.oper
 at a drawn instant with drawn timings, stray replicas left on the old kind, a
 kill part-way), a rolling restart, a configuration change (a cap or a TTL,
 rolled out replica by replica)."""
-ALL_FAULTS = REPLICA_FAULTS + ("partition",) + CONNECTION_FAULTS + OPERATOR_ACTIONS
+SERVER_FAULTS = SHARD_FAULTS
+"""What hits the server (on a cluster, one shard of it, drawn): a restart
+losing what its persistence did not keep, a failover to a replica lagging by
+a drawn time, a latency spike."""
+ALL_FAULTS = (REPLICA_FAULTS + ("partition",) + CONNECTION_FAULTS + OPERATOR_ACTIONS
+              + SERVER_FAULTS)
 """Every fault a strategy can draw (``--faults`` on ``hunt``)."""
 INVOLVED = 3
 """The most replicas one schedule's replica faults hit between them (see
@@ -92,8 +97,8 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
           only_migration: bool = False, migration_calls: Sequence[str] | None = None,
           timescales: Sequence[int] = (), steps: int = 0,
           migration_commands: int | None = None,
-          reloads: Mapping[str, Sequence[Any]] | None = None
-          ) -> st.SearchStrategy[dict[str, Any]]:
+          reloads: Mapping[str, Sequence[Any]] | None = None,
+          shards: int | None = None) -> st.SearchStrategy[dict[str, Any]]:
     """One scheduled fault on a fleet of ``replicas`` before ``until``.
 
     ``calls`` are the labels a lost request or reply may target (script names
@@ -107,6 +112,7 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
     it sent; default ``KILL_POINTS``).
     ``reconfigure`` changes one of the settings ``reloads`` names to one of
     its values there (``simulator.scenario.reconfigure.drawn_values``).
+    A server fault hits one of a cluster's ``shards`` (none: the one server).
     """
     until_us = parse_duration_us(until) if isinstance(until, str) else until
     until_ms = until_us // 1_000
@@ -153,8 +159,28 @@ def fault(replicas: int, until: str | int, calls: Sequence[str] = (),
         "connection_reset": on_calls("connection_reset"),
         "slow_reply": on_calls("slow_reply", extra=st.sampled_from(["300ms", "1s"])),
         "dropped_waiter": on_calls("dropped_waiter"),
+        **_server_faults(at, shards, lasting, st.sampled_from(["0ms", *scaled])),
     }
     return st.one_of(*(builders[kind] for kind in kinds)).map(_without_nones)
+
+
+def _server_faults(at: st.SearchStrategy[str], shards: int | None,
+                   lasting: st.SearchStrategy[str], down_for: st.SearchStrategy[str]
+                   ) -> dict[str, st.SearchStrategy[dict[str, Any]]]:
+    """A server restart, a failover (its replica lagging by a drawn time) and
+    a latency spike, each on a drawn shard of a cluster (shrinking toward 0)."""
+    shard = st.integers(0, shards - 1) if shards else st.none()
+    return {
+        "server_restart": st.fixed_dictionaries(
+            {"at": at, "fault": st.just("server_restart"), "shard": shard,
+             "down_for": down_for}),
+        "failover": st.fixed_dictionaries(
+            {"at": at, "fault": st.just("failover"), "shard": shard,
+             "lag": st.sampled_from(["0ms", "100ms", "1s", "3s"]), "down_for": down_for}),
+        "latency_spike": st.fixed_dictionaries(
+            {"at": at, "fault": st.just("latency_spike"), "shard": shard,
+             "duration": lasting, "extra": st.sampled_from(["50ms", "300ms", "1s"])}),
+    }
 
 
 def _migrate(at: st.SearchStrategy[str], replica: st.SearchStrategy[int], steps: int,
@@ -202,11 +228,12 @@ def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),
                     migration_calls: Sequence[str] | None = None,
                     timescales: Sequence[int] = (), steps: int = 0,
                     migration_commands: int | None = None,
-                    reloads: Mapping[str, Sequence[Any]] | None = None
-                    ) -> st.SearchStrategy[list[dict[str, Any]]]:
+                    reloads: Mapping[str, Sequence[Any]] | None = None,
+                    shards: int | None = None) -> st.SearchStrategy[list[dict[str, Any]]]:
     """A schedule of up to ``max_faults`` faults (see ``fault``), in time order."""
     return st.lists(fault(replicas, until, calls, kinds, migration, only_migration,
-                          migration_calls, timescales, steps, migration_commands, reloads),
+                          migration_calls, timescales, steps, migration_commands, reloads,
+                          shards),
                     min_size=1,
                     max_size=max_faults).map(
         lambda faults: sorted(faults, key=lambda item: parse_duration_us(item["at"])))

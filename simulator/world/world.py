@@ -90,7 +90,6 @@ class World:
         """The changes the oracle was last told each replica runs with."""
         self.current: list[Replica | None] = [None] * len(clocks)
         self.incarnations = [0] * len(clocks)
-        self.spike_ends: list[int] = []
         self.held_down: set[int] = set()
         """Replicas an operator stopped: fault restarts leave them down."""
         self.counts: Counter = Counter()
@@ -317,32 +316,32 @@ class World:
 
     def _server_restart(self, fault: PlannedFault) -> None:
         self._server_down(kept_until(self.server_settings, self.kernel.now),
-                          self.server_settings.persistence, fault.duration_us)
+                          self.server_settings.persistence, fault)
 
     def _failover(self, fault: PlannedFault) -> None:
-        self._server_down(self.kernel.now - fault.lag_us, "failover", fault.duration_us)
+        self._server_down(self.kernel.now - fault.lag_us, "failover", fault)
 
-    def _server_down(self, keep_until_us: int | None, how: str, down_for_us: int) -> None:
+    def _server_down(self, keep_until_us: int | None, how: str, fault: PlannedFault) -> None:
         if self.server is None:
             return  # in-process stores have no server to lose
-        self.server.down = True
-        self.server.restart(keep_until_us, how)
-        self.kernel.after(down_for_us, self._server_up)
+        for node in self.server.nodes(fault.shard):
+            node.down = True
+            node.restart(keep_until_us, how)
+            self.kernel.after(fault.duration_us, self._server_up, node)
 
-    def _server_up(self) -> None:
-        assert self.server is not None
-        self.server.down = False
+    def _server_up(self, node: Any) -> None:
+        node.down = False
         self.trace.record(self.kernel.now, SERVER, 0, -1, "server_up")
 
     def _latency_spike(self, fault: PlannedFault) -> None:
         if self.server is None:
             return
-        self.server.extra_latency_us = max(self.server.extra_latency_us, fault.extra_us)
-        self.spike_ends.append(self.kernel.now + fault.duration_us)
-        self.kernel.after(fault.duration_us, self._spike_over)
+        for node in self.server.nodes(fault.shard):
+            node.extra_latency_us = max(node.extra_latency_us, fault.extra_us)
+            node.spike_ends.append(self.kernel.now + fault.duration_us)
+            self.kernel.after(fault.duration_us, self._spike_over, node)
 
-    def _spike_over(self) -> None:
-        assert self.server is not None
-        self.spike_ends = [end for end in self.spike_ends if end > self.kernel.now]
-        if not self.spike_ends:
-            self.server.extra_latency_us = 0
+    def _spike_over(self, node: Any) -> None:
+        node.spike_ends = [end for end in node.spike_ends if end > self.kernel.now]
+        if not node.spike_ends:
+            node.extra_latency_us = 0

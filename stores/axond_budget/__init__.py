@@ -9,6 +9,11 @@ Kinds registered for the lab (see ``stores.registry``):
 * ``axond_budget.none`` — admits everything, holds nothing;
 * ``axond_budget.variants.split_settlement`` — historical: settles in two
   commands, release then charge (``variants.SplitSettlement``);
+* ``axond_budget.variants.untagged_keys`` and
+  ``axond_budget.variants.subject_tagged_v2`` — historical: keys that a
+  cluster puts in two slots, v1 without its hash tag and v2 with subject
+  keys under their own (``variants.UntaggedKeys``, ``variants.SubjectTaggedV2``);
+  they break only on a cluster (``[server] cluster``);
 * ``axond_budget.variants.no_reclaim`` — historical: never reclaims expired
   holds (``variants.NoReclaim``);
 * ``axond_budget.variants.start_time_reservation_ids`` — historical:
@@ -45,12 +50,13 @@ from stores.axond_budget.redis_budget import (
     SCRIPTS,
     RedisBudget,
     decode_ledger_value,
-    ledger_keys,
 )
 from stores.axond_budget.variants import (
     NoReclaim,
     SplitSettlement,
     StartTimeReservationIds,
+    SubjectTaggedV2,
+    UntaggedKeys,
     migrate_attributing_by_guesswork,
     migrate_dropping_sequences_first,
     migrate_recomputing_namespace_totals,
@@ -99,7 +105,8 @@ def redis_kind(name: str, summary: str, *, layout: Literal["v1", "v2"] = "v1",
     return StoreKind(name=name, summary=summary, protocol="budget",
                      settings_model=NamespaceCapSettings if v2 else SubjectCapSettings,
                      backends=("redis",), build=build, contract=contract,
-                     ledger_keys=ledger_keys, decode=decode_ledger_value, read_ledgers=None,
+                     ledger_keys=store_class.ledger_keys, decode=decode_ledger_value,
+                     read_ledgers=None,
                      scripts=sources, migrate=migrate if v2 else None,
                      holds_count_past_deadline=holds_count_past_deadline,
                      with_scripts=lambda other, scripts: redis_kind(
@@ -164,6 +171,14 @@ KINDS = (
                "historical: settles in two commands, release then charge (v1 layout); "
                "a lost reply between them releases without charging",
                store_class=SplitSettlement),
+    redis_kind("axond_budget.variants.untagged_keys",
+               "historical: v1 keys named without their {namespace|subject} hash tag; "
+               "on a cluster a budget's two keys land in two slots (CROSSSLOT)",
+               store_class=UntaggedKeys),
+    redis_kind("axond_budget.variants.subject_tagged_v2",
+               "historical: v2 subject keys under a tag of their own, not the "
+               "namespace's; on a cluster a v2 script spans two slots (CROSSSLOT)",
+               layout="v2", store_class=SubjectTaggedV2),
     redis_kind("axond_budget.variants.no_reclaim",
                "historical: reserve never reclaims expired holds (v1 layout); "
                "a crashed replica's holds wedge the budget",

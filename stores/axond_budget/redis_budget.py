@@ -250,9 +250,15 @@ class RedisBudget:
         return store
 
     def _keys(self, key: BudgetKey) -> list[str]:
-        if self.layout == "v2":
-            return list(v2_keys(self.settings.key_prefix, key))
-        return v1_keys(self.settings.key_prefix, key)
+        """The keys a script spans, in the order the scripts take them: the
+        ledger's keys (``ledger_keys``, a seam a variant's layout overrides)."""
+        return list(self.ledger_keys(self.settings, key))
+
+    @staticmethod
+    def ledger_keys(settings: SharedSettings, key: BudgetKey) -> dict[str, str]:
+        """The Redis keys of ``key``'s ledger and what each holds (the lab's
+        oracle reads the same ones)."""
+        return ledger_keys(settings, key)
 
     def new_reservation_id(self) -> str:
         """A reservation id unique fleet-wide: the holds hash field another

@@ -28,6 +28,7 @@ from stores.axond_budget.redis_budget import (
     SCRIPTS,
     UNREACHABLE,
     RedisBudget,
+    escape_identifier,
     glob_escape,
     namespace_scope,
     v1_patterns,
@@ -274,3 +275,44 @@ async def migrate_without_a_migrating_marker(
     """
     return await migrate_redis(data, settings, list(namespaces), scripts=scripts,
                                mark=leave_the_keyspace_unmarked)
+
+
+class UntaggedKeys(RedisBudget):
+    """The v1 layout with its keys named without the ``{namespace|subject}``
+    hash tag: ``prefix:namespace|subject:spent`` and ``...:reservations``.
+
+    The bug shows on a cluster only: the two keys of a budget hash to two
+    slots, so every reserve and settle script spans slots and every node
+    answers ``CROSSSLOT`` (seed 000: a budget's keys are kept in one slot by
+    the tag "so the scripts work on a cluster"; its test
+    ``a_budgets_keys_share_one_hash_slot`` pins it). On one server nothing
+    differs from the fixed store.
+    """
+
+    @staticmethod
+    def ledger_keys(settings: SharedSettings, key: BudgetKey) -> dict[str, str]:
+        scope = f"{settings.key_prefix}:{key.namespace}|{key.subject}"
+        return {f"{scope}:spent": "spent", f"{scope}:reservations": "holds"}
+
+
+class SubjectTaggedV2(RedisBudget):
+    """The v2 layout with each subject's keys under the subject's own
+    ``{namespace|subject}`` tag and the namespace's under ``{namespace}``.
+
+    The bug shows on a cluster only: a v2 script charges the subject and its
+    namespace together, so its four keys span two slots and every node
+    answers ``CROSSSLOT``. The fixed layout puts all four under the one
+    ``{namespace}`` tag "so one script can span both scopes on a cluster"
+    (seed 000, ADR 0010, at the price of a hot namespace shard); its test
+    ``every_v2_key_in_a_namespace_shares_the_namespace_hash_tag`` pins it.
+    """
+
+    @staticmethod
+    def ledger_keys(settings: SharedSettings, key: BudgetKey) -> dict[str, str]:
+        namespace = escape_identifier(key.namespace)
+        subject = (f"{settings.key_prefix}:v2:subject:"
+                   f"{{{namespace}|{escape_identifier(key.subject)}}}")
+        scope = namespace_scope(settings.key_prefix, key.namespace)
+        return {f"{subject}:spent": "spent", f"{subject}:reservations": "holds",
+                f"{scope}:namespace:spent": "namespace_spent",
+                f"{scope}:namespace:reservations": "namespace_holds"}

@@ -120,6 +120,13 @@ def shipped_exercises() -> dict[str, dict[str, Any]]:
                                      "down_for": "50ms"}]},
         },
         "eviction": {"server": {"maxmemory_keys": 12, "eviction_policy": "allkeys-random"}},
+        # A three-shard cluster, one shard failing over to a lagging replica:
+        # the shipped v2 keeps each namespace's keys in one slot.
+        "cluster_shard_failover": {
+            "server": {"cluster": {"shards": 3}},
+            "faults": {"schedule": [{"at": "1s", "fault": "failover", "shard": 1,
+                                     "lag": "500ms", "down_for": "50ms"}]},
+        },
         # One multiplexed connection per replica, replies lost on it: the
         # replies behind each loss reach the wrong callers, which act on them.
         "misaligned": {"network": {"connection": "multiplexed", "reply_loss": 0.02},
@@ -213,6 +220,9 @@ def mutant_exercises() -> dict[str, dict[str, Any]]:
         "mutant_ignores_holds": {**v1, "store": "mutants.reserve_ignores_live_holds"},
         "mutant_charges_twice": {**v1, "store": "mutants.settle_charges_twice"},
         "mutant_caps_swapped": {"store": "mutants.caps_in_wrong_order"},
+        # Subject keys under a tag of their own: on a cluster, CROSSSLOT.
+        "variant_keys_in_two_slots": {"store": "axond_budget.variants.subject_tagged_v2",
+                                      "server": {"cluster": {"shards": 3}}},
         "mutant_namespace_total": {"store": "mutants.namespace_total_not_incremented"},
         "mutant_keeps_holds": {"store": keeps_hold,
                                "workload": {"actual_microdollars": "uniform(0, 2)"}},

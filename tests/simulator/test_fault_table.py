@@ -31,8 +31,10 @@ def test_the_schedule_the_rates_and_the_hunt_speak_the_table():
     assert set(REPLICA_FAULTS) == {name for name, kind in FAULT_KINDS.items() if kind.hunted}
     assert REPLICA_FAULTS == HUNTED_FAULTS
     operators = {name for name, kind in FAULT_KINDS.items() if kind.operator}
+    server = {name for name, kind in FAULT_KINDS.items() if kind.hits_server}
+    assert server == {"server_restart", "failover", "latency_spike"}
     assert set(ALL_FAULTS) - set(REPLICA_FAULTS) == {"partition", *CONNECTION_FAULTS,
-                                                     *operators}
+                                                     *operators, *server}
     assert set(RATE_FAULTS) <= rated and set(RESTARTS) <= set(RATE_FAULTS)
 
 
