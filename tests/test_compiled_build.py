@@ -172,3 +172,11 @@ def test_without_a_c_compiler_the_build_says_so_in_one_line_and_runs_interpreted
     assert len(lines) == 1 and "no C compiler" in lines[0] and "running interpreted" in lines[0]
     # The build already there is left as it was.
     assert (compiled.MANIFEST.read_bytes() if compiled.MANIFEST.exists() else None) == before
+
+
+def test_a_module_is_compiled_from_the_declarations_its_pxd_cimports_too():
+    kernel = compiled.sources_of("simulator.engine.kernel")
+    assert [path.name for path in kernel] == ["kernel.py", "kernel.pxd", "traps.pxd"]
+    assert [path.name for path in compiled.sources_of("simulator.engine.traps")] == [
+        "traps.py", "traps.pxd"]
+    assert [path.name for path in compiled.sources_of("simulator.net.links")] == ["links.py"]

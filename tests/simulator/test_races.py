@@ -40,6 +40,28 @@ def test_every_report_reproduces_on_its_variant_and_holds_on_the_fixed_store(pat
     assert not fixed.reproduced, (report.invariant, fixed.value)
 
 
+CLUSTER_ONLY = [path for path in REPORTS if '"server.cluster.shards"' in path.read_text()]
+
+
+@pytest.mark.parametrize("path", CLUSTER_ONLY, ids=lambda path: path.stem)
+def test_a_cluster_only_report_holds_on_one_server(path, tmp_path):
+    """Its variant breaks on the simulated cluster (above) and nowhere else:
+    the same report without the cluster holds."""
+    text = path.read_text()
+    cluster_lines = [line for line in text.splitlines()
+                     if line.startswith('"server.cluster.')]
+    copied = copy_report(path, tmp_path)
+    copied.write_text("\n".join(line for line in copied.read_text().splitlines()
+                                if line not in cluster_lines) + "\n")
+    one_server = replay(load_report(copied))
+    assert not one_server.reproduced, one_server.value
+    assert one_server.result.summary["shards"] == 1
+
+
+def test_the_catalogue_has_reports_that_break_only_on_a_cluster():
+    assert len(CLUSTER_ONLY) >= 2
+
+
 def test_the_catalogue_readme_lists_every_report():
     readme = (REPO / "data" / "races" / "README.md").read_text()
     assert len(REPORTS) >= 4
