@@ -234,11 +234,17 @@ class RedisStateStore:
 
     # -- compensation and cleanup: best effort, failures logged ----------------
 
+    def refund_marker(self, key: str) -> str:
+        """A fresh one-shot marker for a refund against counter ``key``: a
+        suffix on it, so it shares its ``{hash-tag}`` and slot (a seam, so a
+        variant states only how it names markers)."""
+        return refund_marker_key(key, self.runtime.new_id())
+
     async def refund(self, key: str, amount: int) -> None:
         # A fresh marker per logical refund; a driver's retry re-sends the
         # same one and is a no-op (refund.lua). The amount goes as an exact
         # integer string: DECRBY parses it as an i64, no double in between.
-        marker = refund_marker_key(key, self.runtime.new_id())
+        marker = self.refund_marker(key)
         try:
             await self._refund(keys=[key, marker], args=[str(refund_amount(amount))])
         except UNREACHABLE as error:
@@ -254,7 +260,7 @@ class RedisStateStore:
             return
         amounts = [str(refund_amount(refund.amount)) for refund in refunds]
         # One marker for the batch, beside its first key (same hash tag).
-        marker = refund_marker_key(refunds[0].key, self.runtime.new_id())
+        marker = self.refund_marker(refunds[0].key)
         try:
             await self._refund_many(keys=[*(refund.key for refund in refunds), marker],
                                     args=amounts)

@@ -25,6 +25,7 @@ again (``workload.sessions.prefix_from = "subject"``).
 
 from __future__ import annotations
 
+from stores.av_state.keys import MARKER_INFIX
 from stores.av_state.kinds import redis_kind
 from stores.av_state.redis_store import SCRIPTS, RedisStateStore
 from stores.registry import StoreKind
@@ -123,6 +124,22 @@ class RemovePrefixNoop(RedisStateStore):
         return None
 
 
+class MarkerOutsideSlot(RedisStateStore):
+    """The bug shows on a cluster only: a refund's replay marker is named by
+    the refund alone (``...:refund:r:ID``, under the counter's prefix but not
+    its ``{hash-tag}``), not as a suffix of the counter it refunds. The refund
+    script declares the counter and the marker, which hash to two slots, so
+    the node answers ``CROSSSLOT`` and the refund never lands: the counter
+    stays charged for work that was given back. The fix names the marker
+    ``COUNTER:r:ID`` (seed 004: "same hash tag as the counter — a suffix on
+    KEYS[1] — so cluster mode keeps the script single-slot"). On one server the
+    marker works either way."""
+
+    def refund_marker(self, key: str) -> str:
+        tag = key.find("{")
+        return f"{key[:tag] if tag >= 0 else ''}refund{MARKER_INFIX}{self.runtime.new_id()}"
+
+
 KINDS: tuple[StoreKind, ...] = (
     redis_kind("av_state.variants.refund_without_marker",
                "historical: refunds with no replay marker; a re-sent refund credits twice "
@@ -143,6 +160,10 @@ KINDS: tuple[StoreKind, ...] = (
                "historical: a refused spend leaves the TTLs as they were; a session retrying "
                "at its cap loses its counters a day after its last commit (the cap resets)",
                scripts=REFUSAL_WITHOUT_TTL_REFRESH),
+    redis_kind("av_state.variants.marker_outside_slot",
+               "historical: a refund's marker named by the refund alone, outside its "
+               "counter's hash slot; on a cluster every refund is refused (CROSSSLOT)",
+               store_class=MarkerOutsideSlot),
     redis_kind("av_state.variants.remove_prefix_noop",
                "historical: remove_prefix does nothing; a session id opened again inherits "
                "the last session's counters",
