@@ -37,6 +37,28 @@ def redis_server():
 
 
 @pytest.fixture(scope="session")
+def redis_cluster_installed() -> None:
+    """``redis-server`` and ``redis-cli``, for a throwaway Redis Cluster, or
+    a loud skip (a failure when REQUIRE_REDIS=1)."""
+    from simulator.backends.local_cluster import cluster_binaries
+    if cluster_binaries() is None:
+        message = ("no redis-server and redis-cli on PATH: real Redis Cluster tests skipped "
+                   "(install redis-server)")
+        if redis_required():
+            pytest.fail(f"REQUIRE_REDIS=1 but {message}")
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(redis_cluster_installed):
+    """A throwaway three-primary Redis Cluster for this session."""
+    from simulator.backends.local_cluster import ThrowawayCluster
+    cluster = ThrowawayCluster(3)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def postgres_server():
     """A throwaway PostgreSQL cluster for this session, or a loud skip (a
     failure when REQUIRE_POSTGRES=1)."""

@@ -37,20 +37,25 @@ from simulator.backends.virtual_expiry import PRELOADED_SHIM, shim_expression
 
 __all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
 
-BACKEND_HINT = ("'memory', 'fakeredis', 'redis://HOST:PORT/DB', "
-                "'postgresql://USER@HOST:PORT/DB' or 'postgresql' (a throwaway local server)")
+BACKEND_HINT = ("'memory', 'fakeredis', 'redis://HOST:PORT/DB', 'redis-cluster' (a throwaway "
+                "local cluster), 'postgresql://USER@HOST:PORT/DB' or 'postgresql' (a throwaway "
+                "local server)")
 
 
 @dataclass(frozen=True, slots=True)
 class BackendSpec:
-    kind: str  # "memory" | "fakeredis" | "redis" | "postgresql"
+    kind: str  # "memory" | "fakeredis" | "redis" | "redis-cluster" | "postgresql"
     url: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
         text = text.strip()
-        if text in ("memory", "fakeredis", "postgresql"):
+        if text in ("memory", "fakeredis", "postgresql", "redis-cluster"):
             return cls(text)
+        if text.startswith("redis-cluster://"):
+            raise ValueError("a cluster of your own is not supported yet: give "
+                             "'redis-cluster' (a throwaway local cluster the lab starts, shaped "
+                             "as the scenario's [server] cluster)")
         if text.startswith(("redis://", "rediss://", "unix://")):
             return cls("redis", text)
         if text.startswith(("postgresql://", "postgres://")):
@@ -61,7 +66,7 @@ class BackendSpec:
     def family(self) -> str:
         """``memory``, ``redis`` (fakeredis and a real server run the same
         stores) or ``postgresql``."""
-        return "redis" if self.kind == "fakeredis" else self.kind
+        return "redis" if self.kind in ("fakeredis", "redis-cluster") else self.kind
 
     def __str__(self) -> str:
         return self.url or self.kind

@@ -84,7 +84,7 @@ def postgres_binaries() -> PostgresBinaries | None:
     return None
 
 
-def _setpriv_ties() -> bool:
+def setpriv_ties() -> bool:
     """Whether ``setpriv`` can tie a child's life to ours (``--pdeathsig``,
     util-linux 2.33 and later)."""
     if not shutil.which("setpriv"):
@@ -146,7 +146,7 @@ class ThrowawayPostgres:
         ``setpriv`` execs in place, so the process we hold is the program itself.
         ``tied``: the program gets SIGINT (PostgreSQL's fast shutdown) when the
         lab's process dies, however it dies, so a killed run leaves no server."""
-        tie = ["--pdeathsig", "INT"] if tied and _setpriv_ties() else []
+        tie = ["--pdeathsig", "INT"] if tied and setpriv_ties() else []
         if not self._as_root:
             return ["setpriv", *tie, program, *args] if tie else [program, *args]
         account = pwd.getpwnam(self.user)

@@ -86,8 +86,11 @@ class RedisBackend:
 
     def __init__(self, client: redis.Redis, name: str, namespace: str,
                  owns_server: bool, shim_preloaded: bool = False,
-                 library: FunctionsLibrary | None = None, mark_key: str | None = None) -> None:
+                 library: FunctionsLibrary | None = None, mark_key: str | None = None,
+                 cluster_node: bool = False) -> None:
         self.client = client
+        self.cluster_node = cluster_node
+        """A node of a real Redis Cluster: a command's keys must share a slot."""
         self.name = name
         self.namespace = namespace
         self.owns_server = owns_server
@@ -126,7 +129,7 @@ class RedisBackend:
         due = self.expiry.due(now_us)
         if due:
             self._idle()
-            self._guarded(self.client.delete, *due)
+            self._delete_keys(due)
         return due
 
     def run_script(self, body: str, keys: tuple[str, ...], args: tuple[str, ...],
@@ -238,7 +241,7 @@ class RedisBackend:
     def delete(self, keys: list[str]) -> None:
         """Drop ``keys`` outright (eviction): no command, no deadline left."""
         self._idle()
-        self._guarded(self.client.delete, *keys)
+        self._delete_keys(keys)
         for key in keys:
             self.expiry.forget(key)
 
@@ -256,10 +259,25 @@ class RedisBackend:
         for key in found:
             batch.append(key)
             if len(batch) >= 1000:
-                self._guarded(self.client.delete, *batch)
+                self._delete_keys(batch)
                 batch.clear()
         if batch:
-            self._guarded(self.client.delete, *batch)
+            self._delete_keys(batch)
+
+    def _delete_keys(self, keys: list[str]) -> None:
+        """``DEL`` the keys: in one command, or, on a cluster's node (where
+        one command's keys must share a slot), one each, in one pipeline."""
+        if not self.cluster_node:
+            self._guarded(self.client.delete, *keys)
+            return
+
+        def each() -> None:
+            pipe = self.client.pipeline(transaction=False)
+            for key in keys:
+                pipe.delete(key)
+            pipe.execute()
+
+        self._guarded(each)
 
     # -- reading without disturbing the run --------------------------------
 

@@ -3,18 +3,29 @@ counts summed, its recording shared, all of them closed together."""
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
 from typing import Any
 
-from simulator.backends.redis_backend import RedisBackend
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from simulator.backends import BackendSpec, open_redis_backend
+from simulator.backends.functions_library import FunctionsLibrary
+from simulator.backends.local_cluster import ThrowawayCluster
+from simulator.backends.redis_backend import EMBEDDED_NAMESPACE, BackendError, RedisBackend
 
 
 class ShardBackends:
-    """The backends of a cluster's shards (shard ``i`` runs on ``backends[i]``)."""
+    """The backends of a cluster's shards (shard ``i`` runs on ``backends[i]``),
+    and the throwaway cluster under them, if the lab started one."""
 
-    def __init__(self, backends: list[RedisBackend]) -> None:
+    def __init__(self, backends: list[RedisBackend], cluster: Any = None) -> None:
         if not backends:
             raise ValueError("a cluster has at least one shard")
         self.backends = backends
+        self.cluster = cluster
         first = backends[0]
         self.name = first.name
         self.namespace = first.namespace
@@ -57,15 +68,67 @@ class ShardBackends:
         return "; ".join(left for backend in self.backends if (left := backend.leftovers))
 
     def close(self) -> None:
-        """Close every shard's backend; the first failure is raised once all were tried."""
+        """Close every shard's backend, then stop the throwaway cluster; the
+        first failure is raised once all were tried."""
         failure: Exception | None = None
         for backend in self.backends:
             try:
                 backend.close()
             except Exception as error:  # noqa: BLE001 - the others still close
                 failure = failure or error
+        if self.cluster is not None:
+            self.cluster.stop()
         if failure is not None:
             raise failure
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"a cluster's backends have no single {name!r}: ask a shard's")
+
+
+def open_shard_backends(spec: BackendSpec, shards: int,
+                        replicas_per_shard: int) -> ShardBackends:
+    """A cluster's backends: a fresh fakeredis per shard, or the primaries of
+    a throwaway ``redis-cluster`` of that shape, each under the lab's ``lab:``
+    prefix (so a key hashes to the same slot on both)."""
+    if spec.kind == "fakeredis":
+        return _each_opened(lambda _: open_redis_backend(spec), shards)
+    if spec.kind != "redis-cluster":
+        raise ValueError(f"a cluster runs on the embedded fakeredis (a server per shard) or "
+                         f"on 'redis-cluster' (a throwaway local cluster), not on {spec}")
+    if shards < 3:
+        raise ValueError(f"a real Redis Cluster has at least 3 primaries (redis-cli --cluster "
+                         f"create refuses fewer), and the scenario asks for {shards}")
+    cluster = ThrowawayCluster(shards, replicas_per_shard)
+    try:
+        opened = _each_opened(lambda shard: _cluster_node(cluster.urls[shard]), shards)
+    except BaseException:
+        cluster.stop()
+        raise
+    opened.cluster = cluster
+    return opened
+
+
+def _each_opened(open_one: Callable[[int], RedisBackend], shards: int) -> ShardBackends:
+    """Every shard's backend, or none: those opened are closed when one fails."""
+    opened: list[RedisBackend] = []
+    try:
+        for shard in range(shards):
+            opened.append(open_one(shard))
+    except BaseException:
+        if opened:
+            ShardBackends(opened).close()
+        raise
+    return ShardBackends(opened)
+
+
+def _cluster_node(url: str) -> RedisBackend:
+    """A primary of the lab's own throwaway cluster, with the run's library loaded."""
+    client = redis.Redis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0),
+                                  socket_timeout=30)
+    token = secrets.token_hex(6)
+    try:
+        library = FunctionsLibrary.offered(client, f"lab_{token}")
+    except (redis.exceptions.ConnectionError, OSError) as error:
+        raise BackendError(f"cannot reach the cluster's node {url}: {error}") from error
+    return RedisBackend(client, "redis-cluster", namespace=EMBEDDED_NAMESPACE, owns_server=True,
+                        library=library, cluster_node=True)

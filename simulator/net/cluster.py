@@ -14,9 +14,10 @@ Rules kept here:
 * A keyless command goes to shard 0, as a cluster client sends it to one node
   (so a ``SCAN`` sees that node's keys only), except ``SCRIPT LOAD``, which
   cluster clients send to every primary.
-* Slots are computed on a key as the embedded backend names it (the lab's
-  ``lab:`` prefix, not a real server's run-specific one), so the same key
-  lands on the same shard on every backend.
+* Slots are computed on a key as the server has it. The embedded backend
+  and a throwaway real cluster keep a run's keys under the same ``lab:``, so
+  a key lands on the same shard on both; a cluster the lab did not start
+  has the run's own prefix in every name, so untagged keys may land elsewhere.
 * Shards run unpipelined: a queue per shard could run the oracle's facts out
   of their virtual-time order across shards.
 """
@@ -28,7 +29,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from simulator.backends import Outcome
-from simulator.backends.redis_backend import EMBEDDED_NAMESPACE
 from simulator.backends.slots import CROSSSLOT, HASH_SLOTS, slot_of, slot_ranges
 from simulator.engine.trace import Trace
 from simulator.net.server import Command, Server
@@ -63,10 +63,8 @@ class ClusterServer:
     # -- routing -----------------------------------------------------------
 
     def slot(self, redis_key: str) -> int:
-        """The key's hash slot, computed on its name as the embedded backend has it."""
-        namespace = self.backend.namespace
-        if namespace != EMBEDDED_NAMESPACE and redis_key.startswith(namespace):
-            redis_key = EMBEDDED_NAMESPACE + redis_key[len(namespace):]
+        """The key's hash slot, on its name as the server has it (on the
+        embedded backend and a throwaway cluster, under the same ``lab:``)."""
         return slot_of(redis_key)
 
     def shard_index(self, redis_key: str) -> int:

@@ -25,6 +25,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from redis._parsers.base import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -174,8 +175,15 @@ CLOSED = "CONNCLOSED the connection was closed"
 ARMED_KINDS = ("stall", "reset", "slow", "drop_waiter")
 
 
+CLUSTER_ERRORS = frozenset({"CROSSSLOT", "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"})
+"""A cluster node's error codes: redis-py raises its own class for each,
+without the code (``ClusterCrossSlotError("Keys in request ...")``)."""
+
+
 def error_for(message: str) -> Exception:
     """The exception redis-py raises for an error reply."""
+    if message.split(" ", 1)[0] in CLUSTER_ERRORS:
+        return BaseParser.parse_error(message)
     if message.startswith(NOSCRIPT.split()[0]):
         return NoScriptError(message)
     if message == REFUSED:

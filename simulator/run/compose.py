@@ -25,7 +25,7 @@ from simulator.backends import (
 )
 from simulator.backends.redis_backend import SCRIPT_ERRORS
 from simulator.backends.service_backend import ServiceRunner, open_service_backend
-from simulator.backends.shards import ShardBackends
+from simulator.backends.shards import ShardBackends, open_shard_backends
 from simulator.engine.collector import long_lived_frozen
 from simulator.engine.kernel import Kernel, describe_time
 from simulator.engine.runtime import ReplicaClock
@@ -439,10 +439,18 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
                       ) -> ServerSide:
     kind, settings = scenario.kind, scenario.settings
     if spec.family == "redis" and scenario.server.cluster is not None:
-        backends = _shard_backends(scenario.server.cluster.shards, spec)
+        cluster = scenario.server.cluster
+        try:
+            backends = open_shard_backends(spec, cluster.shards, cluster.replicas_per_shard)
+        except ValueError as error:
+            raise ScenarioError(f"server.cluster: {error}; drop --backend, or server.cluster "
+                                "to run on one server") from None
         with _closed_unless_returned(backends):
             return _redis_side(scenario, backends, family, oracle, kernel, trace, streams,
                                key_space, False, record_scripts)
+    if spec.kind == "redis-cluster":
+        raise ScenarioError("backend: 'redis-cluster' runs a cluster of the scenario's shape, "
+                            "and it has none: set [server] cluster = { shards = 3 } (or more)")
     if spec.family == "redis":
         backend = open_redis_backend(spec, allow_remote=allow_remote_redis)
         with _closed_unless_returned(backend):
@@ -464,22 +472,6 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
             observer.attach(server)
             return ServerSide(settings, server, observer, service_backend=runner)
     return ServerSide(settings)
-
-
-def _shard_backends(shards: int, spec: BackendSpec) -> ShardBackends:
-    """A simulated cluster's backends: a fresh fakeredis per shard."""
-    if spec.kind != "fakeredis":
-        raise ScenarioError(
-            f"server.cluster: a simulated cluster runs on the embedded fakeredis (a server "
-            f"per shard), not on {spec}; drop --backend, or server.cluster to run on one server")
-    opened: list[RedisBackend] = []
-    try:
-        for _ in range(shards):
-            opened.append(open_redis_backend(spec))
-    except BaseException:
-        ShardBackends(opened).close() if opened else None
-        raise
-    return ShardBackends(opened)
 
 
 @contextlib.contextmanager

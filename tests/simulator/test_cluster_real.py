@@ -1,0 +1,171 @@
+"""The simulated cluster against a real one (issue 29): ``--backend
+redis-cluster`` starts a throwaway Redis Cluster of the scenario's shape
+(``redis-server --cluster-enabled yes`` nodes joined by ``redis-cli --cluster
+create``), loads the run's Functions library on every primary, and gives the
+same summary and fingerprint as the simulated cluster on fakeredis; the seed's
+tests about hash slots run against the real cluster's ``CLUSTER KEYSLOT``."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from redis.exceptions import ClusterCrossSlotError
+
+from simulator.backends.slots import CROSSSLOT, slot_of
+from simulator.net.links import error_for
+from simulator.run.compose import run_scenario
+from simulator.scenario.model import ScenarioError, parse_scenario
+from stores.axond_budget.contract import BudgetKey
+from stores.axond_budget.redis_budget import v1_keys, v2_keys
+
+REPO = Path(__file__).resolve().parents[2]
+
+SCENARIO = {
+    "name": "real-cluster",
+    "duration": "3s",
+    "drain": "2s",
+    "store": "axond_budget.redis_v1",
+    "store_settings": {"subject_cap_microdollars": 40_000, "reservation_ttl": "1s"},
+    "fleet": {"replicas": 20},
+    "network": {"latency": "lognormal(1ms, 0.5)", "reply_loss": 0.02, "timeout": "50ms"},
+    "workload": {"arrivals": "poisson(300/s)", "keys": {"subjects": 30},
+                 "estimate_microdollars": 3000, "actual_microdollars": "uniform(0, 4000)",
+                 "duration": "lognormal(200ms, 0.8)"},
+    "server": {"persistence": "aof-everysec", "cluster": {"shards": 3}},
+    # One shard restarts and loses its last seconds; another fails over to a
+    # replica a second behind; the third slows down.
+    "faults": {"schedule": [
+        {"at": "1200ms", "fault": "server_restart", "shard": 0, "down_for": "100ms"},
+        {"at": "1800ms", "fault": "failover", "shard": 1, "lag": "1s", "down_for": "50ms"},
+        {"at": "2s", "fault": "latency_spike", "shard": 2, "duration": "300ms",
+         "extra": "30ms"}]},
+}
+
+
+def _without_backend(summary: dict) -> dict:
+    return {key: value for key, value in summary.items() if key != "backend"}
+
+
+@pytest.mark.parametrize("store", ["axond_budget.redis_v1",
+                                   "axond_budget.variants.untagged_keys"])
+def test_the_simulated_and_the_real_cluster_give_the_same_run(redis_cluster_installed, store):
+    data = copy.deepcopy(SCENARIO) | {"store": store}
+    simulated = run_scenario(parse_scenario(data), seed=3).summary
+    real = run_scenario(parse_scenario(data), seed=3, backend="redis-cluster").summary
+    assert real["backend"] == "redis-cluster"
+    assert _without_backend(real) == _without_backend(simulated)
+    assert real["fault_server_restart_count"] == 1 and real["fault_failover_count"] == 1
+    if store.endswith("untagged_keys"):
+        assert real["crossslot_refusals"] > 0
+    else:
+        assert real["crossslot_refusals"] == 0 and real["holds_lost_to_data_loss"] > 0
+
+
+def test_a_real_node_refuses_keys_in_two_slots_as_the_simulated_one_does(redis_cluster):
+    node = redis.Redis.from_url(redis_cluster.urls[0], decode_responses=True)
+    first, second = "lab:{b}:x", "lab:{a}:y"  # slot 3300 on shard 0, and another slot
+    assert slot_of(first) in range(0, 5461) and slot_of(first) != slot_of(second)
+    with pytest.raises(ClusterCrossSlotError) as refused:
+        node.eval("return 1", 2, first, second)
+    node.close()
+    # The simulated node's reply, as the lab's port raises it, is the same error.
+    simulated = error_for(CROSSSLOT)
+    assert type(simulated) is type(refused.value) and str(simulated) == str(refused.value)
+
+
+def test_every_key_s_slot_is_the_real_cluster_s(redis_cluster):
+    node = redis.Redis.from_url(redis_cluster.urls[0], decode_responses=True)
+    keys = ["foo", "lab:{acme|eu|alice}:spent", "a{}b", "{}{x}", "x{y}{z}", "é{ü}",
+            *(f"lab:budget:{{s{n}}}:tokens" for n in range(200))]
+    assert [slot_of(key) for key in keys] == [node.cluster("keyslot", key) for key in keys]
+    node.close()
+
+
+def test_a_budget_s_keys_share_one_hash_slot_on_the_real_cluster(redis_cluster):
+    """Seed 000's a_budgets_keys_share_one_hash_slot and
+    every_v2_key_in_a_namespace_shares_the_namespace_hash_tag, and
+    braces_in_identifiers_cannot_move_the_hash_tag, asked of the real cluster."""
+    node = redis.Redis.from_url(redis_cluster.urls[0], decode_responses=True)
+
+    def slots(keys) -> set[int]:
+        return {node.cluster("keyslot", key) for key in keys}
+
+    for namespace, subject in [("acme", "alice"), ("acme|eu", "bob"), ("a{b", "c}d"),
+                               ("{x}", "{y}")]:
+        key = BudgetKey(namespace=namespace, subject=subject)
+        assert len(slots(v1_keys("lab:budget", key))) == 1
+        v2 = list(v2_keys("lab:budget", key))
+        assert len(slots(v2)) == 1
+        # Every subject of a namespace lands with the namespace's keys.
+        other = list(v2_keys("lab:budget", BudgetKey(namespace=namespace, subject="zed}")))
+        assert slots(v2) == slots(other)
+    node.close()
+
+
+def test_fewer_than_three_primaries_on_a_real_cluster_are_refused_by_name(
+        redis_cluster_installed):
+    data = copy.deepcopy(SCENARIO)
+    data["server"]["cluster"] = {"shards": 2}
+    data["faults"] = {}
+    with pytest.raises(ScenarioError, match="at least 3 primaries"):
+        run_scenario(parse_scenario(data), backend="redis-cluster")
+
+
+def test_a_run_without_a_cluster_on_redis_cluster_is_refused_with_what_to_set():
+    data = copy.deepcopy(SCENARIO)
+    del data["server"]["cluster"]
+    data["faults"] = {}
+    with pytest.raises(ScenarioError, match=r"set \[server\] cluster"):
+        run_scenario(parse_scenario(data), backend="redis-cluster")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_run_on_a_throwaway_cluster_leaves_no_node_however_it_ends(redis_cluster_installed,
+                                                                    tmp_path, signum):
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "simulator", "run", str(REPO / "data/scenarios/demo.toml"),
+         "--set", "server.cluster.shards=3", "--set", "duration=600s", "--backend",
+         "redis-cluster", "--quiet", "--out", str(tmp_path / "out")],
+        cwd=REPO, env={**os.environ, "TMPDIR": str(temp)}, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(_nodes_in(temp)) < 6:  # three primaries and their replicas, up
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the cluster never came up"
+        time.sleep(0.1)
+    run.send_signal(signum)
+    _, stderr = run.communicate(timeout=60)
+    deadline = time.monotonic() + 10
+    while _nodes_in(temp) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _nodes_in(temp) == []
+    if signum == signal.SIGTERM:
+        assert run.returncode == 128 + signum and "Traceback" not in stderr
+        assert list(temp.iterdir()) == []  # its directory went with it
+    else:  # what a SIGKILL leaves (the nodes' directory), clean removes
+        from simulator.backends.run_marks import temp_leftovers
+        assert temp_leftovers(dry_run=False, root=temp)
+        assert list(temp.iterdir()) == []
+
+
+def _nodes_in(temp: Path) -> list[int]:
+    """The live processes whose command line names a directory under ``temp``."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "redis-server" in command and str(temp) in command:
+            found.append(int(entry.name))
+    return found
