@@ -315,9 +315,10 @@ class ServerSettings(Model):
                              "volatile-random"] = Field("allkeys-lru",
                                                         description="Which keys go first.")
     cluster: ClusterSettings | None = Field(
-        None, description="Run on a simulated Redis Cluster of this shape: each shard a "
-        "server node of its own (its own embedded fakeredis), with its own persistence, "
-        "restarts, failovers and latency, keys routed by hash slot; none: one server.")
+        None, description="Run on a Redis Cluster of this shape: simulated (each shard a "
+        "server node of its own on an embedded fakeredis, with its own persistence, "
+        "restarts, failovers and latency, keys routed by hash slot), or a throwaway real one "
+        "with --backend redis-cluster (3 shards or more); none: one server.")
 
 
 def kept_until(settings: ServerSettings, crash_us: int) -> int | None:
