@@ -30,6 +30,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends.functions_library import FunctionsLibrary
+from simulator.backends.slots import slot_of
 from simulator.backends.virtual_expiry import (
     GENERIC_COMMAND,
     STATUS_ERROR,
@@ -91,6 +92,9 @@ class RedisBackend:
         self.client = client
         self.cluster_node = cluster_node
         """A node of a real Redis Cluster: a command's keys must share a slot."""
+        self.served_slots: range | None = None
+        """On a cluster (simulated or real), the slots this backend's node
+        serves: a script's undeclared keys are checked against them."""
         self.name = name
         self.namespace = namespace
         self.owns_server = owns_server
@@ -154,8 +158,9 @@ class RedisBackend:
         Nothing else may reach the backend until then (``_idle``): the order
         of execution is the order of sending."""
         calls = self._calls
+        node = self._node_of
         commands = [(*(calls.get(body) or self._call_of(body)), len(keys), *keys, *args,
-                     "1" if observe else "0")
+                     node(keys), "1" if observe else "0")
                     for body, keys, args, _, observe in batch]
         if self.recording is not None:
             namespace = self.namespace
@@ -204,6 +209,15 @@ class RedisBackend:
                 outcomes.append(Outcome.ok(packed[5] if status == STATUS_VALUE else None,
                                            observed))
         return outcomes
+
+    def _node_of(self, keys: tuple[str, ...]) -> str:
+        """What the shim checks an undeclared key against on a cluster's node:
+        the script's slot (-1 without keys) and the node's slots; '' elsewhere."""
+        served = self.served_slots
+        if served is None:
+            return ""
+        slot = slot_of(keys[0]) if keys else -1
+        return f"{slot}:{served.start}:{served.stop - 1}"
 
     def _reply(self) -> Any:
         try:

@@ -41,10 +41,11 @@ SENTINEL_TTL_MS = 3_000_000_000_000
 # Reply shape of a wrapped script: {status, calls, ttl_pairs, key_states,
 # observed, reply}, where ``calls`` counts the commands the body itself ran.
 # The reply goes last because a nil inside a Lua array truncates it.
-# The lab appends one argument to ARGV, '1' to have the post-state of every key
-# in KEYS returned as ``observed`` ({key, type[, value]} each, or {key, 'same'}
-# for a key the body only read); the shim takes it
-# off again before the body runs, so the body sees the ARGV it was sent.
+# The lab appends two arguments to ARGV: on a cluster's node, its script's slot
+# and the node's first and last slots ('SLOT:FIRST:LAST', else ''); then '1' to
+# have the post-state of every key in KEYS returned as ``observed`` ({key,
+# type[, value]} each, or {key, 'same'} for a key the body only read). The shim
+# takes them off again before the body runs, so the body sees the ARGV it was sent.
 STATUS_NIL, STATUS_VALUE, STATUS_ERROR = 0, 1, 2
 KEY_GONE, KEY_PERSISTENT, KEY_SENTINEL = -2, -1, 1
 
@@ -68,6 +69,9 @@ local lab_shrinking = {HDEL = 1, SREM = 1, ZREM = 1, LREM = 1, LPOP = 1, RPOP = 
 local lab_counting = {INCR = 1, INCRBY = 1, DECR = 1, DECRBY = 1, INCRBYFLOAT = 1}
 local lab_refused = {TTL = 1, PTTL = 1, EXPIRETIME = 1, PEXPIRETIME = 1, EXPIREAT = 1,
   PEXPIREAT = 1, GETEX = 1, TIME = 1, PERSIST = 0}
+local lab_keyless = {PING = 1, TIME = 1, ECHO = 1}
+local lab_all_keys = {DEL = 1, EXISTS = 1, MGET = 1, UNLINK = 1, TOUCH = 1}
+local lab_paired_keys = {MSET = 1, MSETNX = 1}
 """
 
 # The shim's functions, built once per compiled shim (per load of a Functions
@@ -171,10 +175,82 @@ local function lab_set(args)
   return reply
 end
 
+-- On a cluster's node (lab_node: the script's slot, and the node's first and
+-- last slots), a command may use a key the script did not declare only in
+-- the script's slot, as Redis 7 checks each command of a function: another
+-- node's slot, or another slot of this node, fails the command.
+local lab_node
+local lab_crc_table
+
+local function lab_xor16(a, b)
+  -- Lua 5.1 has no bit operators (fakeredis has no bit library): bit by bit.
+  local result, place = 0, 1
+  for _ = 1, 16 do
+    local x, y = a % 2, b % 2
+    if x ~= y then result = result + place end
+    a, b, place = (a - x) / 2, (b - y) / 2, place * 2
+  end
+  return result
+end
+
+local function lab_slot(key)
+  -- CRC16 (XMODEM) of the hash tag, or of the whole key, modulo 16384.
+  if lab_crc_table == nil then
+    lab_crc_table = {}
+    for byte = 0, 255 do
+      local crc = byte * 256
+      for _ = 1, 8 do
+        if crc >= 32768 then crc = lab_xor16((crc * 2) % 65536, 4129)
+        else crc = (crc * 2) % 65536 end
+      end
+      lab_crc_table[byte] = crc
+    end
+  end
+  local open = string.find(key, '{', 1, true)
+  if open ~= nil then
+    local close = string.find(key, '}', open + 1, true)
+    if close ~= nil and close > open + 1 then key = string.sub(key, open + 1, close - 1) end
+  end
+  local crc = 0
+  for index = 1, #key do
+    local high = (crc - crc % 256) / 256
+    crc = lab_xor16((crc * 256) % 65536, lab_crc_table[lab_xor16(high, string.byte(key, index))])
+  end
+  return crc % 16384
+end
+
+local function lab_undeclared(verb, args)
+  -- The error Redis answers for the first undeclared key out of place, or nil.
+  if lab_keyless[verb] then return nil end
+  local last, step = 2, 1
+  if lab_all_keys[verb] then last = #args elseif lab_paired_keys[verb] then
+    last, step = #args, 2 end
+  for index = 2, last, step do
+    local key = args[index]
+    if key ~= nil and not lab_declared[key] then
+      local slot = lab_slot(key)
+      if slot < lab_node[2] or slot > lab_node[3] then
+        return lab_server.error_reply(
+          'ERR Script attempted to access a non local key in a cluster node')
+      end
+      if lab_node[1] == -1 then lab_node[1] = slot
+      elseif slot ~= lab_node[1] then
+        return lab_server.error_reply(
+          'ERR Script attempted to access keys that do not hash to the same slot')
+      end
+    end
+  end
+  return nil
+end
+
 local function lab_run(...)
   lab_calls = lab_calls + 1
   local args = {...}
   local verb = string.upper(args[1])
+  if lab_node ~= nil then
+    local refused = lab_undeclared(verb, args)
+    if refused ~= nil then return refused end
+  end
   if lab_reads[verb] == nil then
     -- Any other verb may write: every declared key among its arguments counts.
     -- One that may delete or overwrite a key may also have dropped its TTL;
@@ -288,6 +364,11 @@ local lab_proxy
 
 _SHIM_START = r"""
 lab_observe = table.remove(ARGV) == '1'
+lab_node = table.remove(ARGV)
+if lab_node == '' then lab_node = nil else
+  local slot, first, last = string.match(lab_node, '^(-?%d+):(%d+):(%d+)$')
+  lab_node = {tonumber(slot), tonumber(first), tonumber(last)}
+end
 lab_server = redis
 lab_ttls = {}
 lab_touched = {}

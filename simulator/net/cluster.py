@@ -49,6 +49,8 @@ class ClusterServer:
             shard.whole = self
         self.replicas_per_shard = replicas_per_shard
         self.ranges = slot_ranges(len(shards))
+        for shard, served in zip(shards, self.ranges, strict=True):
+            shard.backend.served_slots = served
         self._shard_of_slot = array("H", bytes(2 * HASH_SLOTS))
         for index, served in enumerate(self.ranges):
             for slot in served:

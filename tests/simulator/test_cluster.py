@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from simulator.backends import BackendSpec, open_redis_backend
+from simulator.backends.redis_backend import sha1
 from simulator.backends.slots import CROSSSLOT, HASH_SLOTS, hash_tag, slot_of, slot_ranges
 from simulator.engine.kernel import Kernel
 from simulator.engine.trace import Trace
@@ -252,3 +253,63 @@ def test_a_failover_hunt_on_a_cluster_without_replicas_is_refused(tmp_path):
     with pytest.raises(ValueError, match="no replica to promote"):
         Hunt(scenario, Expectation.parse("holds_lost_to_data_loss", "> 0"),
              kinds=("failover",))
+
+
+# -- keys a script uses without declaring them -------------------------------------
+
+
+def _key_in(cluster, shard: int, *, not_slot: int | None = None, tag: str = "k") -> str:
+    """A key of ``shard``'s slots (not in ``not_slot``)."""
+    for number in range(10_000):
+        key = f"lab:{tag}{number}"
+        if cluster.shard_index(key) == shard and slot_of(key) != not_slot:
+            return key
+    raise AssertionError("no such key")
+
+
+def _set_undeclared(declared: str, undeclared: str) -> Command:
+    """A script declaring one key and writing another too."""
+    body = "redis.call('SET', KEYS[1], '1')\nreturn redis.call('SET', ARGV[1], '1')"
+    return Command("EVALSHA", (declared,), (sha1(body), undeclared), "writes_undeclared")
+
+
+@pytest.mark.parametrize(("where", "error"), [
+    ("same slot", None),
+    ("same node", "ERR Script attempted to access keys that do not hash to the same slot"),
+    ("other node", "ERR Script attempted to access a non local key in a cluster node"),
+])
+def test_a_script_s_undeclared_key_outside_its_slot_fails_as_redis_fails_it(cluster, where,
+                                                                           error):
+    declared = "lab:{a}:x"
+    shard = cluster.shard_index(declared)
+    undeclared = {"same slot": "lab:{a}:y",
+                  "same node": _key_in(cluster, shard, not_slot=slot_of(declared)),
+                  "other node": _key_in(cluster, (shard + 1) % 3)}[where]
+    body = "redis.call('SET', KEYS[1], '1')\nreturn redis.call('SET', ARGV[1], '1')"
+    cluster.execute(Command.script_load(body))
+    outcome = cluster.execute(_set_undeclared(declared, undeclared))
+    assert outcome.error == error
+    node = cluster.shards[shard]
+    # The command before the refused one ran, as in Redis (a script is not rolled back).
+    assert declared in node.backend.keys("lab:*")
+    assert (undeclared in node.backend.keys("lab:*")) == (error is None)
+
+
+def test_the_shim_s_slot_is_redis_py_s_for_any_key(cluster):
+    """The shim computes a key's slot in Lua: the one it refuses on agrees
+    with ``slot_of`` for keys of every shape (tags, empty tags, bytes > 127)."""
+    shard = 0
+    node = cluster.shards[shard]
+    declared = _key_in(cluster, shard, tag="d")
+    body = "return redis.call('GET', ARGV[1])"
+    cluster.execute(Command.script_load(body))
+    keys = ["foo", "a{}b", "{}{x}", "x{y}{z}", "é{ü}", "{", "}{", *(f"k{n}" for n in range(300))]
+    for key in keys:
+        outcome = node.execute(Command("EVALSHA", (declared,), (sha1(body), key), "get"))
+        served = cluster.shard_index(key) == shard
+        same = slot_of(key) == slot_of(declared)
+        expected = (None if same
+                    else "ERR Script attempted to access keys that do not hash to the same slot"
+                    if served
+                    else "ERR Script attempted to access a non local key in a cluster node")
+        assert outcome.error == expected, key

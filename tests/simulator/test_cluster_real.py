@@ -23,8 +23,11 @@ from simulator.backends.slots import CROSSSLOT, slot_of
 from simulator.net.links import error_for
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import ScenarioError, parse_scenario
+from stores import registry
+from stores.axond_budget import SCRIPTS, redis_kind
 from stores.axond_budget.contract import BudgetKey
 from stores.axond_budget.redis_budget import v1_keys, v2_keys
+from stores.scripts import Patch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -169,3 +172,30 @@ def _nodes_in(temp: Path) -> list[int]:
         if "redis-server" in command and str(temp) in command:
             found.append(int(entry.name))
     return found
+
+
+def _counts_settlements_aside() -> str:
+    """The v1 store whose settle also counts settlements in a key it does not
+    declare (``lab:budget:settled``, untagged): fine on one server; on a
+    cluster, Redis refuses that command wherever the key lands elsewhere."""
+    name = "cluster_test.counts_settlements_aside"
+    if name not in registry.kinds():
+        scripts = SCRIPTS.patching(settle_v1=Patch(
+            "return 1", "redis.call('INCR', 'lab:budget:settled')\nreturn 1"))
+        registry.register(redis_kind(name, "settle counts in an undeclared key",
+                                     scripts=scripts))
+    return name
+
+
+def test_a_script_s_undeclared_key_fails_alike_on_the_simulated_and_the_real_cluster(
+        redis_cluster_installed):
+    data = copy.deepcopy(SCENARIO) | {"store": _counts_settlements_aside(), "faults": {}}
+    simulated = run_scenario(parse_scenario(data), seed=3).summary
+    real = run_scenario(parse_scenario(data), seed=3, backend="redis-cluster").summary
+    assert _without_backend(real) == _without_backend(simulated)
+    # Every settle of a subject outside the counter's slot failed after its
+    # release: the charge never ran (the script is not rolled back).
+    assert real["script_errors"] > 0 and real["crossslot_refusals"] == 0
+    one_server = copy.deepcopy(data)
+    del one_server["server"]["cluster"]
+    assert run_scenario(parse_scenario(one_server), seed=3).summary["script_errors"] == 0
