@@ -101,8 +101,11 @@ MESSAGE_FAULTS = frozenset({"request_lost", "reply_lost", "call_timed_out", "cal
                             "call_retried", "duplicate_execution", "late_reply",
                             "reply_to_dead_replica", "misaligned_reply", "waiter_dropped",
                             "connection_stalled", "connection_reset", "slow_reply",
-                            "connect_failed"})
-"""What the network did to a request's messages: the facts a verdict may blame."""
+                            "connect_failed", "cluster_refused"})
+"""What the network did to a request's messages: the facts a verdict may blame.
+(``cluster_refused``: a cluster's node refused the call for its keys' slots,
+``CROSSSLOT`` or a script's undeclared key; not a fault, the cluster itself
+exposing a store's keys, so damage it exposes is filed as exposed by it.)"""
 
 CALLER_MAY_NOT_KNOW = frozenset({"request_lost", "reply_lost", "call_timed_out",
                                  "call_refused", "reply_to_dead_replica", "misaligned_reply",
@@ -114,7 +117,11 @@ waiter dropped, its connection never opened, or it had died), or the reply it
 read was another call's. The rest (``CALLER_KNOWS``) leave it knowing: a
 driver's re-send and the second execution it may cause, a slowed reply (past
 the timeout, the call times out as well), a reply after the caller gave up
-(it had timed out). Every family's oracle reads this one set."""
+(it had timed out), a cluster's refusal (an error reply). Every family's
+oracle reads this one set."""
+CLUSTER_REFUSALS = ("CROSSSLOT ", "ERR Script attempted to access ")
+"""How the error replies begin that a cluster's node gives for a call's
+keys: keys in several slots, a script's undeclared key elsewhere."""
 CALLER_KNOWS = MESSAGE_FAULTS - CALLER_MAY_NOT_KNOW
 
 ANSWERED = "<-"
@@ -306,6 +313,8 @@ class Link:
             else describe(done.value, server.backend.namespace)))
         if self.after_execute is not None:
             self.after_execute()
+        if server is not self.server:  # a cluster's node: did it refuse the call's keys?
+            when_done(outcome, lambda done: self._refused_by_cluster(call, done))
         now = self.kernel.now
         if now < self.network.cut_replies_until:
             self._record(call, "reply_lost", "partition")
@@ -319,6 +328,10 @@ class Link:
             self._reply(call, attempt, outcome, latency + server.extra_latency_us)
         else:
             self._armed_reply(call, attempt, outcome, latency + server.extra_latency_us)
+
+    def _refused_by_cluster(self, call: _Call, outcome: Outcome) -> None:
+        if outcome.error is not None and outcome.error.startswith(CLUSTER_REFUSALS):
+            self._record(call, "cluster_refused")
 
     def _reply(self, call: _Call, attempt: int, outcome: Outcome | Pending,
                delay_us: int) -> None:

@@ -70,7 +70,8 @@ def test_one_set_says_after_which_message_faults_a_caller_may_not_know():
     assert CALLER_MAY_NOT_KNOW | CALLER_KNOWS == MESSAGE_FAULTS
     assert not CALLER_MAY_NOT_KNOW & CALLER_KNOWS
     # A re-send, a slowed reply and one after the caller gave up leave it knowing.
-    assert CALLER_KNOWS == {"call_retried", "duplicate_execution", "slow_reply", "late_reply"}
+    assert CALLER_KNOWS == {"call_retried", "duplicate_execution", "slow_reply", "late_reply",
+                            "cluster_refused"}
     # The families read the one set rather than lists of their own.
     assert HIDDEN is CALLER_MAY_NOT_KNOW is CALL_FAILURES
     assert ATTEMPT_ENDS <= CALLER_MAY_NOT_KNOW

@@ -41,7 +41,8 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "data" / "scenarios"
 FIXED = "av_state.redis"
 LUA_VARIANTS = ("refund_without_marker", "refund_not_exists_gated", "refund_many_tonumber",
                 "add_without_ttl", "refusal_without_ttl_refresh")
-PYTHON_VARIANTS = {"remove_prefix_noop": (variants.RemovePrefixNoop, {"remove_prefix"})}
+PYTHON_VARIANTS = {"remove_prefix_noop": (variants.RemovePrefixNoop, {"remove_prefix"}),
+                   "marker_outside_slot": (variants.MarkerOutsideSlot, {"refund_marker"})}
 """Variants whose seam is a method of the store, not a script: the subclass,
 and the methods it overrides."""
 VARIANTS = (*LUA_VARIANTS, *PYTHON_VARIANTS)
