@@ -270,11 +270,12 @@ class World:
     def apply(self, fault: PlannedFault) -> None:
         now = self.kernel.now
         self.fault_clock.mark(now)
+        # A server fault on a cluster names its shard (none: every shard).
+        detail = fault.call or (f"shard {fault.shard}" if fault.shard is not None else "")
         for replica in fault.replicas or (SERVER,):
             self.trace.record(now, replica, -1, -1, f"fault_{fault.fault}",
                               amount=fault.duration_us, outcome=fault.direction
-                              if fault.fault == "partition" else "",
-                              detail=fault.call or "")
+                              if fault.fault == "partition" else "", detail=detail)
         armed = FAULT_KINDS[fault.fault].armed
         if armed is not None:
             self._arm(armed, fault)

@@ -313,3 +313,10 @@ def test_the_shim_s_slot_is_redis_py_s_for_any_key(cluster):
                     if served
                     else "ERR Script attempted to access a non local key in a cluster node")
         assert outcome.error == expected, key
+
+
+def test_a_shard_fault_names_its_shard_in_the_trace():
+    restart = {"at": "1500ms", "fault": "server_restart", "down_for": "0s", "shard": 2}
+    rows = run_scenario(parse_scenario(_on(3, [restart])), seed=5).trace.to_table().to_pylist()
+    assert [row["detail"] for row in rows if row["kind"] == "fault_server_restart"] == [
+        "shard 2"]
