@@ -22,7 +22,7 @@ from redis.exceptions import ClusterCrossSlotError
 from simulator.backends.slots import CROSSSLOT, slot_of
 from simulator.net.links import error_for
 from simulator.run.compose import run_scenario
-from simulator.scenario.model import ScenarioError, parse_scenario
+from simulator.scenario.model import ScenarioError, load_scenario, parse_scenario
 from stores import registry
 from stores.axond_budget import SCRIPTS, redis_kind
 from stores.axond_budget.contract import BudgetKey
@@ -199,3 +199,23 @@ def test_a_script_s_undeclared_key_fails_alike_on_the_simulated_and_the_real_clu
     one_server = copy.deepcopy(data)
     del one_server["server"]["cluster"]
     assert run_scenario(parse_scenario(one_server), seed=3).summary["script_errors"] == 0
+
+
+FAMILY_SCENARIOS = {
+    "demo.toml": {"duration": "3s", "drain": "1s"},
+    "exactness-hot-namespace.toml": {"duration": "2s", "drain": "1s"},
+    "leases.toml": {"duration": "3s", "drain": "1s", "fleet.replicas": 10},
+    "av-state.toml": {"duration": "1h", "drain": "1h"},
+}
+"""A scenario of each Redis family (budget v1, budget v2, leases, av_state), shortened."""
+
+
+@pytest.mark.parametrize("name", FAMILY_SCENARIOS)
+def test_every_redis_family_runs_alike_on_the_simulated_and_the_real_cluster(
+        redis_cluster_installed, name):
+    overrides = {**FAMILY_SCENARIOS[name], "server.cluster.shards": 3}
+    scenario = load_scenario(REPO / "data" / "scenarios" / name, overrides)
+    simulated = run_scenario(scenario).summary
+    real = run_scenario(scenario, backend="redis-cluster").summary
+    assert simulated["call_executed_count"] > 0 and simulated["shards"] == 3
+    assert _without_backend(real) == _without_backend(simulated)
