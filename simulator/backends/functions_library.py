@@ -56,7 +56,7 @@ class FunctionsLibrary:
         if function is None:
             return None
         try:
-            reply = client.execute_command("FCALL", function, 0, "PING", "0")
+            reply = client.execute_command("FCALL", function, 0, "PING", "", "0")
             if reply[-1] != PROBE_REPLY:
                 raise ResponseError(f"unexpected probe reply {reply!r}")
         except ResponseError:

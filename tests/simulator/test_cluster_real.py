@@ -219,3 +219,21 @@ def test_every_redis_family_runs_alike_on_the_simulated_and_the_real_cluster(
     real = run_scenario(scenario, backend="redis-cluster").summary
     assert simulated["call_executed_count"] > 0 and simulated["shards"] == 3
     assert _without_backend(real) == _without_backend(simulated)
+
+
+def test_every_primary_runs_the_scripts_as_functions_of_the_run_s_library(
+        redis_cluster_installed):
+    from simulator.backends import BackendSpec
+    from simulator.backends.shards import open_shard_backends
+    backends = open_shard_backends(BackendSpec.parse("redis-cluster"), 3, 0)
+    try:
+        assert all(backend.library is not None for backend in backends)
+        names = [backend.library.name for backend in backends]
+        for backend, name in zip(backends, names, strict=True):
+            # FUNCTION LIST answers each library as a flat list of names and values.
+            listed = [dict(zip(entry[::2], entry[1::2], strict=True))["library_name"]
+                      for entry in backend.client.function_list()]
+            assert listed == [name]  # each primary has the run's own library, once
+    finally:
+        backends.close()
+    assert all(process.poll() is not None for process in backends.cluster.processes)
