@@ -112,8 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", type=Path, help="a scenario TOML file")
     run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
     run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
-                     "postgresql://USER@HOST:PORT/DB | postgresql (a throwaway local server) "
-                     "(default: the scenario's, else the store's own)")
+                     "redis-cluster (a throwaway local cluster of the scenario's [server] "
+                     "cluster shape) | postgresql://USER@HOST:PORT/DB | postgresql (a "
+                     "throwaway local server) (default: the scenario's, else the store's own)")
     run.add_argument("--out", type=Path,
                      help="where to write results (default: data/results/NAME-seedN)")
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[],
@@ -168,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="write one self-contained HTML page: the verdicts, the story, "
                             "a zoomable timeline, and the fixed store's run beside it")
     replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
-                            "postgresql://USER@HOST:PORT/DB")
+                            "redis-cluster | postgresql://USER@HOST:PORT/DB")
 
     hunt_cmd = commands.add_parser(
         "hunt", parents=[plugins, limits],
