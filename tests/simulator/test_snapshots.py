@@ -72,6 +72,23 @@ def test_a_branched_run_is_the_run_from_t0_with_the_same_faults(name):
         assert ladder.private_bytes() > 0  # the trunk and its keepers hold pages of their own
 
 
+def test_a_branched_run_on_a_simulated_cluster_is_the_run_from_t0():
+    """Each shard a fakeredis of its own in the trunk's process: forked with
+    it, and a shard's failover scheduled from the snapshot on."""
+    data = read_toml(HUNTS / "axond-budget.toml")
+    data["server"] = {"cluster": {"shards": 3}}
+    trunk = parse_scenario(data)
+    with SnapshotLadder.evenly(trunk, trunk.seed) as ladder:
+        first_us = ladder.instants[3]
+        other = scheduled(data, [{"at": f"{first_us}us", "fault": "failover", "shard": 2,
+                                  "lag": "500ms", "down_for": "50ms"}])
+        branched = ladder.run(other, 3)
+        alone = run_scenario(other).summary
+        assert branched.error is None
+        assert branched.summary == alone
+        assert alone["fault_failover_count"] == 1 and alone["shards"] == 3
+
+
 def test_a_run_paused_and_given_other_faults_in_process_is_the_run_with_them_from_t0():
     """``Run.branch`` alone, with no fork: faults replaced, removed and added,
     including one exactly at the instant the run reached."""
