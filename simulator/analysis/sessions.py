@@ -40,11 +40,11 @@ from typing import Any
 
 import pandas as pd
 
-from simulator.analysis import lab_path
+from simulator.analysis.notebook_sweeps import adjusted_sweep
 from simulator.analysis.spread import seed_bands
 from simulator.scenario.arrivals import Bursts, Poisson, arrivals_as_written
 from simulator.scenario.model import Scenario, ScenarioError
-from simulator.sweeps import Sweep, load_sweep
+from simulator.sweeps import Sweep
 
 MICROSECONDS_PER_HOUR = 3_600_000_000
 
@@ -160,17 +160,7 @@ def load_session_sweep(sweep_file: str | Path, seeds: int | list[int] | None = N
     (counts of re-sends), ``lifetimes`` and ``cleanup_afters`` varied instead
     of the file's when given (``PARAMETERS``). A relative ``sweep_file`` is
     inside the lab's checkout."""
-    unknown = sorted(set(values) - set(PARAMETERS))
-    if unknown:
-        raise TypeError(f"load_session_sweep: unknown parameter(s) {', '.join(unknown)}; "
-                        f"expected {', '.join(PARAMETERS)}")
-    path = Path(sweep_file)
-    if not path.is_absolute():
-        path = lab_path(str(path))
-    vary = {PARAMETERS[name]: list(chosen) for name, chosen in values.items()
-            if chosen is not None}
-    return load_sweep(path, seeds=seeds, set_fields=dict(set_fields or {}) or None,
-                      vary=vary or None)
+    return adjusted_sweep(sweep_file, PARAMETERS, "load_session_sweep", seeds, set_fields, values)
 
 
 def point_of(scenario: Scenario) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from simulator import lab_path
+from simulator.analysis.notebook_sweeps import adjusted_sweep
 from simulator.analysis.spread import seed_bands
-from simulator.sweeps.design import Sweep, load_sweep
+from simulator.sweeps.design import Sweep
 
 LAG = "lag_s"
 SHARD = "shard"
@@ -54,17 +54,7 @@ def load_shard_sweep(sweep_file: str | Path, seeds: int | list[int] | None = Non
     """A shard sweep as a notebook's parameters adjust it: ``seeds``, other
     fields set at every point, and any of ``PARAMETERS`` varied instead of the
     file's. A relative ``sweep_file`` is inside the lab's checkout."""
-    unknown = sorted(set(values) - set(PARAMETERS))
-    if unknown:
-        raise TypeError(f"load_shard_sweep: unknown parameter(s) {', '.join(unknown)}; "
-                        f"expected {', '.join(PARAMETERS)}")
-    path = Path(sweep_file)
-    if not path.is_absolute():
-        path = lab_path(str(path))
-    vary = {PARAMETERS[name]: list(chosen) for name, chosen in values.items()
-            if chosen is not None}
-    return load_sweep(path, seeds=seeds, set_fields=dict(set_fields or {}) or None,
-                      vary=vary or None)
+    return adjusted_sweep(sweep_file, PARAMETERS, "load_shard_sweep", seeds, set_fields, values)
 
 
 def shard_table(results: pd.DataFrame, sweep: Sweep) -> pd.DataFrame:

@@ -9,6 +9,7 @@ import tomllib
 
 import pytest
 from hypothesis import given, settings
+from scenario_data import BUDGET_FLEET, merge
 
 from simulator.backends import BackendSpec, open_redis_backend
 from simulator.backends.redis_backend import sha1
@@ -120,19 +121,7 @@ def test_a_fault_names_its_shard_s_node_or_every_node(cluster):
 
 # -- whole runs ------------------------------------------------------------------
 
-SMALL = {
-    "name": "cluster-small",
-    "duration": "3s",
-    "drain": "3s",
-    "store": "axond_budget.redis_v1",
-    "store_settings": {"subject_cap_microdollars": 40_000, "reservation_ttl": "1s"},
-    "fleet": {"replicas": 20},
-    "network": {"latency": "lognormal(1ms, 0.5)", "reply_loss": 0.02, "timeout": "50ms"},
-    "workload": {"arrivals": "poisson(300/s)", "keys": {"subjects": 30},
-                 "estimate_microdollars": 3000, "actual_microdollars": "uniform(0, 4000)",
-                 "duration": "lognormal(200ms, 0.8)"},
-    "server": {"persistence": "none"},
-}
+SMALL = merge(BUDGET_FLEET, {"name": "cluster-small", "server": {"persistence": "none"}})
 
 
 def _on(shards: int | None, schedule: list | None = None, **changes) -> dict:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 from redis.exceptions import ClusterCrossSlotError
+from scenario_data import BUDGET_FLEET
 
 from simulator.backends.slots import CROSSSLOT, slot_of
 from simulator.net.links import error_for
@@ -32,16 +33,9 @@ from stores.scripts import Patch
 REPO = Path(__file__).resolve().parents[2]
 
 SCENARIO = {
+    **BUDGET_FLEET,
     "name": "real-cluster",
-    "duration": "3s",
     "drain": "2s",
-    "store": "axond_budget.redis_v1",
-    "store_settings": {"subject_cap_microdollars": 40_000, "reservation_ttl": "1s"},
-    "fleet": {"replicas": 20},
-    "network": {"latency": "lognormal(1ms, 0.5)", "reply_loss": 0.02, "timeout": "50ms"},
-    "workload": {"arrivals": "poisson(300/s)", "keys": {"subjects": 30},
-                 "estimate_microdollars": 3000, "actual_microdollars": "uniform(0, 4000)",
-                 "duration": "lognormal(200ms, 0.8)"},
     "server": {"persistence": "aof-everysec", "cluster": {"shards": 3}},
     # One shard restarts and loses its last seconds; another fails over to a
     # replica a second behind; the third slows down.
