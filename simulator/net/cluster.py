@@ -25,7 +25,6 @@ Rules kept here:
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
 from typing import Any
 
 from simulator.backends import Outcome
@@ -41,13 +40,12 @@ class ClusterServer:
     """The shards of a cluster, seen by the links, the faults and the oracle
     as one server: each call goes to its key's node (``node_for``)."""
 
-    def __init__(self, shards: list[Server], replicas_per_shard: int) -> None:
+    def __init__(self, shards: list[Server]) -> None:
         if not shards:
             raise ValueError("a cluster has at least one shard")
         self.shards = shards
         for shard in shards:
             shard.whole = self
-        self.replicas_per_shard = replicas_per_shard
         self.ranges = slot_ranges(len(shards))
         for shard, served in zip(shards, self.ranges, strict=True):
             shard.backend.served_slots = served
@@ -152,11 +150,6 @@ class ClusterServer:
     def load(self) -> list[int]:
         """Commands each shard executed (scripts and plain commands)."""
         return [shard.pipelined_commands for shard in self.shards]
-
-    def backends(self) -> Iterator[Any]:
-        for shard in self.shards:
-            yield shard.backend
-
 
 class _CrossSlot:
     """The node a command with keys in several slots reaches: it answers

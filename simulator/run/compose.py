@@ -512,8 +512,7 @@ def _redis_side(scenario: Scenario, backend: Any, family: Family, oracle: Oracle
         # Each shard its own node, its own maxmemory; one observer hears them all.
         server = ClusterServer([Server(kernel, shard_backend, trace, observer=observer,
                                        eviction=eviction(index), pipelined=False)
-                                for index, shard_backend in enumerate(backend)],
-                               server_settings.cluster.replicas_per_shard)
+                                for index, shard_backend in enumerate(backend)])
     else:
         server = Server(kernel, backend, trace, observer=observer, eviction=eviction(),
                         pipelined=pipelined)

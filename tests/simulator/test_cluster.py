@@ -68,7 +68,7 @@ def cluster():
     kernel, trace = Kernel(1), Trace()
     backends = [open_redis_backend(BackendSpec("fakeredis")) for _ in range(3)]
     shards = [Server(kernel, backend, trace) for backend in backends]
-    yield ClusterServer(shards, replicas_per_shard=1)
+    yield ClusterServer(shards)
     for backend in backends:
         backend.close()
 
