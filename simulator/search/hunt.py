@@ -64,6 +64,7 @@ from simulator.run.limits import refuse_workers_beyond, run_limits
 from simulator.run.preflight import known_metrics, refuse_unknown, work
 from simulator.run.snapshots import FIRST_RUNG, RUNGS, forkable
 from simulator.scenario.conditions import Condition, Invariant, Verdict, check_metrics, judge
+from simulator.scenario.faults import FAULT_KINDS
 from simulator.scenario.model import (
     Scenario,
     ScenarioError,
@@ -684,6 +685,8 @@ def _story(schedule: list[dict[str, Any]], verdict: Verdict) -> str:
         target = ("the migration" if fault.get("migration") else
                   f"step {fault['step']}" if fault["fault"] == "migrate" else
                   _reconfigured(fault) if fault["fault"] == "reconfigure" else
+                  f"shard {fault['shard']}" if fault.get("shard") is not None else
+                  "the server" if FAULT_KINDS[fault["fault"]].hits_server else
                   f"replicas {fault['replicas']}" if "replicas" in fault else
                   "the fleet" if fault.get("replica") is None else f"replica {fault['replica']}")
         what = fault["fault"].replace("_", " ")

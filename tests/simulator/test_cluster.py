@@ -231,6 +231,9 @@ def test_a_hunt_on_a_cluster_finds_the_shard_whose_restart_loses_holds(tmp_path)
     assert restart["fault"] == "server_restart" and 0 <= restart.get("shard", 0) < 3
     replayed = run_scenario(parse_scenario({**data, "faults": {"schedule": found.schedule}}),
                             seed=hunt.scenario.seed).summary
+    # The report's story names the shard.
+    story = hunt.race_report(found, tmp_path / "found.toml").story
+    assert f"server restart on shard {restart.get('shard', 0)}" in story
     assert replayed["holds_lost_to_data_loss"] > 0
 
 
