@@ -118,6 +118,7 @@ def fault_classes(scenario: Scenario) -> tuple[FaultClass, ...]:
         found.append(FaultClass(f"scheduled {kind}",
                                 f"faults.schedule without its {kind} entries ({dropped})",
                                 (("faults.schedule", kept),)))
+        found += _per_shard(faults.schedule, kind)
     network = scenario.network
     for name in ("request_loss", "reply_loss"):
         if getattr(network, name) > 0:
@@ -147,6 +148,25 @@ def fault_classes(scenario: Scenario) -> tuple[FaultClass, ...]:
             "migration_crash", "migrations.*.crash_after_commands = none",
             tuple((f"migrations.{index}.crash_after_commands", None) for index in killed)))
     return tuple(found)
+
+
+def _per_shard(schedule: Sequence[Any], kind: str) -> list[FaultClass]:
+    """On a cluster, a server fault's entries shard by shard, each shard's a
+    class of its own (when they hit more than one): what each shard's
+    restarts or failovers cost, apart."""
+    shards = sorted({item.shard for item in schedule
+                     if item.fault == kind and item.shard is not None})
+    if len(shards) < 2:
+        return []
+    classes = []
+    for shard in shards:
+        kept = [item for item in schedule if item.fault != kind or item.shard != shard]
+        dropped = len(schedule) - len(kept)
+        classes.append(FaultClass(
+            f"scheduled {kind} on shard {shard}",
+            f"faults.schedule without its {kind} entries on shard {shard} ({dropped})",
+            (("faults.schedule", kept),)))
+    return classes
 
 
 def counterfactual(scenario: Scenario, seed: int | None = None, backend: str | None = None,

@@ -312,3 +312,25 @@ def test_a_shard_fault_names_its_shard_in_the_trace():
     rows = run_scenario(parse_scenario(_on(3, [restart])), seed=5).trace.to_table().to_pylist()
     assert [row["detail"] for row in rows if row["kind"] == "fault_server_restart"] == [
         "shard 2"]
+
+
+def test_the_counterfactual_tells_each_shard_s_failovers_apart():
+    """Damage a shard's failover caused is attributed to that shard: the run
+    without one shard's failovers, beside the run without the other's."""
+    from simulator.search.counterfactual import counterfactual, fault_classes
+    failovers = [{"at": "1s", "fault": "failover", "shard": shard, "lag": "1s",
+                  "down_for": "50ms"} for shard in (0, 2)]
+    scenario = parse_scenario(_on(3, failovers, network={**SMALL["network"],
+                                                         "reply_loss": 0.0}))
+    names = [each.name for each in fault_classes(scenario)]
+    assert names == ["scheduled failover", "scheduled failover on shard 0",
+                     "scheduled failover on shard 2"]
+    found = counterfactual(scenario, seed=5)
+    lost = {run.fault_class.name: run.summary["holds_lost_to_data_loss"] for run in found.runs}
+    baseline = found.baseline["holds_lost_to_data_loss"]
+    assert lost["scheduled failover"] == 0 < baseline
+    # Each shard's failover lost holds of its own shard: without it, fewer.
+    assert 0 < lost["scheduled failover on shard 0"] < baseline
+    assert 0 < lost["scheduled failover on shard 2"] < baseline
+    assert (lost["scheduled failover on shard 0"] + lost["scheduled failover on shard 2"]
+            == baseline)
