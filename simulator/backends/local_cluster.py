@@ -21,6 +21,7 @@ from pathlib import Path
 import redis
 
 from simulator.backends.local_postgres import setpriv_ties
+from simulator.backends.local_server import names_its_directory
 from simulator.backends.redis_backend import BackendError
 from simulator.backends.slots import slot_ranges
 
@@ -32,7 +33,6 @@ dir {dir}
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-node-timeout 5000
-proc-title-template "{{title}} {{listen-addr}} {{server-mode}} {{config-file}}"
 """
 """A node's ``redis.conf``: no disk but the cluster's own ``nodes.conf``."""
 READY_WITHIN_S = 30
@@ -94,14 +94,15 @@ class ThrowawayCluster:
             for port in self.ports:
                 node = self.directory / str(port)
                 node.mkdir()
-                # The settings in a file in the node's directory, named in the
-                # process title: `clean` keeps a directory a live process names.
+                # The settings in a file in the node's directory, which the
+                # process title names: `clean` keeps a directory a live process names.
                 config = node / "redis.conf"
                 config.write_text(NODE_CONFIG.format(port=port, dir=node), encoding="utf-8")
+                title = names_its_directory(server, node)
                 # Tied to the lab's life: a run killed outright leaves no node behind.
                 tie = ["setpriv", "--pdeathsig", "TERM"] if setpriv_ties() else []
                 self.processes.append(subprocess.Popen(
-                    [*tie, server, str(config)],
+                    [*tie, server, str(config), *title],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             self._wait(lambda client: client.ping())
             created = subprocess.run(

@@ -8,6 +8,7 @@ it; a server the lab did not start is only ever touched under a run's prefix.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 
@@ -33,6 +35,7 @@ class ThrowawayRedis:
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(self.directory),
+             *names_its_directory(binary, self.directory),
              # DEBUG SLEEP, from this machine only: tests make the server hang.
              "--enable-debug-command", "local"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -76,6 +79,23 @@ class ThrowawayRedis:
 
 def redis_binary() -> str | None:
     return shutil.which("redis-server")
+
+
+def names_its_directory(binary: str, directory: Path) -> list[str]:
+    """Arguments that put ``directory`` in the server's process title, where
+    ``clean`` looks for a live process's directory (redis-server rewrites its
+    title, so its command line no longer names it): ``proc-title-template``,
+    Redis 6.2 and later; none for an older server."""
+    if not _titles_by_template(binary):
+        return []
+    return ["--proc-title-template", f"{{title}} {{listen-addr}} {{server-mode}} {directory}"]
+
+
+@cache
+def _titles_by_template(binary: str) -> bool:
+    shown = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    found = re.search(r"v=(\d+)\.(\d+)", shown.stdout)
+    return found is not None and (int(found.group(1)), int(found.group(2))) >= (6, 2)
 
 
 @contextmanager

@@ -157,3 +157,11 @@ def test_the_lab_s_parallel_commands_mark_their_pymp_directory():
         directory = Path(multiprocessing.util.get_temp_dir())
         mark = json.loads((directory / run_marks.PROCESS_TEMP_MARK).read_text())
     assert directory.name.startswith("pymp-") and mark["pid"] == os.getpid()
+
+
+def test_a_live_throwaway_server_s_directory_is_kept_by_clean(redis_server):
+    """redis-server rewrites its process title; the lab's throwaway server
+    names its directory there, so ``clean`` sees it is in use."""
+    from simulator.backends.run_marks import temp_leftovers
+    lines = temp_leftovers(dry_run=True, root=redis_server.directory.parent)
+    assert f"kept {redis_server.directory}: a live process uses it" in lines
