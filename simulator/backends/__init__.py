@@ -115,6 +115,13 @@ def require_loopback(url: str, allow_remote: bool, what_the_lab_does: str) -> No
         )
 
 
+def lab_client(url: str) -> redis.Redis:
+    """The lab's own connection to a real server: replies decoded, no retry
+    (a re-sent script would run twice), a 30 s bound on a reply."""
+    return redis.Redis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0),
+                                socket_timeout=30)
+
+
 def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBackend:
     """A fresh fakeredis, or a connection to a real server under a new prefix.
 
@@ -136,12 +143,7 @@ def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBa
     assert spec.url is not None
     require_loopback(spec.url, allow_remote,
                      "writes keys there (under its own prefix, removed afterwards)")
-    client = redis.Redis.from_url(
-        spec.url,
-        decode_responses=True,
-        retry=Retry(NoBackoff(), 0),
-        socket_timeout=30,
-    )
+    client = lab_client(spec.url)
     try:
         client.ping()
         # Marked first: whatever the run leaves if it is killed, clean can find.

@@ -87,14 +87,12 @@ class RedisBackend:
 
     def __init__(self, client: redis.Redis, name: str, namespace: str,
                  owns_server: bool, shim_preloaded: bool = False,
-                 library: FunctionsLibrary | None = None, mark_key: str | None = None,
-                 cluster_node: bool = False) -> None:
+                 library: FunctionsLibrary | None = None, mark_key: str | None = None) -> None:
         self.client = client
-        self.cluster_node = cluster_node
-        """A node of a real Redis Cluster: a command's keys must share a slot."""
         self.served_slots: range | None = None
         """On a cluster (simulated or real), the slots this backend's node
-        serves: a script's undeclared keys are checked against them."""
+        serves: a script's undeclared keys are checked against them, and one
+        command's keys must share a slot."""
         self.name = name
         self.namespace = namespace
         self.owns_server = owns_server
@@ -281,7 +279,7 @@ class RedisBackend:
     def _delete_keys(self, keys: list[str]) -> None:
         """``DEL`` the keys: in one command, or, on a cluster's node (where
         one command's keys must share a slot), one each, in one pipeline."""
-        if not self.cluster_node:
+        if self.served_slots is None:
             self._guarded(self.client.delete, *keys)
             return
 

@@ -8,13 +8,16 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from simulator.backends import BackendSpec, open_redis_backend
+from simulator.backends import BackendSpec, lab_client, open_redis_backend
 from simulator.backends.functions_library import FunctionsLibrary
 from simulator.backends.local_cluster import ThrowawayCluster
 from simulator.backends.redis_backend import EMBEDDED_NAMESPACE, BackendError, RedisBackend
+
+
+def _summed(count: str) -> property:
+    """A count of every shard's backend, added up."""
+    return property(lambda shards: sum(getattr(backend, count) for backend in shards.backends))
 
 
 class ShardBackends:
@@ -34,21 +37,10 @@ class ShardBackends:
     def __iter__(self):
         return iter(self.backends)
 
-    @property
-    def executed(self) -> int:
-        return sum(backend.executed for backend in self.backends)
-
-    @property
-    def store_commands(self) -> int:
-        return sum(backend.store_commands for backend in self.backends)
-
-    @property
-    def script_errors(self) -> int:
-        return sum(backend.script_errors for backend in self.backends)
-
-    @property
-    def backend_seconds(self) -> float:
-        return sum(backend.backend_seconds for backend in self.backends)
+    executed = _summed("executed")
+    store_commands = _summed("store_commands")
+    script_errors = _summed("script_errors")
+    backend_seconds = _summed("backend_seconds")
 
     @property
     def recording(self) -> list | None:
@@ -123,12 +115,11 @@ def _each_opened(open_one: Callable[[int], RedisBackend], shards: int) -> ShardB
 
 def _cluster_node(url: str) -> RedisBackend:
     """A primary of the lab's own throwaway cluster, with the run's library loaded."""
-    client = redis.Redis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0),
-                                  socket_timeout=30)
+    client = lab_client(url)
     token = secrets.token_hex(6)
     try:
         library = FunctionsLibrary.offered(client, f"lab_{token}")
     except (redis.exceptions.ConnectionError, OSError) as error:
         raise BackendError(f"cannot reach the cluster's node {url}: {error}") from error
     return RedisBackend(client, "redis-cluster", namespace=EMBEDDED_NAMESPACE, owns_server=True,
-                        library=library, cluster_node=True)
+                        library=library)

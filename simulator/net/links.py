@@ -31,6 +31,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends import Outcome
+from simulator.backends.slots import CROSSSLOT
 from simulator.engine.kernel import Kernel, Owner, Process, WakeUp
 from simulator.engine.trace import UNKNOWN_YET, Trace
 from simulator.net.pipeline import Pending, when_done
@@ -119,7 +120,7 @@ driver's re-send and the second execution it may cause, a slowed reply (past
 the timeout, the call times out as well), a reply after the caller gave up
 (it had timed out), a cluster's refusal (an error reply). Every family's
 oracle reads this one set."""
-CLUSTER_REFUSALS = ("CROSSSLOT ", "ERR Script attempted to access ")
+CLUSTER_REFUSALS = (CROSSSLOT, "ERR Script attempted to access ")
 """How the error replies begin that a cluster's node gives for a call's
 keys: keys in several slots, a script's undeclared key elsewhere."""
 CALLER_KNOWS = MESSAGE_FAULTS - CALLER_MAY_NOT_KNOW
