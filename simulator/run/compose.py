@@ -387,8 +387,7 @@ class ServerSide:
                 "store_commands_executed": self.redis_backend.store_commands,
                 SCRIPT_ERRORS: self.redis_backend.script_errors,
                 **spread_over_shards(self.server)}
-            if self.redis_backend.script_errors and isinstance(self.server,
-                                                               (Server, ClusterServer)):
+            if self.redis_backend.script_errors:  # a Redis backend: its server, one or a cluster
                 # No fault acts inside a script: its own input on this call exposed it.
                 work[exposed_by_key(SCRIPT_ERRORS)] = f"script_failed on {self.server.first_failed}"
             return work
