@@ -25,20 +25,27 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.client import NEVER_DECODE
+from redis.exceptions import AskError, MovedError, NoScriptError, ResponseError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends.functions_library import FunctionsLibrary
-from simulator.backends.slots import slot_of
+from simulator.backends.slots import RUN_PREFIX, TRYAGAIN, ask, moved, slot_of
 from simulator.backends.virtual_expiry import (
     GENERIC_COMMAND,
+    SENTINEL_TTL_MS,
     STATUS_ERROR,
     STATUS_VALUE,
     VirtualExpiry,
     wrap,
     wrap_preloaded,
 )
+
+ABSENT = {"TYPE": "none", "EXISTS": 0, "DEL": 0, "HGETALL": {}}
+"""What the lab's read of a key no longer there says (GET, DUMP...: None)."""
+MIGRATE_TIMEOUT_MS = 5_000
+"""How long a real node's ``MIGRATE`` may take to hand one key over."""
 
 
 class BackendError(RuntimeError):
@@ -78,7 +85,7 @@ scripts (and plain commands): the lab's faults act on links and replicas,
 never inside a script, so each is the store's (an invariant of every kind on
 Redis: ``simulator.families.SCRIPT_ERRORS_INVARIANT``)."""
 
-EMBEDDED_NAMESPACE = "lab:"
+EMBEDDED_NAMESPACE = RUN_PREFIX
 """Where an embedded fakeredis keeps a run's keys: the whole server is the run's."""
 
 
@@ -93,6 +100,22 @@ class RedisBackend:
         """On a cluster (simulated or real), the slots this backend's node
         serves: a script's undeclared keys are checked against them, and one
         command's keys must share a slot."""
+        self.gained_slot = self.lost_slot = self.migrating_slot = -1
+        """After or during a slot migration (``simulator.net.slot_migration``):
+        a slot this node serves besides its range, one it no longer serves,
+        and one it is migrating away, whose keys the shim checks as Redis
+        does (on a simulated node; a real one checks them itself)."""
+        self.asking_slot: int | None = None
+        """Set for one call a cluster client sends with ``ASKING`` first:
+        the slot it is importing serves that call."""
+        self.native_cluster = False
+        """A real cluster's node: it answers redirects itself and moves keys
+        with ``MIGRATE``; ``address`` and ``node_id`` name it."""
+        self.address = ""
+        self.node_id = ""
+        self.lab_names: dict[str, str] = {}
+        """A real node's peers' addresses, by the names the lab gives shards
+        (``shard-K:6379``), so a redirect reads the same on every backend."""
         self.name = name
         self.namespace = namespace
         self.owns_server = owns_server
@@ -115,7 +138,7 @@ class RedisBackend:
         # replies are read later (``submit``/``collect``); ``_in_flight`` holds
         # the virtual time of each script sent and not yet read.
         self._connection = client.connection_pool.get_connection()
-        self._in_flight: list[int] = []
+        self._in_flight: list[int | None] = []
 
     def as_embedded(self, text: str) -> str:
         """``text`` (a store's message, naming its keys) as a run on the
@@ -160,6 +183,9 @@ class RedisBackend:
         commands = [(*(calls.get(body) or self._call_of(body)), len(keys), *keys, *args,
                      node(keys), "1" if observe else "0")
                     for body, keys, args, _, observe in batch]
+        if self.asking_slot is not None and self.native_cluster:
+            commands.insert(0, ("ASKING",))
+            self._in_flight.append(None)  # its +OK is read and dropped
         if self.recording is not None:
             namespace = self.namespace
             self.recording.extend(
@@ -184,6 +210,12 @@ class RedisBackend:
             self.backend_seconds += time.perf_counter() - started
         outcomes = []
         for now_us, packed in zip(in_flight, replies, strict=True):
+            if now_us is None:
+                continue  # an ASKING's reply
+            if isinstance(packed, AskError | TryAgainError):
+                # A real node's redirect: not the store's error, nothing ran.
+                outcomes.append(Outcome.failed(self._redirect_text(packed)))
+                continue
             if isinstance(packed, Exception):
                 if _lost_scripts(packed):
                     raise BackendError(f"the {self.name} backend lost the lab's scripts mid-run "
@@ -209,13 +241,26 @@ class RedisBackend:
         return outcomes
 
     def _node_of(self, keys: tuple[str, ...]) -> str:
-        """What the shim checks an undeclared key against on a cluster's node:
-        the script's slot (-1 without keys) and the node's slots; '' elsewhere."""
+        """What the shim checks a script's keys against on a cluster's node
+        (see ``virtual_expiry``): the script's slot (-1 without keys), the
+        node's slots, and those a slot migration changed; '' elsewhere."""
         served = self.served_slots
         if served is None:
             return ""
         slot = slot_of(keys[0]) if keys else -1
-        return f"{slot}:{served.start}:{served.stop - 1}"
+        gained = self.gained_slot if self.asking_slot is None else self.asking_slot
+        return (f"{slot}:{served.start}:{served.stop - 1}:{gained}:{self.lost_slot}:"
+                f"{self.migrating_slot}")
+
+    def _redirect_text(self, error: AskError | TryAgainError) -> str:
+        """A real node's redirect as the lab words it: the node named as the
+        lab names its shard (the address differs from run to run)."""
+        if isinstance(error, TryAgainError):
+            return TRYAGAIN
+        address = self.lab_names.get(f"{error.host}:{error.port}", f"{error.host}:{error.port}")
+        if isinstance(error, MovedError):
+            return moved(error.slot_id, address)
+        return ask(error.slot_id, address)
 
     def _reply(self) -> Any:
         try:
@@ -282,22 +327,60 @@ class RedisBackend:
         if self.served_slots is None:
             self._guarded(self.client.delete, *keys)
             return
+        self._key_commands([("DEL", key) for key in keys])
 
-        def each() -> None:
-            pipe = self.client.pipeline(transaction=False)
-            for key in keys:
-                pipe.delete(key)
-            pipe.execute()
+    # -- a slot migration's moves ------------------------------------------
 
-        self._guarded(each)
+    def keys_in_slot(self, slot: int) -> list[str]:
+        """The run's keys this node holds in ``slot``, sorted."""
+        return [key for key in self.keys(f"{self.namespace}*") if slot_of(key) == slot]
+
+    def move_key(self, key: str, target: RedisBackend) -> bytes | None:
+        """Move ``key`` to ``target``'s node as ``MIGRATE`` does (content and
+        TTL; its virtual deadline too) and return its ``DUMP``; None when it
+        is not here. A real node migrates it itself."""
+        self._idle()
+        (payload,) = self._key_commands([("DUMP", key)], {NEVER_DECODE: []})
+        if payload is None:
+            return None
+        deadline_us = self.expiry.deadline_us(key)
+        if self.native_cluster:
+            host, port = target.address.rsplit(":", 1)
+            self._guarded(self.client.execute_command, "MIGRATE", host, port, "", 0,
+                          MIGRATE_TIMEOUT_MS, "KEYS", key)
+            if deadline_us is not None:
+                target.expiry.arm(key, deadline_us)
+        else:
+            target.restore_key(key, payload, deadline_us)
+            self._delete_keys([key])
+        self.expiry.forget(key)
+        return payload
+
+    def restore_key(self, key: str, payload: bytes, deadline_us: int | None) -> None:
+        """Put a moved key here (as the importing node receives it; also when a
+        restart replays the move), with the sentinel TTL if it had a deadline."""
+        self._idle()
+        verb = "RESTORE-ASKING" if self.native_cluster else "RESTORE"
+        ttl_ms = SENTINEL_TTL_MS if deadline_us is not None else 0
+        self._guarded(self.client.execute_command, verb, key, ttl_ms, payload, "REPLACE")
+        if deadline_us is not None:
+            self.expiry.arm(key, deadline_us)
+
+    def set_slot(self, slot: int, state: str, node_id: str = "") -> None:
+        """``CLUSTER SETSLOT`` on a real node (``IMPORTING``, ``MIGRATING``,
+        ``NODE``, or ``STABLE`` without a node); a simulated node keeps its
+        state in the fields above."""
+        if self.native_cluster:
+            self._idle()
+            self._guarded(self.client.execute_command, "CLUSTER", "SETSLOT", slot, state,
+                          *((node_id,) if node_id else ()))
 
     # -- reading without disturbing the run --------------------------------
 
     def read(self, *command: str) -> Any:
         """A read by the lab itself (the oracle): not a modelled message, and
         not counted as store work. Call ``expire_due`` first."""
-        self._idle()
-        return self._guarded(self.client.execute_command, *command)
+        return self.read_many([command])[0]
 
     def read_many(self, commands: list[tuple[str, ...]]) -> list[Any]:
         """``read`` for many commands at once, in one pipeline: the lab reading
@@ -306,12 +389,30 @@ class RedisBackend:
         if not commands:
             return []
         self._idle()
+        return self._key_commands(commands)
+
+    def _key_commands(self, commands: list[tuple[str, ...]],
+                      options: dict[str, Any] | None = None) -> list[Any]:
+        """The lab's own commands on keys, in one pipeline, their replies in
+        order. On a real cluster's node each goes with ``ASKING`` (so a slot
+        it imports answers), and a key its migrating slot no longer holds
+        reads as absent (the node would redirect the lab)."""
+        native = self.native_cluster
 
         def send() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
             for command in commands:
-                pipe.execute_command(*command)
-            return pipe.execute()
+                if native:
+                    pipe.execute_command("ASKING")
+                pipe.execute_command(*command, **(options or {}))
+            if not native:
+                return pipe.execute()
+            replies = pipe.execute(raise_on_error=False)[1::2]
+            for reply in replies:
+                if isinstance(reply, Exception) and not isinstance(reply, AskError | TryAgainError):
+                    raise reply
+            return [ABSENT.get(command[0]) if isinstance(reply, Exception) else reply
+                    for command, reply in zip(commands, replies, strict=True)]
 
         return self._guarded(send)
 

@@ -121,5 +121,9 @@ def _cluster_node(url: str) -> RedisBackend:
         library = FunctionsLibrary.offered(client, f"lab_{token}")
     except (redis.exceptions.ConnectionError, OSError) as error:
         raise BackendError(f"cannot reach the cluster's node {url}: {error}") from error
-    return RedisBackend(client, "redis-cluster", namespace=EMBEDDED_NAMESPACE, owns_server=True,
-                        library=library)
+    backend = RedisBackend(client, "redis-cluster", namespace=EMBEDDED_NAMESPACE,
+                           owns_server=True, library=library)
+    backend.native_cluster = True
+    backend.address = url.removeprefix("redis://").rsplit("/", 1)[0]
+    backend.node_id = client.execute_command("CLUSTER", "MYID")
+    return backend

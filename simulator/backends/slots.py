@@ -15,6 +15,10 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 HASH_SLOTS = REDIS_CLUSTER_HASH_SLOTS
 """16,384: the slots every key of a cluster falls in."""
 
+RUN_PREFIX = "lab:"
+"""The prefix of a run's keys on the embedded backend and on a throwaway
+cluster: an untagged key's slot is its name's under it."""
+
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 """What a cluster node answers a command (a function's FCALL, a script's
 EVALSHA, a multi-key command) whose declared keys span slots."""
@@ -71,3 +75,35 @@ def shard_of_slot(slot: int, ranges: list[range]) -> int:
         if slot in served:
             return index
     raise ValueError(f"no primary serves slot {slot}")
+
+
+TRYAGAIN = "TRYAGAIN Multiple keys request during rehashing of slot"
+"""What a node answers a command of several keys, some of them not there,
+while their slot moves (Redis 7.0: on the slot's old node, and on the new one
+when asked with ``ASKING``)."""
+
+
+def moved(slot: int, address: str) -> str:
+    """A node's answer for a slot another node serves: go there from now on."""
+    return f"MOVED {slot} {address}"
+
+
+def ask(slot: int, address: str) -> str:
+    """A migrating slot's old node's answer when a command's keys are not
+    there (any more): ask the new node, this once, with ``ASKING`` first."""
+    return f"ASK {slot} {address}"
+
+
+REDIRECTS = ("MOVED ", "ASK ", "TRYAGAIN ")
+"""How the replies begin that a cluster client may follow: a command sent
+to the wrong node, or one to send again."""
+
+
+def redirected_to(message: str) -> tuple[str, int, str] | None:
+    """``(code, slot, address)`` of a ``MOVED`` or ``ASK`` reply; ``None``
+    for anything else (``TRYAGAIN`` names no node)."""
+    code, _, rest = message.partition(" ")
+    if code not in ("MOVED", "ASK"):
+        return None
+    slot, _, address = rest.partition(" ")
+    return code, int(slot), address

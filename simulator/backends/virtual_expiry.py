@@ -41,8 +41,11 @@ SENTINEL_TTL_MS = 3_000_000_000_000
 # Reply shape of a wrapped script: {status, calls, ttl_pairs, key_states,
 # observed, reply}, where ``calls`` counts the commands the body itself ran.
 # The reply goes last because a nil inside a Lua array truncates it.
-# The lab appends two arguments to ARGV: on a cluster's node, its script's slot
-# and the node's first and last slots ('SLOT:FIRST:LAST', else ''); then '1' to
+# The lab appends two arguments to ARGV: on a cluster's node, its script's slot,
+# the node's first and last slots, a slot it serves besides (migrated in, or
+# being imported for this call), one it no longer serves (migrated out), and a
+# slot it is migrating whose keys the shim checks as Redis does (each -1 for
+# none: 'SLOT:FIRST:LAST:GAINED:LOST:MIGRATING'; '' off a cluster); then '1' to
 # have the post-state of every key in KEYS returned as ``observed`` ({key,
 # type[, value]} each, or {key, 'same'} for a key the body only read). The shim
 # takes them off again before the body runs, so the body sees the ARGV it was sent.
@@ -175,10 +178,13 @@ local function lab_set(args)
   return reply
 end
 
--- On a cluster's node (lab_node: the script's slot, and the node's first and
--- last slots), a command may use a key the script did not declare only in
--- the script's slot, as Redis 7 checks each command of a function: another
--- node's slot, or another slot of this node, fails the command.
+-- On a cluster's node (lab_node: the script's slot; the node's first and
+-- last slots; a slot it serves besides, one it no longer serves, and one it
+-- is migrating away, each -1 for none), a command may use a key the script
+-- did not declare only in the script's slot, as Redis 7 checks each command
+-- of a function: another node's slot, or another slot of this node, fails
+-- the command; and while a slot migrates, its old node fails a command on
+-- any of its keys no longer there (Redis would redirect it to the new node).
 local lab_node
 local lab_crc_table
 
@@ -219,24 +225,38 @@ local function lab_slot(key)
   return crc % 16384
 end
 
-local function lab_undeclared(verb, args)
-  -- The error Redis answers for the first undeclared key out of place, or nil.
+local function lab_misplaced(verb, args)
+  -- The error Redis answers for the first key out of place, or nil: on a
+  -- migrating slot's old node, any key of that slot no longer there (Redis
+  -- would ask the new node: not local); elsewhere an undeclared key in a slot
+  -- this node does not serve, or in another slot than the script's.
   if lab_keyless[verb] then return nil end
   local last, step = 2, 1
   if lab_all_keys[verb] then last = #args elseif lab_paired_keys[verb] then
     last, step = #args, 2 end
   for index = 2, last, step do
     local key = args[index]
-    if key ~= nil and not lab_declared[key] then
-      local slot = lab_slot(key)
-      if slot < lab_node[2] or slot > lab_node[3] then
-        return lab_server.error_reply(
-          'ERR Script attempted to access a non local key in a cluster node')
+    if key ~= nil then
+      local slot = -1
+      if lab_node[6] ~= -1 then
+        slot = lab_slot(key)
+        if slot == lab_node[6] and lab_server.call('EXISTS', key) == 0 then
+          return lab_server.error_reply(
+            'ERR Script attempted to access a non local key in a cluster node')
+        end
       end
-      if lab_node[1] == -1 then lab_node[1] = slot
-      elseif slot ~= lab_node[1] then
-        return lab_server.error_reply(
-          'ERR Script attempted to access keys that do not hash to the same slot')
+      if not lab_declared[key] then
+        if slot == -1 then slot = lab_slot(key) end
+        if (slot < lab_node[2] or slot > lab_node[3] or slot == lab_node[5])
+            and slot ~= lab_node[4] then
+          return lab_server.error_reply(
+            'ERR Script attempted to access a non local key in a cluster node')
+        end
+        if lab_node[1] == -1 then lab_node[1] = slot
+        elseif slot ~= lab_node[1] then
+          return lab_server.error_reply(
+            'ERR Script attempted to access keys that do not hash to the same slot')
+        end
       end
     end
   end
@@ -248,7 +268,7 @@ local function lab_run(...)
   local args = {...}
   local verb = string.upper(args[1])
   if lab_node ~= nil then
-    local refused = lab_undeclared(verb, args)
+    local refused = lab_misplaced(verb, args)
     if refused ~= nil then return refused end
   end
   if lab_reads[verb] == nil then
@@ -352,7 +372,8 @@ local function lab_pcall(...)
 end
 
 local function lab_still_there(key)
-  if lab_exists[key] == nil then lab_exists[key] = lab_server.call('EXISTS', key) == 1 end
+  -- (pcall: a migrating slot's old node refuses a key that is not there.)
+  if lab_exists[key] == nil then lab_exists[key] = lab_server.pcall('EXISTS', key) == 1 end
   return lab_exists[key]
 end
 
@@ -366,8 +387,9 @@ _SHIM_START = r"""
 lab_observe = table.remove(ARGV) == '1'
 lab_node = table.remove(ARGV)
 if lab_node == '' then lab_node = nil else
-  local slot, first, last = string.match(lab_node, '^(-?%d+):(%d+):(%d+)$')
-  lab_node = {tonumber(slot), tonumber(first), tonumber(last)}
+  local fields = {}
+  for field in string.gmatch(lab_node, '-?%d+') do fields[#fields + 1] = tonumber(field) end
+  lab_node = fields
 end
 lab_server = redis
 lab_ttls = {}
@@ -408,8 +430,8 @@ end
 for index = 1, #lab_touched do
   local ttl = lab_known[lab_touched[index]]
   if ttl == nil then
-    ttl = lab_server.call('PTTL', lab_touched[index])
-    if ttl > 0 then ttl = 1 end
+    ttl = lab_server.pcall('PTTL', lab_touched[index])
+    if type(ttl) ~= 'number' then ttl = -2 elseif ttl > 0 then ttl = 1 end
   end
   lab_states[#lab_states + 1] = lab_touched[index]
   lab_states[#lab_states + 1] = ttl
@@ -468,7 +490,7 @@ if lab_observe then
         seen = value and {key, 'string', value} or {key, 'none'}
       end
     end
-    local kind = seen == nil and lab_server.call('TYPE', key)['ok'] or 'seen'
+    local kind = seen == nil and (lab_server.pcall('TYPE', key)['ok'] or 'none') or 'seen'
     if kind == 'seen' then
       lab_seen[#lab_seen + 1] = seen
     elseif kind == 'string' then

@@ -26,12 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from redis._parsers.base import BaseParser
+from redis.exceptions import ClusterError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from simulator.backends import Outcome
-from simulator.backends.slots import CROSSSLOT
+from simulator.backends.slots import CROSSSLOT, REDIRECTS, redirected_to
 from simulator.engine.kernel import Kernel, Owner, Process, WakeUp
 from simulator.engine.trace import UNKNOWN_YET, Trace
 from simulator.net.pipeline import Pending, when_done
@@ -52,6 +52,8 @@ class LinkSettings:
     multiplexed: bool = False
     """The replica's own port is one multiplexed connection
     (``simulator.net.connections``) instead of a pool (``Link``)."""
+    follows_redirects: bool = True
+    """On a cluster, the replica's client follows redirects (``ClusterSettings``)."""
 
 
 @dataclass
@@ -160,7 +162,7 @@ class FaultClock:
 
 class _Call:
     __slots__ = ("process", "token", "command", "attempt", "live_attempt", "resolved",
-                 "executions", "armed")
+                 "executions", "armed", "route", "node", "hops", "chain")
 
     def __init__(self, process: Process, command: Command) -> None:
         self.process = process
@@ -175,6 +177,14 @@ class _Call:
         # Connection faults armed for this call, by kind, with their extra
         # time (``ReplicaNetwork.forced``); None while none is.
         self.armed: dict[str, int] | None = None
+        # On a cluster: where the client sends the next attempt after a
+        # redirect (a shard, and whether it asks first), None: by its slots
+        # table; the shard the last attempt reached; the redirects followed in
+        # all, and since the last retry (redis-py's per-call TTL).
+        self.route: tuple[int, bool] | None = None
+        self.node = 0
+        self.hops = 0
+        self.chain = 0
 
 
 REFUSED = "CONNREFUSED the server is down"
@@ -186,12 +196,20 @@ ARMED_KINDS = ("stall", "reset", "slow", "drop_waiter")
 CLUSTER_ERRORS = frozenset({"CROSSSLOT", "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"})
 """A cluster node's error codes: redis-py raises its own class for each,
 without the code (``ClusterCrossSlotError("Keys in request ...")``)."""
+CLUSTER_REQUEST_TTL = 16
+"""Attempts redis-py's ``RedisCluster`` gives one call across redirects
+(``RedisClusterRequestTTL``) before it raises ``ClusterError("TTL exhausted.")``."""
+TRYAGAIN_PAUSE_US = 50_000
+"""Its pause before sending again on ``TRYAGAIN``, once half the TTL is spent."""
+TTL_EXHAUSTED = "TTL exhausted."
 
 
 def error_for(message: str) -> Exception:
     """The exception redis-py raises for an error reply."""
     if message.split(" ", 1)[0] in CLUSTER_ERRORS:
         return BaseParser.parse_error(message)
+    if message == TTL_EXHAUSTED:
+        return ClusterError(TTL_EXHAUSTED)
     if message.startswith(NOSCRIPT.split()[0]):
         return NoScriptError(message)
     if message == REFUSED:
@@ -201,6 +219,12 @@ def error_for(message: str) -> Exception:
     if message == CLOSED:
         return RedisConnectionError("Connection closed by the client")
     return ResponseError(message)
+
+
+def _redirect(outcome: Outcome | Pending) -> bool:
+    """Whether a cluster node's reply sends the client elsewhere (or again)."""
+    error = outcome.error if isinstance(outcome, Outcome) else None
+    return error is not None and error.startswith(REDIRECTS)
 
 
 def describe(value: object, namespace: str) -> str:
@@ -233,6 +257,10 @@ class Link:
         self.faults = faults or FaultClock()
         self.sent = 0
         self.executed = 0
+        moved = getattr(server, "moved", None)
+        self.known: dict[int, int] | None = None if moved is None else dict(moved)
+        """On a cluster, the slots this client knows moved (its slots table
+        is the layout when it started, then what ``MOVED`` taught it)."""
         # Called after each command of this link executes (the lab uses it to
         # kill a migration at an exact point).
         self.after_execute: Callable[[], None] | None = None
@@ -294,7 +322,11 @@ class Link:
         return False
 
     def _arrive(self, call: _Call, attempt: int) -> None:
-        server = self.server.node_for(call.command)
+        if self.known is None:
+            server = self.server.node_for(call.command)
+        else:
+            server = self.server.node_for(call.command, call.route, self.known)
+            call.node = server.index
         lost = self.rng.random() < self.settings.reply_loss
         latency = self._latency()
         if server.down:
@@ -302,6 +334,29 @@ class Link:
             self._reply(call, attempt, Outcome.failed(REFUSED), latency)
             return
         outcome = server.execute(call.command, call.process.tag)
+        if self.known is not None and _redirect(outcome):
+            # Nothing ran: the node sends the client elsewhere (or again).
+            self.trace.record(self.kernel.now, self.replica, self.incarnation,
+                              call.process.tag, "call_redirected",
+                              outcome=outcome.error.split(" ", 1)[0], detail=call.command.label)
+        else:
+            self._executed_here(call, server, outcome)
+        now = self.kernel.now
+        if now < self.network.cut_replies_until:
+            self._record(call, "reply_lost", "partition")
+        elif self.network.take_forced("reply", call.command.label):
+            self._record(call, "reply_lost", "scheduled")
+            self.faults.mark(now)
+        elif lost:
+            self._record(call, "reply_lost")
+            self.faults.mark(now)
+        elif call.armed is None:
+            self._reply(call, attempt, outcome, latency + server.extra_latency_us)
+        else:
+            self._armed_reply(call, attempt, outcome, latency + server.extra_latency_us)
+
+    def _executed_here(self, call: _Call, server: Server, outcome: Outcome | Pending) -> None:
+        """The call ran on ``server``: counted and traced."""
         call.executions += 1
         self.executed += 1
         if call.executions > 1:
@@ -316,19 +371,6 @@ class Link:
             self.after_execute()
         if server is not self.server:  # a cluster's node: did it refuse the call's keys?
             when_done(outcome, lambda done: self._refused_by_cluster(call, done))
-        now = self.kernel.now
-        if now < self.network.cut_replies_until:
-            self._record(call, "reply_lost", "partition")
-        elif self.network.take_forced("reply", call.command.label):
-            self._record(call, "reply_lost", "scheduled")
-            self.faults.mark(now)
-        elif lost:
-            self._record(call, "reply_lost")
-            self.faults.mark(now)
-        elif call.armed is None:
-            self._reply(call, attempt, outcome, latency + server.extra_latency_us)
-        else:
-            self._armed_reply(call, attempt, outcome, latency + server.extra_latency_us)
 
     def _refused_by_cluster(self, call: _Call, outcome: Outcome) -> None:
         if outcome.error is not None and outcome.error.startswith(CLUSTER_REFUSALS):
@@ -375,17 +417,57 @@ class Link:
         if call.resolved or attempt != call.live_attempt:
             self._record(call, "late_reply")
             return None
-        call.resolved = True
         if not self.owner.alive:
+            call.resolved = True
             self._record(call, "reply_to_dead_replica")
             return None
         if isinstance(outcome, Pending):
             if outcome.outcome is None:
                 self.server.flush()  # the caller reads the reply: run what is queued
             outcome = outcome.outcome
+        if outcome.error is not None and self.known is not None and _redirect(outcome):
+            followed = self._redirected(call, outcome.error)
+            if followed is None:
+                return None
+            outcome = followed
+        call.resolved = True
         if outcome.error is not None:
             return (call.process, call.token, None, error_for(outcome.error))
         return (call.process, call.token, outcome.value, None)
+
+    def _redirected(self, call: _Call, message: str) -> Outcome | None:
+        """A cluster node's redirect reached the client. Following it (as
+        redis-py's ``RedisCluster`` does), the client sends the call again:
+        to the node an ``ASK`` names, with ``ASKING`` first; by its slots
+        table, taught by a ``MOVED``; to the same node on ``TRYAGAIN`` (after
+        a pause once half the call's TTL is spent), and None is returned.
+        The caller gets an error instead (returned) from a client that does
+        not follow, or once the call's TTL is spent."""
+        code = message.split(" ", 1)[0]
+        if not self.settings.follows_redirects:
+            self._record(call, "cluster_refused", code)
+            return Outcome.failed(message)
+        call.chain += 1
+        if call.chain >= CLUSTER_REQUEST_TTL:
+            # The cluster could not serve it (a slot kept moving under it):
+            # unavailable, as a server that refuses connections is.
+            self._record(call, "call_refused", TTL_EXHAUSTED)
+            return Outcome.failed(TTL_EXHAUSTED)
+        target = redirected_to(message)
+        pause_us = 0
+        if target is None:
+            call.route = (call.node, False)
+            if CLUSTER_REQUEST_TTL - call.chain < CLUSTER_REQUEST_TTL / 2:
+                pause_us = TRYAGAIN_PAUSE_US
+        elif code == "ASK":
+            call.route = (self.server.index_at(target[2]), True)
+        else:
+            assert self.known is not None
+            self.known[target[1]] = self.server.index_at(target[2])
+            call.route = None
+        call.hops += 1
+        self.kernel.after(pause_us, self._attempt, call)
+        return None
 
     def _time_out(self, call: _Call, attempt: int) -> WakeUp | None:
         """The caller's timeout: a retry, or the wake-up with the driver's error."""
@@ -394,8 +476,9 @@ class Link:
         if self._held_by_pause(self._time_out, call, attempt):
             return None
         call.live_attempt = 0
-        if call.attempt <= self.settings.retries:
-            self._record(call, "call_retried", outcome=str(call.attempt))
+        call.route, call.chain = None, 0  # a retry is the call afresh
+        if call.attempt - call.hops <= self.settings.retries:
+            self._record(call, "call_retried", outcome=str(call.attempt - call.hops))
             self.kernel.after(self._backoff(call.attempt), self._attempt, call)
             return None
         call.resolved = True

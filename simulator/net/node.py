@@ -19,8 +19,9 @@ class OneNode:
     extra_latency_us: int
     spike_ends: list[int]
 
-    def node_for(self, command: Any) -> Any:
-        """The node that answers ``command``: this one."""
+    def node_for(self, command: Any, route: Any = None, known: Any = None) -> Any:
+        """The node that answers ``command``: this one (a cluster's client
+        may name a shard, ``route``, or the slots it knows moved, ``known``)."""
         return self
 
     def nodes(self, shard: int | None = None) -> list[Any]:

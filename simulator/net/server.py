@@ -30,6 +30,7 @@ from typing import Any
 
 from simulator.backends import Outcome, RedisBackend
 from simulator.backends.redis_backend import sha1
+from simulator.backends.slots import REDIRECTS
 from simulator.backends.virtual_expiry import GENERIC_COMMAND
 from simulator.engine.kernel import Kernel
 from simulator.engine.trace import SERVER, Trace
@@ -75,9 +76,14 @@ class Write:
     """An executed command the server would have to persist."""
 
     time_us: int
-    body: str | None  # a script body, or None for a plain command
+    body: str | None  # a script body, None for a plain command, or RESTORED
     keys: tuple[str, ...]
-    args: tuple[str, ...]
+    args: tuple[Any, ...]
+
+
+RESTORED = "<a key moved in>"
+"""The body of a ``Write`` that is a key a slot migration moved in: its
+``args`` are the key's ``DUMP`` and its virtual deadline (or None)."""
 
 
 class Server(OneNode):
@@ -102,6 +108,10 @@ class Server(OneNode):
         self.whole: Any = self
         """The server this node is part of: itself, or its cluster."""
         self.keys_expired = 0
+        self.redirects = 0
+        """Redirects this node answered (a cluster's ``MOVED``, ``ASK``, ``TRYAGAIN``)."""
+        self.index = 0
+        """This node's shard on a cluster (0 for a server of one node)."""
         self.pipelined = pipelined and eviction is None
         # The queue: scripts to run, their pending outcomes, and every effect
         # that follows them in virtual time, in order.
@@ -144,13 +154,17 @@ class Server(OneNode):
                 return Outcome.failed(NOSCRIPT)
             args = command.args[1:]
             self.history.append(Write(now_us, body, command.keys, args))
+            written = True
         else:
             body, args = GENERIC_COMMAND, (verb, *command.args)
-            if verb not in READ_ONLY:
+            written = verb not in READ_ONLY
+            if written:
                 self.history.append(Write(now_us, None, command.keys, args))
         entry = (body, command.keys, args, now_us, self.observer is not None)
         if not self.pipelined:
             (outcome,) = self.backend.run_batch([entry])
+            if written and outcome.error is not None and outcome.error.startswith(REDIRECTS):
+                self.history.pop()  # a real cluster's node redirected it: nothing ran
             self.pipelines_sent += 1  # a round trip of its own
             self.pipelined_commands += 1
             self._executed(outcome, now_us, tag, verb, command.label)
@@ -206,9 +220,14 @@ class Server(OneNode):
     def _executed(self, outcome: Outcome, now_us: int, tag: int, verb: str,
                   label: str) -> None:
         """What follows a command's execution: the oracle reads its post-state,
-        and a write may make the server evict; the first that failed is kept."""
+        and a write may make the server evict; the first that failed is kept
+        (a cluster's redirect is no failure: nothing ran, and the client may
+        follow it)."""
         if outcome.error is not None:
-            self._failed(label)
+            if outcome.error.startswith(REDIRECTS):
+                self.redirects += 1
+            else:
+                self._failed(label)
         observe = self.observer is not None
         if outcome.observed:
             if self.eviction is not None:
@@ -225,6 +244,35 @@ class Server(OneNode):
         holds."""
         options = dict(zip(args[1::2], args[2::2], strict=False))
         return self.backend.keys(options.get("MATCH", "*"))
+
+    def redirected(self, message: str) -> Outcome:
+        """This node's answer to a call for a slot it does not serve (or not
+        for that call): a redirect, and nothing runs (a command it answered all the same)."""
+        self.redirects += 1
+        self.pipelines_sent += 1
+        self.pipelined_commands += 1
+        return Outcome.failed(message)
+
+    def knows(self, command: Command) -> bool:
+        """Whether this node would run ``command`` rather than answer ``NOSCRIPT``."""
+        return command.verb != "EVALSHA" or command.args[0] in self.script_cache
+
+    def present(self, redis_keys: tuple[str, ...]) -> tuple[int, int]:
+        """How many of the distinct keys this node holds, and how many not
+        (what a node counts for a slot being migrated)."""
+        self.flush()
+        self.expire_due(self.kernel.now)
+        distinct = list(dict.fromkeys(redis_keys))
+        held = sum(self.backend.read_many([("EXISTS", key) for key in distinct]))
+        return held, len(distinct) - held
+
+    def moved_in(self, key: str, payload: bytes, deadline_us: int | None) -> None:
+        """A slot migration put ``key`` here: kept, so a restart keeps it too."""
+        self.history.append(Write(self.kernel.now, RESTORED, (key,), (payload, deadline_us)))
+
+    def moved_out(self, key: str) -> None:
+        """A slot migration took ``key`` away: a restart must not bring it back."""
+        self.history.append(Write(self.kernel.now, None, (key,), ("DEL", key)))
 
     def expire_due(self, now_us: int) -> None:
         """Drop keys whose virtual deadline has come."""
@@ -252,12 +300,20 @@ class Server(OneNode):
         kept = [] if keep_until_us is None else [
             write for write in self.history if write.time_us <= keep_until_us]
         self.backend.wipe()
+        # A node's own persistence restores its keys whatever slot moves.
+        suspended = getattr(self.whole, "migrator", None)
+        if suspended is not None:
+            suspended.suspend(self)
         for write in kept:
             self.backend.expire_due(write.time_us)
-            if write.body is None:
+            if write.body is RESTORED:
+                self.backend.restore_key(write.keys[0], *write.args)
+            elif write.body is None:
                 self.backend.run_command(write.args, write.keys, write.time_us)
             else:
                 self.backend.run_script(write.body, write.keys, write.args, write.time_us)
+        if suspended is not None:
+            suspended.resume(self)
         lost = len(self.history) - len(kept)
         self.history = kept
         self.script_cache.clear()

@@ -138,6 +138,8 @@ def link_settings(scenario: Scenario) -> LinkSettings:
         backoff_base_us=network.retries.backoff_base_us,
         backoff_cap_us=network.retries.backoff_cap_us,
         multiplexed=network.connection == "multiplexed",
+        follows_redirects=scenario.server.cluster is None
+        or scenario.server.cluster.follows_redirects,
     )
 
 

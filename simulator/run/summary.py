@@ -31,7 +31,8 @@ RUN_TOTALS = (*MIGRATION_TOTALS, "noscript_replies_count", "swallowed_io_by_dead
 """What every run counts besides its trace events (``simulator.run.compose``)."""
 DETERMINISM = ("trace_events", "trace_fingerprint")
 """How a run's trace is told apart from another's."""
-CLUSTER_FIGURES = ("shards", "busiest_shard_share", "crossslot_refusals")
+CLUSTER_FIGURES = ("shards", "busiest_shard_share", "crossslot_refusals", "cluster_redirects",
+                   "keys_migrated")
 """How a Redis run's work spread over its shards (one server: one shard,
 all of the work, no refusal): ``simulator.net.cluster``."""
 BACKEND_TOTALS = {"redis": ("scripts_executed", "store_commands_executed", SCRIPT_ERRORS,
@@ -47,6 +48,7 @@ COUNTED_EVENTS = (
     "duplicate_execution", "key_expired", "key_evicted", "fault_crash", "replica_restarted",
     "fault_pause", "fault_partition", "fault_server_restart", "fault_failover",
     "fault_latency_spike", "fault_lose_request", "fault_lose_reply", "fault_migration_killed",
+    "fault_slot_migration", "call_redirected",
 )
 """Trace events whose counts go into the summary: how often each situation
 actually occurred, so a clean result can be told from one that exercised

@@ -26,6 +26,11 @@ slow_reply             that call's reply takes ``extra`` longer
 dropped_waiter         that call's waiter is dropped from its connection's
                        queue: on a multiplexed connection the replies behind
                        it reach the wrong callers (``simulator.net.connections``)
+slot_migration         on a cluster, one hash slot (``slot``, or ``key``'s)
+                       moves to shard ``shard`` over ``duration``, its keys
+                       handed over one by one, as ``redis-cli --cluster
+                       reshard`` moves it: nodes answer ASK, TRYAGAIN and
+                       MOVED meanwhile (``simulator.net.slot_migration``)
 migrate                (an operator's action) run the ``[[migrations]]`` entry
                        ``step`` at ``at``, with this entry's ``restart_after``,
                        ``keep_running``, ``crash_after_commands``, ``stop_fleet``,
@@ -53,6 +58,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from simulator.backends.slots import HASH_SLOTS, RUN_PREFIX, slot_of
 from simulator.scenario.base import MAX_REPLICAS, Model, ReplicaIndex
 from simulator.scenario.distributions import DurationDistribution
 from stores.domains import Flag, Integer
@@ -117,6 +123,7 @@ FAULT_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
                 connection=True)
       for name, armed in (("connection_stall", "stall"), ("connection_reset", "reset"),
                           ("slow_reply", "slow"), ("dropped_waiter", "drop_waiter"))),
+    FaultKind("slot_migration", targets_replicas=False, needs_duration=True, rated=False),
     FaultKind("migrate", targets_replicas=False, rated=False, operator=True),
     FaultKind("rolling_restart", targets_replicas=False, rated=False, operator=True),
     FaultKind("reconfigure", targets_replicas=False, rated=False, operator=True),
@@ -215,7 +222,13 @@ class ScheduledFault(Model):
     extra: DurationUs = Field("50ms", description="latency_spike, slow_reply: added latency.")
     shard: Integer | None = Field(None, ge=0, le=MAX_SHARDS - 1, description="server_restart, "
                                   "failover, latency_spike on a cluster: the shard it hits "
-                                  "(from 0); none: every shard at once.")
+                                  "(from 0); none: every shard at once. slot_migration: the "
+                                  "shard the slot moves to.")
+    slot: Integer | None = Field(None, ge=0, le=HASH_SLOTS - 1, description="slot_migration: "
+                                 "the hash slot that moves.")
+    key: str | None = Field(None, max_length=1_000, description="slot_migration: instead of "
+                            "`slot`, the slot of this key as the store names it (its hash "
+                            "tag's, e.g. '{tenant-1}').")
     call: str | None = Field(None, description="lose_* and connection faults: only calls "
                              "with this label (a script name such as 'settle_v1', or a verb).")
     count: Integer = Field(1, ge=1, le=MAX_CALLS_HIT,
@@ -243,10 +256,22 @@ class ScheduledFault(Model):
         "values, by their names in store_settings; only those the store kind "
         "declares reloadable (a cap, a TTL).")
 
+    @property
+    def moving_slot(self) -> int | None:
+        """A slot migration's slot: ``slot``, or ``key``'s under the run's
+        ``lab:`` prefix (the hash tag's, for a tagged key)."""
+        if self.key is not None:
+            return slot_of(RUN_PREFIX + self.key)
+        return self.slot
+
     @model_validator(mode="after")
     def _has_its_target(self) -> ScheduledFault:
         if self.fault == "migrate" and self.step is None:
             raise ValueError("a scheduled migrate needs `step`: the [[migrations]] entry it runs")
+        if self.fault == "slot_migration" and (self.shard is None
+                                                or (self.slot is None) == (self.key is None)):
+            raise ValueError("a scheduled slot_migration needs `shard` (where the slot moves) "
+                             "and one of `slot` or `key` (which slot)")
         if self.fault == "reconfigure" and not self.settings:
             raise ValueError("a scheduled reconfigure needs `settings`: the store settings it "
                              "changes and their new values, by their names in store_settings")
@@ -298,6 +323,10 @@ class ClusterSettings(Model):
         1, ge=0, le=5, description="Replicas of each primary: a failover promotes one, "
         "lacking the fault's last `lag` of writes; with 0, a shard has nothing to fail over "
         "to (a failover is refused).")
+    follows_redirects: Flag = Field(
+        True, description="The replicas' cluster client follows a node's MOVED and ASK "
+        "(and sends again on TRYAGAIN), as redis-py's RedisCluster does, up to 16 times a "
+        "call; false: a redirect reaches the store as an error.")
 
 
 class ServerSettings(Model):
@@ -351,7 +380,10 @@ class PlannedFault:
     count: int = 1
     migration: bool = False
     shard: int | None = None
-    """A server fault's shard on a cluster; None: every shard (or the one server)."""
+    """A server fault's shard on a cluster; None: every shard (or the one server).
+    A slot migration's: the shard the slot moves to."""
+    slot: int | None = None
+    """A slot migration's slot."""
 
 
 def _poisson_times(rate_per_second: float, until_us: int, rng: random.Random) -> list[int]:
@@ -430,5 +462,6 @@ def plan(faults: Faults, replicas: int, until_us: int, streams,
                                     restart_after_us=item.restart_after,
                                     direction=item.direction, lag_us=item.lag,
                                     extra_us=item.extra, call=item.call, count=item.count,
-                                    migration=item.migration, shard=item.shard))
+                                    migration=item.migration, shard=item.shard,
+                                    slot=item.moving_slot))
     return sorted(planned, key=lambda fault: fault.at_us)

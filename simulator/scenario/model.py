@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from simulator.backends.slots import shard_of_slot, slot_ranges
 from simulator.scenario.base import MAX_REPLICAS, Model, ReplicaIndex
 from simulator.scenario.conditions import parse_expectation
 from simulator.scenario.distributions import DurationDistribution, PpmDistribution
@@ -427,13 +428,26 @@ def _arrivals_fit_the_run(scenario: Scenario) -> Iterator[str]:
 
 def _shards_in_the_cluster(scenario: Scenario) -> Iterator[str]:
     """A scheduled fault's shard is one of server.cluster's (below shards), named
-    only on a cluster and only by server_restart, failover and latency_spike; a
-    failover needs a replica to promote (replicas_per_shard at least 1)."""
+    only on a cluster and only by server_restart, failover, latency_spike and
+    slot_migration (the shard the slot moves to: not the one it is on); a
+    failover needs a replica to promote (replicas_per_shard at least 1); a run
+    moves one slot at most."""
     cluster = scenario.server.cluster
+    migrations = [fault for fault in scenario.faults.schedule if fault.fault == "slot_migration"]
     for index, fault in enumerate(scenario.faults.schedule):
         path = f"faults.schedule.{index}"
+        if fault.fault == "slot_migration" and cluster is not None \
+                and fault.shard is not None and fault.shard < cluster.shards:
+            slot = fault.moving_slot
+            assert slot is not None
+            if shard_of_slot(slot, slot_ranges(cluster.shards)) == fault.shard:
+                split = ", ".join(f"{r.start}-{r.stop - 1}" for r in slot_ranges(cluster.shards))
+                yield (f"{path}.shard: slot {slot} is on shard {fault.shard} already (a new "
+                       f"cluster of {cluster.shards} splits the slots as {split})")
+            if fault is not migrations[0]:
+                yield f"{path}: a run moves one slot (this is its second slot_migration)"
         if fault.shard is not None:
-            if fault.fault not in SHARD_FAULTS:
+            if fault.fault not in (*SHARD_FAULTS, "slot_migration"):
                 yield (f"{path}.shard: only {', '.join(SHARD_FAULTS)} hit a shard, "
                        f"not {fault.fault}")
             elif cluster is None:

@@ -272,6 +272,8 @@ class World:
         self.fault_clock.mark(now)
         # A server fault on a cluster names its shard (none: every shard).
         detail = fault.call or (f"shard {fault.shard}" if fault.shard is not None else "")
+        if fault.slot is not None:
+            detail = f"slot {fault.slot} to shard {fault.shard}"
         for replica in fault.replicas or (SERVER,):
             self.trace.record(now, replica, -1, -1, f"fault_{fault.fault}",
                               amount=fault.duration_us, outcome=fault.direction
@@ -333,6 +335,10 @@ class World:
     def _server_up(self, node: Any) -> None:
         node.down = False
         self.trace.record(self.kernel.now, SERVER, 0, -1, "server_up")
+
+    def _slot_migration(self, fault: PlannedFault) -> None:
+        assert fault.slot is not None and fault.shard is not None
+        self.server.migrate_slot(fault.slot, fault.shard, fault.duration_us)
 
     def _latency_spike(self, fault: PlannedFault) -> None:
         if self.server is None:

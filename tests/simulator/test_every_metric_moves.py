@@ -127,6 +127,13 @@ def shipped_exercises() -> dict[str, dict[str, Any]]:
             "faults": {"schedule": [{"at": "1s", "fault": "failover", "shard": 1,
                                      "lag": "500ms", "down_for": "50ms"}]},
         },
+        # A namespace's slot moving to another shard mid-run: nodes redirect
+        # the clients (ASK, TRYAGAIN, then MOVED) as its keys move.
+        "cluster_slot_migration": {
+            "server": {"cluster": {"shards": 3}},
+            "faults": {"schedule": [{"at": "1s", "fault": "slot_migration", "key": "{ns-0}",
+                                     "shard": 0, "duration": "300ms"}]},
+        },
         # One multiplexed connection per replica, replies lost on it: the
         # replies behind each loss reach the wrong callers, which act on them.
         "misaligned": {"network": {"connection": "multiplexed", "reply_loss": 0.02},

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import typing
 
+import pytest
+
+from simulator.backends.slots import slot_of
 from simulator.net.links import CONNECTION_FAULTS
 from simulator.run.estimate import planned_faults
 from simulator.scenario.faults import FAULT_KINDS, HUNTED_FAULTS, FaultName, Faults, ScheduledFault
@@ -47,12 +50,23 @@ def test_a_scheduled_fault_needs_what_its_kind_says():
             bare["step"] = 0  # which [[migrations]] entry: its one required field
         if name == "reconfigure":
             bare["settings"] = {"subject_cap_microdollars": 1}  # what it changes: required
+        if name == "slot_migration":
+            bare.update(slot=0, shard=1)  # which slot, and where to: required
         try:
             ScheduledFault.model_validate(bare)
             refused = False
         except ValueError:
             refused = True
         assert refused == kind.targets_replicas, name
+
+
+def test_a_slot_migration_names_its_slot_once_and_where_it_goes():
+    base = {"at": "1s", "fault": "slot_migration", "duration": "1s"}
+    for missing in ({"slot": 0}, {"shard": 1}, {"slot": 0, "key": "{a}", "shard": 1}):
+        with pytest.raises(ValueError, match="needs `shard`"):
+            ScheduledFault.model_validate({**base, **missing})
+    by_key = ScheduledFault.model_validate({**base, "key": "{a}", "shard": 1})
+    assert by_key.moving_slot == slot_of("a") == slot_of("lab:x:{a}:y")
 
 
 def test_the_estimate_draws_per_replica_kinds_for_every_replica():
