@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from simulator.present.invocation import lab_command
 from stores.quantities import parse_duration_us
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def _limit_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     from simulator.scenario.faults import HUNTED_FAULTS
     parser = argparse.ArgumentParser(
-        prog="python -m simulator",
+        prog=lab_command(),
         description="Deterministic simulation of distributed spend and concurrency limiters.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -573,7 +574,7 @@ def _hunt(args: argparse.Namespace) -> int:
         print(f"  {fault}")
     if args.out is not None:
         hunt.write_report(found, args.out)
-        print(f"race report: {args.out} (replay it with: python -m simulator replay {args.out})")
+        print(f"race report: {args.out} (replay it with: {lab_command('replay', args.out)})")
     return 0
 
 

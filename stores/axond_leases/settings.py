@@ -48,8 +48,9 @@ class LeaseSettings(BaseModel):
     )
     connect_timeout_ms: DurationMs = Field(
         "250ms", gt=0, alias="connect_timeout",
-        description="Bound on opening a connection (at boot, for a replacement, for a "
-                    "release retry), PING included.",
+        description="Bound on opening a connection (at boot, for a replacement), PING "
+                    "included. A release retry's fresh connection is bounded by the release "
+                    "budget instead, as in the seed.",
     )
     on_unavailable: UnavailablePolicy = Field(
         UnavailablePolicy.DENY,

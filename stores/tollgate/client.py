@@ -83,4 +83,4 @@ class LedgerClient:
         try:
             return await self._call("ingest", tuple(events))
         except IN_TRANSIT as error:
-            raise IngestUnavailable(f"ingest: {error}") from error
+            raise IngestUnavailable(str(StoreError(f"ingest: {error}"))) from error

@@ -42,7 +42,12 @@ class BalanceShortfall:
 
 
 class StoreError(Exception):
-    """The backend failed, unrelated to any domain rule; retryable with backoff."""
+    """The backend failed, unrelated to any domain rule; retryable with backoff.
+    It reads "store error: ..." (seed 003), and so does every refusal that
+    wraps it (``AllocateStorage``, ``IngestUnavailable`` from a store)."""
+
+    def __str__(self) -> str:
+        return f"store error: {super().__str__()}"
 
 
 class AllocateError(Exception):
@@ -174,6 +179,13 @@ class BalanceInsufficient(AllocateError):
         )
         self.evidence = evidence
 
+    def __eq__(self, other: object) -> bool:
+        # The evidence whole: the same shortfall ending at another period is another answer.
+        return isinstance(other, BalanceInsufficient) and other.evidence == self.evidence
+
+    def __hash__(self) -> int:
+        return hash((BalanceInsufficient, self.evidence))
+
 
 class CreateAccountError(Exception):
     """Refusals from account creation; storage failures wrap as ``StoreError``."""
@@ -230,6 +242,10 @@ class IngestUnavailable(IngestError):
 
 class IngestRefused(IngestError):
     """The sink refused this batch and will refuse it again unchanged (say, an
-    accumulated total it would overflow): retrying cannot help."""
+    accumulated total it would overflow): retrying cannot help. It reads
+    "refused: ..." (seed 003)."""
 
     retryable = False
+
+    def __str__(self) -> str:
+        return f"refused: {super().__str__()}"

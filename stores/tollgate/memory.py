@@ -33,7 +33,9 @@ Rules kept here beyond the traits' own:
   period start outside it a storage failure.
 * Capability before state before capacity: an ingest event for another
   account or token is rejected whatever the lease's state.
-* Zero-unit requests are a caller's bug (``ValueError``), not a refusal.
+* A zero request funds no grant: refused as any unfundable request is
+  (seed 003: "a zero request or a balance unable to fund any grant
+  refuses"), whole, the returned lease of a consolidation untouched.
 * This ledger always attests: a balance that funds no grant is refused as
   ``BalanceInsufficient`` (funding remains on leases) or ``BalanceExhausted``,
   never the unattested ``InsufficientBalance``.
@@ -167,6 +169,15 @@ class _Credit:
         return self.allowance + self.top_up
 
 
+def _next_allowance(state: AccountRecord) -> int:
+    """What a rollover deposits: the schedule's allowance, or nothing into a
+    closed account. Closing is terminal (seed 003, GL-22) and a deposit into
+    it is refused, so no period funds it either; its last period's allowance
+    still expires, a fact about time the boundary records."""
+    assert state.schedule is not None
+    return 0 if state.status is AccountStatus.CLOSED else state.schedule.allowance
+
+
 def _in_ledger(value: int) -> bool:
     return 0 <= value <= LEDGER_UNITS_MAX
 
@@ -236,8 +247,6 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
     async def acquire(self, account: int, requested: int, ttl_ms: int,
                       now: int) -> Allocation:
         require_units("requested", requested)
-        if requested == 0:
-            raise ValueError("requested must be positive")
         state = self._spendable(account)
         expires_at = self._expiry(ttl_ms, now)
         size = self.policy.grant(requested, state.balance)
@@ -254,8 +263,6 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
                           requested: int, needed: int, ttl_ms: int, now: int) -> Allocation:
         require_units("requested", requested)
         require_units("needed", needed)
-        if requested == 0:
-            raise ValueError("requested must be positive")
         lease = self._releasable(lease_id, fencing_token, unspent, now)
         state = self._spendable(lease.grant.account_id)
         expires_at = self._expiry(ttl_ms, now)
@@ -505,7 +512,7 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
         """Refuse, before anything is written, a rollover of a scheduled
         account that would leave the BIGINT range."""
         assert state.schedule is not None  # only scheduled accounts are rolled
-        allowance = state.schedule.allowance
+        allowance = _next_allowance(state)
         if not (_in_ledger(state.balance - state.allowance + allowance)
                 and _in_ledger(state.deposited + allowance)
                 and _in_ledger(state.expired + state.allowance)
@@ -522,7 +529,7 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
     def _roll(state: AccountRecord, now: int) -> RolledAccount:
         assert state.schedule is not None
         expired = state.allowance
-        allowance = state.schedule.allowance
+        allowance = _next_allowance(state)
         state.balance += allowance - expired
         state.expired += expired
         state.deposited += allowance

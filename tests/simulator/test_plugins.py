@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import textwrap
 from multiprocessing import forkserver
 from pathlib import Path
@@ -325,19 +326,31 @@ def test_the_readme_shows_the_example_plugin_as_it_is(capsys):
     readme = (REPO / "README.md").read_text()
     example = (EXAMPLES / "my_variant.py").read_text()
     assert example in readme
-    command = re.search(r"PYTHONPATH=docs/examples python -m simulator run (.*)", readme)
-    assert command is not None and "--plugin my_variant" in command.group(1)
+    assert readme_plugin_command() is not None
 
 
-def test_the_readme_example_runs_against_a_shipped_scenario(tmp_path, monkeypatch, capsys):
+def readme_plugin_command() -> list[str]:
+    """The README's command that runs the example plugin, as arguments to ``main``."""
+    readme = (REPO / "README.md").read_text()
+    command = re.search(r"PYTHONPATH=docs/examples \.venv/bin/python -m simulator run "
+                        r"((?:.*\\\n)*.*)", readme)
+    assert command is not None
+    words = shlex.split(command.group(1).replace("\\\n", " "))
+    assert words[words.index("--plugin") + 1] == "my_variant"
+    return ["run", *words]
+
+
+def test_the_readme_example_shows_the_variant_s_bug(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.chdir(REPO)
     out = tmp_path / "out"
-    code = main(["run", str(REPO / "data" / "scenarios" / "demo.toml"),
-                 "--plugin", "my_variant", "--set", "store=my_team.settle_once",
-                 "--set", "duration=2s", "--set", "fleet.replicas=20", "--quiet",
-                 "--out", str(out)])
+    words = readme_plugin_command()
+    words[words.index("--out") + 1] = str(out)
+    code = main([*words, "--set", "duration=4s", "--quiet"])
     assert code == 0, capsys.readouterr().err
-    assert summary_of(out)["store"] == "my_team.settle_once"
+    summary = summary_of(out)
+    assert summary["store"] == "my_team.settle_once"
+    assert summary["conservation_drift_by_store_logic_microdollars"] < 0
     trace = pq.read_table(out / "trace.parquet", columns=["kind", "detail"]).to_pylist()
     assert {"reserve_v1", "settle_v1"} <= {row["detail"] for row in trace
                                            if row["kind"] == "call_executed"}

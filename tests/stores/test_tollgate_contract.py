@@ -122,6 +122,22 @@ def test_an_empty_balance_attests_where_the_funding_went(ledger):
         run(ledger.acquire(1, 5, TTL, 0))
 
 
+def test_a_zero_request_is_refused_as_one_no_balance_can_fund(ledger):
+    """Seed 003: "a zero request or a balance unable to fund any grant refuses
+    the whole exchange" -- a refusal, the lease given back untouched, not a
+    caller's error."""
+    open_account(ledger, balance=100)
+    with pytest.raises(errors.BalanceInsufficient) as caught:
+        run(ledger.acquire(1, 0, TTL, 0))
+    assert caught.value.evidence.remaining == 100
+    lease = run(ledger.acquire(1, 10, TTL, 0)).grant
+    with pytest.raises(errors.BalanceInsufficient):
+        run(ledger.consolidate(lease.lease_id, lease.fencing_token, 4, 0, 0, TTL, 0))
+    # The exchange refused whole: the lease still holds, its units unreturned.
+    assert funds(ledger, 1).active_lease_grants == 10 and funds(ledger, 1).balance == 90
+    run(ledger.release(lease.lease_id, lease.fencing_token, 10, 0))
+
+
 def test_an_allocation_attests_the_funding_left_counting_its_own_lease(ledger):
     open_account(ledger, balance=100)
     allocation = run(ledger.acquire(1, 10, TTL, 0))
@@ -413,6 +429,26 @@ def test_a_schedule_deposits_at_rollover_and_expires_only_unspent_allowance(ledg
     assert (second.deposited, second.expired) == (50, 50)
     c = funds(ledger, 1)
     assert (c.balance, c.expired, c.deposited) == (60, 50, 110)
+
+
+def test_a_closed_account_s_allowance_expires_and_no_period_funds_it_again(ledger):
+    """Closing is terminal and a deposit into a closed account is refused;
+    a rollover agrees: it expires the closed account's unspent allowance and
+    deposits nothing. A suspended account keeps its ledger, and its allowance."""
+    open_account(ledger, 1, balance=10)
+    open_account(ledger, 2, balance=10)
+    for account in (1, 2):
+        run(ledger.set_budget_schedule(account, MONTHLY))
+    run(ledger.roll_due_periods(0, 8))
+    run(ledger.set_account_status(1, AccountStatus.CLOSED))
+    run(ledger.set_account_status(2, AccountStatus.SUSPENDED))
+    closed, suspended = run(ledger.roll_due_periods(30 * DAY, 8)).rolled
+    assert (closed.account_id, closed.deposited, closed.expired) == (1, 0, 50)
+    assert (suspended.account_id, suspended.deposited, suspended.expired) == (2, 50, 50)
+    assert (funds(ledger, 1).balance, funds(ledger, 1).deposited) == (10, 60)
+    with pytest.raises(errors.AccountInactive):
+        run(ledger.deposit(1, 5))
+    run(ledger.deposit(2, 5))
 
 
 def test_missed_periods_roll_once_and_unscheduled_accounts_never(ledger):

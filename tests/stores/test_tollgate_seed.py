@@ -118,6 +118,26 @@ BALANCED = Conservation(deposited=10, overage_recorded=0, balance=1, active_leas
                         settled_usage=3, settlement_loss=4, expired=0)
 
 
+def test_errors_read_as_the_seed_prints_them():
+    """Seed 003's ``Display``: a store error says so, and so does a storage
+    failure that wraps it; an ingest refusal begins "refused: "."""
+    storage = StoreError("connection lost")
+    assert str(storage) == "store error: connection lost"
+    assert str(errors.AllocateStorage(storage)) == "store error: connection lost"
+    assert str(errors.IngestRefused("total would overflow")) == "refused: total would overflow"
+    assert str(errors.IngestUnavailable(str(storage))) == "store error: connection lost"
+
+
+def test_refusals_with_other_evidence_are_other_refusals():
+    """Two shortfalls ending at different periods are not the same answer."""
+    now, later = (errors.BalanceInsufficient(errors.BalanceShortfall(5, end))
+                  for end in (1_000, 2_000))
+    assert now != later and len({now, later}) == 2
+    assert now == errors.BalanceInsufficient(errors.BalanceShortfall(5, 1_000))
+    assert errors.BalanceExhausted(errors.BalanceExhaustion(1)) != \
+        errors.BalanceExhausted(errors.BalanceExhaustion(2))
+
+
 def test_conservation_requires_an_exact_equation_without_overflow():
     assert BALANCED.holds()
     assert not replace(BALANCED, deposited=11).holds()
@@ -188,7 +208,7 @@ def test_full_drain_preserves_an_initial_batch_error():
     allocator = ScriptedReclaimer(fail_first=True)
     with pytest.raises(StoreError) as caught:
         asyncio.run(allocator.reclaim_expired(now=0))
-    assert str(caught.value) == "scripted reclaim failure"
+    assert caught.value.args == ("scripted reclaim failure",)  # the seed's error.0
     assert allocator.calls == 1
 
 
@@ -196,8 +216,9 @@ def test_full_drain_reports_progress_before_a_later_batch_error():
     allocator = ScriptedReclaimer(fail_first=False)
     with pytest.raises(StoreError) as caught:
         asyncio.run(allocator.reclaim_expired(now=0))
-    message = str(caught.value)
+    (message,) = caught.value.args  # the seed's error.0
     assert message != "scripted reclaim failure"
+    assert message.endswith("committed: store error: scripted reclaim failure")
     assert f"{DEFAULT_RECLAIM_BATCH_LIMIT} leases" in message
     assert f"{DEFAULT_RECLAIM_BATCH_LIMIT} units" in message
     assert allocator.calls == 2
