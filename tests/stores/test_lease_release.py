@@ -134,3 +134,11 @@ def test_slow_shared_release_stays_within_release_budget(relay, key_prefix):
             await relay.aclose()
 
     run(scenario())
+
+
+def test_the_settings_say_the_release_budget_bounds_a_retry_s_connect():
+    """A release retry's fresh connection is bounded by the release budget
+    (``_on_fresh_connection``), not by ``connect_timeout``: the words say so."""
+    from stores.axond_leases.settings import LeaseSettings
+    bound, _, rest = LeaseSettings.model_fields["connect_timeout_ms"].description.partition(".")
+    assert "release" not in bound and "release budget" in rest
