@@ -48,12 +48,16 @@ $(LAB_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
 	@touch $(LAB_STAMP)
 
-## lab: open JupyterLab on notebooks/, each .py there opening as a notebook (configuration: .jupyter/)
+## lab: open JupyterLab on notebooks/, each .py there opening as a notebook (configuration: .jupyter/);
+## LAB_ARGS="--no-browser --ip=0.0.0.0 --port=8888" passes flags on (a remote or headless machine)
+LAB_ARGS ?=
+# Jupyter refuses to start as root without being told: the lab tells it (a container's user).
+AS_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: $(LAB_STAMP)
 	JUPYTER_CONFIG_DIR="$(JUPYTER_HOME)" JUPYTER_DATA_DIR="$(JUPYTER_HOME)/data" \
 	JUPYTERLAB_SETTINGS_DIR="$(JUPYTER_HOME)/lab/user-settings" \
 	JUPYTERLAB_WORKSPACES_DIR="$(JUPYTER_HOME)/lab/workspaces" \
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(AS_ROOT) $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -13,6 +13,7 @@ A command's modules are imported only when it runs (in its function), so
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -117,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "cluster shape) | postgresql://USER@HOST:PORT/DB | postgresql (a "
                      "throwaway local server) (default: the scenario's, else the store's own)")
     run.add_argument("--out", type=Path,
-                     help="where to write results (default: data/results/NAME-seedN)")
+                     help="where to write results (default: data/results/NAME-seedN, or "
+                     "NAME-STORE-seedN with --set store=...)")
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[],
                      metavar="PATH=VALUE", help="override a scenario field, e.g. "
                      "--set network.reply_loss=0.05 (repeatable)")
@@ -143,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--junit", type=Path, metavar="FILE.xml",
                      help="also write the invariant verdicts and the [expect] entries as "
                      "JUnit XML, one test case each, for a CI system to show")
+    run.add_argument("--force", action="store_true",
+                     help="write over results a run of another scenario or store left in DIR")
+    run.add_argument("--fail-on", choices=("store", "broken", "never"), default="store",
+                     help="which verdicts fail the run with exit status 5: one that blames "
+                     "the store (damage filed under store_logic; the default), any BROKEN "
+                     "invariant, or none. A failed [expect] entry exits 3 whatever this says")
 
     replay_cmd = commands.add_parser(
         "replay", parents=[plugins],
@@ -637,7 +645,13 @@ def _run(args: argparse.Namespace) -> int:
     from simulator.present.html_report import write_report
     from simulator.present.junit import write_junit
     from simulator.present.report import summary_table
-    from simulator.present.verdicts import expectation_line, inconclusive_line, invariant_verdicts
+    from simulator.present.verdicts import (
+        VERDICT_FAILED,
+        expectation_line,
+        failing_verdicts,
+        inconclusive_line,
+        invariant_verdicts,
+    )
     from simulator.run.compose import run_scenario
     from simulator.run.exercise import INCONCLUSIVE_EXIT
     from simulator.run.results import json_writer, probe, write_results
@@ -659,7 +673,8 @@ def _run(args: argparse.Namespace) -> int:
                          f"{args.junit / 'junit.xml'}")
     reference_scenario = _reference_scenario(args, scenario)
     seed = scenario.seed if args.seed is None else args.seed
-    out = args.out or Path("data/results") / f"{scenario.name}-seed{seed}"
+    out = args.out or default_results(scenario, seed, dict(args.overrides))
+    _refuse_another_run(out, scenario, args.force)
     # An unwritable or full results directory is refused now, not after the run.
     probe(out, round(examined.estimate.kernel_events) if examined.estimate else 0)
     with tqdm(total=100, unit="%", desc=f"{scenario.name} (virtual time)",
@@ -716,7 +731,36 @@ def _run(args: argparse.Namespace) -> int:
     if inconclusive is not None:
         print(f"{inconclusive} (seed {seed})", file=sys.stderr)
         return INCONCLUSIVE_EXIT
-    return EXPECTATION_FAILED if failures else 0
+    if failures:
+        return EXPECTATION_FAILED
+    failed = failing_verdicts(verdicts, result.summary, args.fail_on)
+    for verdict in failed:
+        print(f"verdict failed (--fail-on {args.fail_on}): {verdict.measured}", file=sys.stderr)
+    return VERDICT_FAILED if failed else 0
+
+
+def default_results(scenario: Scenario, seed: int, overrides: dict[str, Any]) -> Path:
+    """``data/results/NAME-seedN``; with the store set on the command line,
+    ``NAME-STORE-seedN``, so a run of another store keeps its own."""
+    store = f"-{scenario.store}" if "store" in overrides else ""
+    return Path("data/results") / f"{scenario.name}{store}-seed{seed}"
+
+
+def _refuse_another_run(out: Path, scenario: Scenario, force: bool) -> None:
+    """Results of another scenario or store in ``out`` are not overwritten
+    without ``--force``: a run's results are never lost by accident."""
+    try:
+        before = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(before, dict):
+        return
+    theirs = (before.get("scenario"), before.get("store"))
+    if force or theirs == (scenario.name, scenario.store):
+        return
+    raise ValueError(f"{out} holds the results of {theirs[0]} on {theirs[1]}, not of "
+                     f"{scenario.name} on {scenario.store}: give another --out, or --force "
+                     "to write over them")
 
 
 def _reference_scenario(args: argparse.Namespace, scenario: Scenario) -> Scenario | None:

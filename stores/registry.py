@@ -24,6 +24,7 @@ call, with ``build``, ``migrate`` and ``scripts`` agreeing.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -191,5 +192,18 @@ def get(name: str) -> StoreKind:
     """The kind called ``name``; a clear error listing the known ones otherwise."""
     known = kinds()
     if name not in known:
-        raise ValueError(f"unknown store {name!r}; known stores: {', '.join(sorted(known))}")
+        raise ValueError(f"unknown store {name!r}{_hint(name, known)}; known stores: "
+                         f"{', '.join(sorted(known))}")
     return known[name]
+
+
+def _hint(name: str, known: dict[str, StoreKind]) -> str:
+    """A near miss of a known name, or, for a name no shipped family
+    prefixes, where a plugin's kind comes from."""
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    if name.split(".", 1)[0] not in {kind.split(".", 1)[0] for kind in shipped()}:
+        return (" (a plugin's store? load the module that registers it with --plugin MODULE, "
+                "importable from PYTHONPATH)")
+    return ""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.families import family_of
-from simulator.plugin.contracts import EXPOSED_BY_SUFFIX
+from simulator.families import families, family_of
+from simulator.plugin.contracts import BEGAN, BEGAN_AT, BEGAN_REQUEST, EXPOSED_BY_SUFFIX
 from simulator.run.summary import (
     BACKEND_TOTALS,
     COUNTED_EVENTS,
@@ -26,7 +26,8 @@ from simulator.scenario.reference import fields_reference  # noqa: F401 (the CLI
 from stores import registry
 
 CLOSING_SECTIONS = (
-    ("the store's own damage, exposed by", (f"*{EXPOSED_BY_SUFFIX}",)),
+    ("the store's own damage, exposed by", (f"*{EXPOSED_BY_SUFFIX}", BEGAN, BEGAN_AT,
+                                             BEGAN_REQUEST)),
     ("what happened", (INCONCLUSIVE, STORE_RAISED, "*_count", *RUN_TOTALS)),
     ("server work", tuple(name for names in BACKEND_TOTALS.values() for name in names)),
     ("determinism", DETERMINISM),
@@ -42,14 +43,30 @@ def sections(summary: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     core groups only."""
     try:
         kind = registry.get(summary["store"])
-        layout = family_of(kind).summary
+        family = family_of(kind)
+        run = RUN_FIELDS + tuple(family.summary.run_facts(kind))
     except (KeyError, ValueError):
-        return [("run", RUN_FIELDS), *CLOSING_SECTIONS]
-    family = family_of(kind)
-    run = RUN_FIELDS + tuple(layout.run_facts(kind))
+        # A plugin's store, its plugin not loaded here (``diff`` of its
+        # results, say): the family whose groups name most of the metrics.
+        family = _family_by_metrics(summary)
+        if family is None:
+            return [("run", RUN_FIELDS), *CLOSING_SECTIONS]
+        run = RUN_FIELDS
     exposed, happened, *rest = CLOSING_SECTIONS
     happened = (happened[0], (*happened[1], *(name for name, _ in family.migration_totals)))
-    return [("run", run), *layout.sections, exposed, happened, *rest]
+    return [("run", run), *family.summary.sections, exposed, happened, *rest]
+
+
+def _family_by_metrics(summary: dict[str, Any]) -> Any:
+    """The family whose summary groups name the most of ``summary``'s
+    metrics; None when none names any, or two name as many."""
+    named = sorted(((len(_matching(summary, tuple(pattern for _, patterns in
+                                                  family.summary.sections
+                                                  for pattern in patterns), zeros=True)),
+                     protocol) for protocol, family in families().items()), reverse=True)
+    if not named or named[0][0] == 0 or (len(named) > 1 and named[1][0] == named[0][0]):
+        return None
+    return families()[named[0][1]]
 
 
 def figure(value: Any) -> str:

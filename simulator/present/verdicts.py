@@ -102,6 +102,25 @@ def invariant_verdicts(summary: Mapping[str, Any],
     return tuple(verdicts)
 
 
+FAIL_ON = ("store", "broken", "never")
+"""What fails a run (``run --fail-on``, exit status 5): a verdict that blames
+the store (part of a broken invariant filed under ``store_logic``, the
+default), any broken invariant (faults' damage too), or nothing."""
+VERDICT_FAILED = 5
+
+
+def failing_verdicts(verdicts: Iterable[InvariantVerdict], summary: Mapping[str, Any],
+                     fail_on: str) -> list[InvariantVerdict]:
+    """The verdicts that fail the run under ``fail_on`` (``FAIL_ON``)."""
+    if fail_on == "never":
+        return []
+    broken = [verdict for verdict in verdicts if not verdict.held]
+    if fail_on == "broken":
+        return broken
+    return [verdict for verdict in broken
+            if verdict.invariant.causes(summary).get(STORE_LOGIC)]
+
+
 def inconclusive_line(summary: Mapping[str, Any]) -> str | None:
     """``INCONCLUSIVE <why>`` for a run that could not judge the store, else None."""
     reason = summary.get(INCONCLUSIVE)

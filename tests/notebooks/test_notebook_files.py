@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import os
 import subprocess
 from pathlib import Path
 
@@ -88,6 +89,15 @@ def test_make_lab_starts_jupyterlab_on_the_notebooks_with_jupyter_kept_in_the_ch
                      "JUPYTERLAB_WORKSPACES_DIR"):
         assert f'{variable}="{JUPYTER_HOME}' in command, variable
     assert "jupyter lab --ServerApp.root_dir=notebooks" in command
+
+
+def test_make_lab_passes_flags_on_and_starts_as_root_too():
+    recipe = subprocess.run(["make", "-n", "lab", "LAB_ARGS=--no-browser --port=8899"],
+                            cwd=REPO, capture_output=True, text=True, check=True).stdout
+    command = recipe[recipe.index("jupyter lab"):].split("\n")[0]
+    assert command.endswith("--no-browser --port=8899")
+    # Jupyter refuses root without --allow-root; the recipe says it only as root.
+    assert ("--allow-root" in command) == (os.geteuid() == 0)
 
 
 def test_both_readmes_open_the_notebooks_with_make_lab():

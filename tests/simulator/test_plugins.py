@@ -367,3 +367,10 @@ def test_hunt_writes_the_plugins_a_report_needs_and_replay_imports_them(on_path,
     assert 'plugins = ["plugtest_subclass"]' in found.read_text()
     assert main(["replay", str(found)]) == 0
     assert "REPRODUCED" in capsys.readouterr().out
+
+
+def test_a_plugin_s_store_named_without_its_plugin_says_to_load_it():
+    with pytest.raises(ValueError, match=r"--plugin MODULE"):
+        registry.get("my_team.settle_once")
+    with pytest.raises(ValueError, match=r"did you mean 'axond_budget.redis_v2'"):
+        registry.get("axond_budget.redis_v3")

@@ -88,3 +88,12 @@ def test_a_path_that_is_not_a_run_is_one_line_and_exit_2(tmp_path, capsys, make,
 def _text(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_a_plugin_store_s_metrics_keep_their_family_s_groups_without_its_plugin():
+    """``diff`` of a plugin's runs, its plugin not loaded: the family is the
+    one whose groups name the metrics, not everything under ``other``."""
+    plugin = {**BASE, "store": "my_team.not_loaded_here"}
+    other = {**plugin, "cap_overshoot_microdollars_total": 5, "store_logic_began": "its call"}
+    found = dict(differences(plugin, other))
+    assert set(found) == {"cap", "the store's own damage, exposed by"}
