@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
