@@ -31,7 +31,7 @@ from simulator.present.verdicts import expectation_line, inconclusive_line, inva
 from simulator.run.compose import RunResult
 from simulator.scenario.conditions import judge_expectations
 from simulator.scenario.model import Scenario, parse_scenario
-from simulator.search.race_report import RaceReport
+from simulator.search.race_report import RaceReport, toml_document
 from simulator.search.races import Replay, replay
 from simulator.search.story import tell
 from stores import registry
@@ -56,13 +56,14 @@ def write_report(path: str | Path, result: RunResult, scenario: Scenario, *,
                  schedule: Sequence[Mapping[str, Any]] | None = None,
                  fixed: RunResult | None = None, title: str | None = None,
                  headline: Sequence[str] = (), fixed_headline: Sequence[str] = (),
-                 settings: Any = None) -> Path:
+                 settings: Any = None, story: str = "") -> Path:
     """Write the report of ``result`` (run from ``scenario``) to ``path`` and
     return it. ``schedule``: the fault schedule (default: the scenario's);
     ``fixed``: the fixed store's run of the same scenario, seed and schedule;
     ``headline`` / ``fixed_headline``: lines that lead each run's verdicts
     (a replay's REPRODUCED / HOLDS); ``settings``: the store's (default: the
-    scenario's), for the cap line."""
+    scenario's), for the cap line; ``story``: a race report's account of the
+    race, shown under the title."""
     faults = [dict(fault) for fault in schedule] if schedule is not None else [
         fault.model_dump(exclude_defaults=True) for fault in scenario.faults.schedule]
     settings = scenario.settings if settings is None else settings
@@ -75,6 +76,8 @@ def write_report(path: str | Path, result: RunResult, scenario: Scenario, *,
     body = "\n".join([
         f"<h1>{_text(title)}</h1>",
         f"<p class='meta'>{_text(_meta(result.summary))}</p>",
+        *(f"<p class='story'>{_text(paragraph)}</p>"
+          for paragraph in story.strip().split("\n\n") if paragraph.strip()),
         "<section id='verdicts'><h2>Verdicts</h2><div class='sides'>",
         *(_verdicts(side) for side in runs),
         "</div></section>",
@@ -82,6 +85,7 @@ def write_report(path: str | Path, result: RunResult, scenario: Scenario, *,
         "<section id='schedule'><h2>The fault schedule</h2>",
         _schedule_table(faults), _rates(scenario), "</section>",
         "<section id='scenario'><h2>The scenario, as the lab read it</h2>",
+        "<p>Paste it into a <code>.toml</code> file to run it again.</p>",
         f"<pre>{_text(scenario_text(scenario))}</pre></section>",
         "<section id='summary'><h2>Every metric</h2><details><summary>summary.json of the run"
         "</summary>", _summary_table(result.summary), "</details></section>",
@@ -112,7 +116,7 @@ def write_replay_report(path: str | Path, report: RaceReport, found: Replay, *,
         path, variant.result, parse_scenario(report.scenario_for(report.variant),
                                              source=str(report.path)),
         schedule=report.schedule, fixed=None if fixed is None else fixed.result,
-        title=report.title, headline=[variant.headline],
+        title=report.title, story=report.story, headline=[variant.headline],
         fixed_headline=[] if fixed is None else [fixed.headline])
 
 
@@ -204,23 +208,11 @@ def _rates(scenario: Scenario) -> str:
 
 
 def scenario_text(scenario: Scenario) -> str:
-    """The fields the scenario set (the fault schedule apart), TOML-like, by
-    the lab's own field names (durations in µs, as their ``_us`` says)."""
-    data = scenario.model_dump(exclude_unset=True)
-    data.get("faults", {}).pop("schedule", None)
-    lines: list[str] = []
-    _toml(data, (), lines)
-    return "\n".join(lines).strip()
-
-
-def _toml(table: Mapping[str, Any], path: tuple[str, ...], lines: list[str]) -> None:
-    plain = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
-    if path and plain:
-        lines.append(f"\n[{'.'.join(path)}]")
-    lines += [f"{name} = {json.dumps(value, default=str)}" for name, value in plain.items()]
-    for name, value in table.items():
-        if isinstance(value, Mapping) and value:
-            _toml(value, (*path, name), lines)
+    """The fields the scenario set, as a scenario file writes them (``duration
+    = "6s"``, its fault schedule included): TOML that reads back as the same
+    scenario."""
+    return toml_document(scenario.model_dump(by_alias=True, exclude_unset=True,
+                                             mode="json")).strip()
 
 
 def _value(value: Any) -> str:

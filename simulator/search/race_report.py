@@ -178,11 +178,15 @@ class RaceReport(Model):
         return self.path.with_suffix(".trace.parquet")
 
     def scenario_for(self, changes: dict[str, Any]) -> dict[str, Any]:
-        """The scenario with ``changes`` (dotted paths) and the report's schedule."""
+        """The scenario with ``changes`` (dotted paths) and the report's
+        schedule. Its description becomes the report's title: the scenario's
+        own described the scenario before the report changed it (its faults,
+        its loss rates), and would contradict what runs."""
         data = copy.deepcopy(self.scenario)
         for dotted, value in changes.items():
             set_dotted(data, dotted, value)
         data.setdefault("faults", {})["schedule"] = copy.deepcopy(self.schedule)
+        data["description"] = self.title
         return data
 
     # -- reading and writing ----------------------------------------------------------

@@ -11,6 +11,7 @@ screenshot of the page goes to ``data/results/report-screenshot.png``.
 from __future__ import annotations
 
 import base64
+import html
 import itertools
 import json
 import os
@@ -18,6 +19,7 @@ import re
 import shutil
 import subprocess
 import time
+import tomllib
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,9 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
+from simulator.present.html_report import scenario_text
+from simulator.scenario.model import load_scenario, parse_scenario
+from simulator.search.race_report import RaceReport
 
 REPO = Path(__file__).resolve().parents[2]
 REPORT = REPO / "data" / "races" / "split-settlement-lost-release-reply.toml"
@@ -236,3 +241,18 @@ def test_a_directory_given_as_the_report_is_refused_before_anything_runs(tmp_pat
     assert main(["replay", str(REPORT), "--report", str(tmp_path)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: --report:") and "is a directory" in line
+
+
+def test_the_report_tells_the_race_report_s_story(report_html):
+    story = RaceReport.load(REPORT).story.strip()
+    first = story.split("\n\n")[0]
+    assert html.escape(first, quote=True) in report_html.read_text()
+
+
+def test_the_scenario_shown_reads_back_as_the_same_scenario(tmp_path):
+    scenario = load_scenario(REPO / "data" / "scenarios" / "demo.toml",
+                             {"faults.schedule": [{"at": "1s", "fault": "crash",
+                                                   "replica": 3}]})
+    text = scenario_text(scenario)
+    assert 'duration = "20s"' in text and "_us" not in text
+    assert parse_scenario(tomllib.loads(text)) == scenario

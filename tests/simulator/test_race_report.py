@@ -157,3 +157,10 @@ def test_a_malformed_report_is_one_line_naming_the_field_and_exit_2(changed, sai
     assert main(["replay", str(bad)]) == USER_ERROR
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"error: {bad}: {said}"), line
+
+
+def test_a_replayed_scenario_is_described_by_its_report_not_by_the_file_it_changed():
+    report = RaceReport.load(REPO / "data" / "races" / "split-settlement-lost-release-reply.toml")
+    scenario = report.scenario_for(report.variant)
+    assert scenario["network"]["reply_loss"] == 0.0
+    assert scenario["description"] == report.title and "3%" not in scenario["description"]
