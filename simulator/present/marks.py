@@ -102,6 +102,12 @@ class Timeline:
     end_us: int
     focus: Focus
 
+    def drawn_end_us(self, bar: Bar) -> int:
+        """Where ``bar`` ends as drawn: at least ``MIN_BAR_SHARE`` of the run
+        long, so a request served the instant it arrived (a spend funded by a
+        lease already held) is a visible tick, not a bar of no width."""
+        return max(bar.end_us, bar.start_us + max(1, round(MIN_BAR_SHARE * self.end_us)))
+
     @property
     def more(self) -> str:
         """``+2 more: 8, 9`` (the first few hidden replicas named), or ""."""
@@ -109,6 +115,11 @@ class Timeline:
             return ""
         named = ", ".join(str(replica) for replica in self.hidden[:6])
         return f"+{len(self.hidden)} more: {named}{', ...' if len(self.hidden) > 6 else ''}"
+
+
+MIN_BAR_SHARE = 0.002
+"""The shortest a request's bar is drawn, as a share of the run (a pixel or
+two of a timeline's width)."""
 
 
 def time_scale(end_us: int) -> tuple[float, str]:

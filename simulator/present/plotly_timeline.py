@@ -72,7 +72,7 @@ def _lanes(figure: go.Figure, timeline: Timeline, divisor: float) -> None:
         text = (f"replica {bar.replica} request {bar.request}: "
                 f"{bar.start_us / 1e6:.6f}s to {bar.end_us / 1e6:.6f}s"
                 f"{' (denied)' if bar.refused else ''}")
-        lane["x"] += [bar.start_us / divisor, bar.end_us / divisor, None]
+        lane["x"] += [bar.start_us / divisor, timeline.drawn_end_us(bar) / divisor, None]
         lane["y"] += [row[bar.replica]] * 2 + [None]
         lane["text"] += [text, text, None]
     for refused, lane in sorted(segments.items()):

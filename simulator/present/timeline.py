@@ -86,7 +86,7 @@ def _draw_lanes(axes: Any, timeline: Timeline, divisor: float) -> None:
                              else "replica paused"))
     for bar in timeline.bars:
         label = "denied" if bar.refused else timeline.served_label
-        axes.barh(row[bar.replica], (bar.end_us - bar.start_us) / divisor,
+        axes.barh(row[bar.replica], (timeline.drawn_end_us(bar) - bar.start_us) / divisor,
                   left=bar.start_us / divisor, height=0.35,
                   color="lightgrey" if bar.refused else "tab:green", alpha=0.8,
                   label=once(label))

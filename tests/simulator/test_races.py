@@ -185,6 +185,22 @@ def test_a_pause_is_drawn_as_a_span_for_as_long_as_it_lasts():
                                                           "pause 1s on replica 1")
 
 
+def test_a_spend_served_the_instant_it_arrives_is_drawn_with_a_width(monkeypatch, tmp_path):
+    """A ledger's spends are funded by a lease already held: they end where they
+    begin, and a bar of no width is no bar at all."""
+    report = load_report(REPO / "data" / "races"
+                         / "tollgate-late-release-forfeited-without-grace.toml")
+    found = replay(report, sample_every=timeline_sampling(report))
+    timeline = timeline_of(found.result, report.schedule)
+    instant = [bar for bar in timeline.bars if bar.end_us == bar.start_us]
+    assert instant, "the race has spends served as they arrive"
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: figures.append(figure))
+    draw_timeline(found.result, tmp_path / "t.png", report.schedule, title=report.title)
+    widths = [patch.get_width() for patch in figures[0].axes[0].patches]
+    assert len(widths) >= len(timeline.bars) and min(widths) > 0
+
+
 def test_against_fixed_on_a_report_without_a_fixed_store_says_so_and_runs_nothing(
         tmp_path, capsys):
     copied = copy_report(SPLIT, tmp_path)
