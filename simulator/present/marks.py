@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.plugin.record_series import RecordSeries
+from simulator.scenario.faults import FAULT_KINDS
 from simulator.search.story import FAULT_PREFIXES, Focus, focus
 
 MAX_LANES = 8
@@ -61,6 +62,9 @@ class FaultMark:
     details: tuple[str, ...]
     count: int = 1
     """Trace events grouped here (one per replica, and per call aimed at)."""
+    armed_us: int | None = None
+    """For a fault armed on a replica's next matching call (a lost reply, a
+    connection fault): when it was armed; ``time_us`` is when it first hit."""
 
     @property
     def label(self) -> str:
@@ -71,7 +75,9 @@ class FaultMark:
         lasting = f" {span / 1e6:g}s" if span else ""
         where = (f" on replica {self.replicas[0]}" if len(self.replicas) == 1
                  else "" if self.replicas else " on the server")
-        return f"{self.kind}{lasting}{times}{calls}{where}"
+        armed = (f", armed at {self.armed_us / 1e6:g}s"
+                 if self.armed_us is not None and self.armed_us != self.time_us else "")
+        return f"{self.kind}{lasting}{times}{calls}{where}{armed}"
 
 
 @dataclass(frozen=True)
@@ -185,11 +191,38 @@ def fault_marks(rows: list[dict[str, Any]], replicas: set[int]) -> tuple[FaultMa
             if row["detail"] and row["detail"] not in group["details"]:
                 group["details"].append(row["detail"])
     # A fault's amount is its duration (a pause, a partition, a server down);
-    # a migration's is a command count, not time.
-    return tuple(FaultMark(time, time + (amount if not kind.startswith("migration") else 0),
-                           kind, tuple(group["replicas"]), tuple(group["details"]),
-                           group["count"])
-                 for (time, kind, amount), group in groups.items())
+    # a migration's is a command count, not time. An armed fault is drawn
+    # where it first hit a call, not where it was armed.
+    marks = []
+    for (time, kind, amount), group in groups.items():
+        hit = _first_hit(rows, time, kind, group["replicas"], group["details"])
+        shown = time if hit is None else hit
+        marks.append(FaultMark(shown, shown + (amount if not kind.startswith("migration") else 0),
+                               kind, tuple(group["replicas"]), tuple(group["details"]),
+                               group["count"], None if hit is None else time))
+    return tuple(sorted(marks, key=lambda mark: mark.time_us))
+
+
+ARMED_HITS = {"request": ("request_lost", "scheduled"), "reply": ("reply_lost", "scheduled"),
+              "stall": ("connection_stalled", None), "reset": ("connection_reset", None),
+              "slow": ("slow_reply", None), "drop_waiter": ("waiter_dropped", None)}
+"""What the trace says when a fault armed on a replica's next call hits it:
+the event kind, and its outcome when that tells an armed loss from a drawn one."""
+
+
+def _first_hit(rows: list[dict[str, Any]], armed_us: int, kind: str, replicas: list[int],
+               calls: list[str]) -> int | None:
+    """When a fault armed at ``armed_us`` on ``replicas`` first hit one of
+    their calls (one of ``calls``, if it names some); None for a fault that
+    is not armed, or that never hit."""
+    fault = FAULT_KINDS.get(kind)
+    if fault is None or fault.armed is None:
+        return None
+    event, outcome = ARMED_HITS[fault.armed]
+    return next((row["time_us"] for row in rows
+                 if row["time_us"] >= armed_us and row["kind"] == event
+                 and row["replica"] in replicas and (outcome is None or row["outcome"] == outcome)
+                 and (not calls or row["detail"] in calls)), None)
 
 
 def outages(rows: list[dict[str, Any]], lanes: set[int], end_us: int) -> tuple[Outage, ...]:

@@ -113,7 +113,8 @@ def _draw_lanes(axes: Any, timeline: Timeline, divisor: float) -> None:
     axes.set_yticks(ticks, names)
     axes.set_ylim(-1.7 if timeline.hidden else -0.7, top + 0.8)
     if labelled:
-        axes.legend(loc="lower right", fontsize=7, ncols=3, framealpha=0.9)
+        # Beside the lanes, not on them: inside, it hid a lane's requests.
+        _legend_beside(axes)
 
 
 def _draw_record(record: Any, gap: Any, series: RecordSeries, cap: int | None,
@@ -133,9 +134,16 @@ def _draw_record(record: Any, gap: Any, series: RecordSeries, cap: int | None,
         record.axhline(cap, color="black", linewidth=1, label=series.cap_label)
     record.set_ylabel(series.unit)
     record.set_title(series.title, loc="left", fontsize=9)
-    record.legend(loc="upper left", fontsize=7)
+    _legend_beside(record)
     gap.axhline(0, color="grey", linewidth=0.8)
     for drawn in series.gaps:
         line(gap, drawn.values, drawn.color, drawn.dotted, drawn.label)
     gap.set_ylabel(f"gap ({series.unit})", fontsize=8)
-    gap.legend(loc="best", fontsize=7)
+    _legend_beside(gap)
+
+
+def _legend_beside(axes: Any) -> None:
+    """The panel's legend to its right, outside it: inside, it hid a lane's
+    requests or the first second of the record."""
+    axes.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, framealpha=0.9,
+                borderaxespad=0.0)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from simulator.cli import main
@@ -212,3 +213,31 @@ def test_against_fixed_on_a_report_without_a_fixed_store_says_so_and_runs_nothin
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert "nothing to compare against" in line and "[fixed]" in line
+
+
+def test_an_armed_fault_is_drawn_where_it_hit_not_where_it_was_armed():
+    """The re-sent refund race arms a lost reply at 0 s; the refund it hits
+    comes at 45.9 s, and that is where the timeline marks it."""
+    report = load_report(REPO / "data" / "races" / "av-state-re-sent-refund-mints-budget.toml")
+    found = replay(report, sample_every=timeline_sampling(report))
+    (mark,) = timeline_of(found.result, report.schedule).faults
+    trace = found.result.trace.to_table().to_pylist()
+    lost = [row["time_us"] for row in trace
+            if row["kind"] == "reply_lost" and row["outcome"] == "scheduled"]
+    assert mark.time_us == min(lost) > 45_000_000 and mark.armed_us == 0
+    assert mark.label.endswith("armed at 0s")
+
+
+def test_no_legend_hides_what_its_panel_draws(monkeypatch, tmp_path):
+    report = load_report(REPO / "data" / "races" / "leases-abandoned-acquire-left-to-its-ttl.toml")
+    found = replay(report, sample_every=timeline_sampling(report))
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: figures.append(figure))
+    draw_timeline(found.result, tmp_path / "t.png", report.schedule, title=report.title)
+    (figure,) = figures
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    for axes in figure.axes:
+        legend = axes.get_legend()
+        assert legend is not None
+        inside = legend.get_window_extent(renderer).overlaps(axes.get_window_extent(renderer))
+        assert not inside, f"the legend of {axes.get_title(loc='left') or axes.get_ylabel()}"
