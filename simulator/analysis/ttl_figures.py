@@ -23,20 +23,39 @@ from simulator.analysis.ttl import (
     RequestDurations,
     TtlRecommendation,
     duration_exceedance,
+    format_seconds,
 )
 
 # ------------------------------------------------------------------ the costs against the TTL
 
 
+def recommended_words(recommendation: TtlRecommendation) -> str:
+    """``recommended: 8 s–30 s`` (one TTL: ``recommended: 8 s``); "" when none."""
+    if not recommendation.found:
+        return ""
+    low, high = recommendation.low_seconds, recommendation.high_seconds
+    assert low is not None and high is not None
+    span = format_seconds(low) if low == high else f"{format_seconds(low)}–{format_seconds(high)}"
+    return f"recommended: {span}"
+
+
 def _mark_range(ax: Axes, recommendation: TtlRecommendation, label: bool = True) -> None:
-    """Shade the recommended range; edges drawn too, so a one-TTL range still shows."""
+    """Shade the recommended range and write it. A range of one TTL has no
+    width on the axis: it is shaded a third of the way to its neighbours
+    (a factor of 1.15 each side on the log axis), so it reads as a range."""
     if not recommendation.found:
         return
     low, high = recommendation.low_seconds, recommendation.high_seconds
-    ax.axvspan(low, high, color="tab:green", alpha=0.15, linewidth=0,
+    assert low is not None and high is not None
+    shaded = (low / 1.15, high * 1.15) if low == high else (low, high)
+    ax.axvspan(*shaded, color="tab:green", alpha=0.15, linewidth=0,
                label="recommended TTL range" if label else None)
     for edge in (low, high):
         ax.axvline(edge, color="tab:green", linewidth=1)
+    ax.annotate(recommended_words(recommendation), xy=((low * high) ** 0.5, 0.5),
+                xycoords=("data", "axes fraction"), ha="center", va="center", rotation=90,
+                fontsize=8, color="darkgreen",
+                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8, "linewidth": 0})
 
 
 def _mark_quantiles(ax: Axes, quantiles: Mapping[str, float]) -> None:
@@ -46,15 +65,23 @@ def _mark_quantiles(ax: Axes, quantiles: Mapping[str, float]) -> None:
         if not left <= seconds <= right:
             continue
         ax.axvline(seconds, color="grey", linestyle=":", linewidth=1)
+        # On a white ground above the curves: a marker or a line must not hide it.
         ax.annotate(f"{name} duration", xy=(seconds, 1), xycoords=("data", "axes fraction"),
                     xytext=(2, -2), textcoords="offset points", rotation=90, va="top",
-                    fontsize=7, color="grey")
+                    fontsize=7, color="dimgrey", zorder=5,
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.85,
+                          "linewidth": 0})
 
 
 def _ttl_axis(ax: Axes, ttls: Sequence[float]) -> None:
+    """A log axis ticked at the tested TTLs, each named (a decade's ticks
+    alone named two or three of them)."""
     ax.set_xscale("log")
     ax.set_xlim(min(ttls) / 1.3, max(ttls) * 1.3)
-    ax.set_xlabel("reservation TTL (s)")
+    ax.set_xticks(list(ttls), [format_seconds(ttl) for ttl in ttls],
+                  rotation=45 if len(ttls) > 8 else 0)
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("reservation TTL")
     ax.grid(True, which="major", alpha=0.3)
 
 
@@ -130,31 +157,52 @@ def plot_trade_off(shares: pd.DataFrame, recommendation: TtlRecommendation,
               color="tab:orange")
     plot_band(ax, leaks, TTL_SECONDS, "denials caused by leaked holds (% of arrived requests)",
               color="tab:blue")
-    # Interleaved dashes: the two limits are often equal and must both stay visible.
-    ax.axhline(recommendation.overshoot_limit, color="tab:orange", linestyle=(0, (4, 4)),
-               linewidth=1.2, label=f"overshoot limit ({recommendation.overshoot_limit:.3g}%)")
-    ax.axhline(recommendation.leak_limit, color="tab:blue", linestyle=(4, (4, 4)),
-               linewidth=1.2, label=f"leak-denial limit ({recommendation.leak_limit:.3g}%)")
+    for limit, color, label in limit_lines(recommendation):
+        ax.axhline(limit, color=color, linestyle="--", linewidth=1.2, label=label)
     _ttl_axis(ax, ttls)
     _mark_range(ax, recommendation)
-    _mark_quantiles(ax, quantiles)
     # Linear up to the limits, logarithmic above: the decision happens near the
     # limits, while a long TTL's leak denials can be tens of times larger.
     threshold = max(recommendation.overshoot_limit, recommendation.leak_limit, 0.1)
     ax.set_yscale("symlog", linthresh=threshold, linscale=2)
-    ax.set_ylim(bottom=0)
-    top = ax.get_ylim()[1]
-    ticks = [threshold * m for m in (0, 0.25, 0.5, 0.75, 1, 2, 5, 10, 20, 50, 100, 200, 500)]
-    ax.set_yticks([tick for tick in ticks if tick <= top])
+    highest = max([*overshoot["high"], *leaks["high"], threshold])
+    ax.set_ylim(0, highest * 1.5)
+    ax.set_yticks(cost_ticks(threshold, highest * 1.5))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.yaxis.set_minor_locator(NullLocator())
+    _mark_quantiles(ax, quantiles)
     ax.set_ylabel(f"cost (%; linear below {threshold:.3g}%, logarithmic above)")
-    verdict = ("shaded: the recommended TTL range" if recommendation.found
+    verdict = (f"shaded: {recommended_words(recommendation)}" if recommendation.found
                else "no TTL meets both limits")
     ax.set_title(f"The trade-off: overshoot falls, leak denials rise as the TTL grows\n"
                  f"(median and 10th–90th percentile over seeds; {verdict})", fontsize=11)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     return figure
+
+
+def limit_lines(recommendation: TtlRecommendation) -> list[tuple[float, str, str]]:
+    """The limits to draw, ``(value, colour, label)``: one line when both are
+    equal (two lines on top of each other read as one, mislabelled)."""
+    overshoot, leak = recommendation.overshoot_limit, recommendation.leak_limit
+    if overshoot == leak:
+        return [(overshoot, "black", f"limit of both costs ({overshoot:.3g}%)")]
+    return [(overshoot, "tab:orange", f"overshoot limit ({overshoot:.3g}%)"),
+            (leak, "tab:blue", f"leak-denial limit ({leak:.3g}%)")]
+
+
+def cost_ticks(threshold: float, top: float) -> list[float]:
+    """Round ticks for the trade-off's cost axis: a few on its linear part,
+    then 1-2-5 per decade up to ``top``."""
+    step = 10 ** np.floor(np.log10(threshold / 2))
+    for factor in (1, 2, 5, 10):
+        if threshold / (step * factor) <= 4:
+            step *= factor
+            break
+    linear = [float(value) for value in np.arange(0, threshold + step / 2, step)]
+    decades = [float(mantissa * 10 ** exponent) for exponent in range(-3, 6)
+               for mantissa in (1, 2, 5)]
+    above = [value for value in decades if linear[-1] * 1.5 < value <= top]
+    return [round(value, 10) for value in [*linear, *above]]
 
 
 # ------------------------------------------------------------------ the duration tail

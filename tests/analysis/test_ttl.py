@@ -419,3 +419,51 @@ def test_without_parameters_the_notebook_runs_the_sweep_file_as_written():
 
     as_written = load_sweep(lab_path("data", "sweeps", "ttl-tuning.toml"))
     assert sweep.points == as_written.points and sweep.seeds == as_written.seeds
+
+
+def test_the_ttl_axis_names_every_tested_ttl():
+    frame = sweep_frame(overshoot=[60_000, 30_000, 8_000, 2_000, 0], leaks=[0, 0, 5, 9, 50])
+    shares = shares_of(frame)
+    figure = ttl_figures.plot_trade_off(shares, ttl.recommend_ttl_range(shares), {})
+    ax = figure.axes[0]
+    assert list(ax.get_xticks()) == TTLS
+    assert [label.get_text() for label in ax.get_xticklabels()] == [
+        "1 s", "2 s", "4 s", "8 s", "16 s"]
+
+
+def test_a_one_ttl_range_is_shaded_with_a_width_and_its_value_written():
+    # Only 8 s meets both limits.
+    frame = sweep_frame(overshoot=[60_000, 30_000, 20_000, 2_000, 0], leaks=[0, 0, 5, 9, 50])
+    shares = shares_of(frame)
+    recommendation = ttl.recommend_ttl_range(shares)
+    assert (recommendation.low_seconds, recommendation.high_seconds) == (8.0, 8.0)
+    figure = ttl_figures.plot_trade_off(shares, recommendation, {})
+    ax = figure.axes[0]
+    (span,) = shaded_spans(figure)
+    left, right = span.get_x(), span.get_x() + span.get_width()  # in data units (s)
+    assert left < 8.0 < right and right / left > 1.2
+    assert "recommended: 8 s" in [text.get_text() for text in ax.texts]
+    assert "recommended: 8 s" in ax.get_title()
+
+
+def test_equal_limits_are_one_line_and_cost_ticks_are_round():
+    frame = sweep_frame(overshoot=[60_000, 30_000, 8_000, 2_000, 0], leaks=[0, 0, 5, 9, 50])
+    shares = shares_of(frame)
+    recommendation = ttl.recommend_ttl_range(shares)
+    assert recommendation.overshoot_limit == recommendation.leak_limit
+    ax = ttl_figures.plot_trade_off(shares, recommendation, {}).axes[0]
+    limits = [line for line in ax.lines if "limit" in line.get_label()]
+    assert len(limits) == 1 and "both" in limits[0].get_label()
+    assert all(float(f"{tick:.2g}") == tick for tick in ax.get_yticks())
+    top = max(shares[column].max() for column in (ttl.OVERSHOOT_COLUMN, ttl.LEAK_COLUMN))
+    assert ax.get_ylim()[1] > top  # the highest band is not cut at the top
+
+
+def test_a_quantile_label_stays_readable_over_the_curves():
+    frame = sweep_frame(overshoot=[60_000, 30_000, 8_000, 2_000, 0], leaks=[0, 0, 5, 9, 50])
+    shares = shares_of(frame)
+    ax = ttl_figures.plot_trade_off(shares, ttl.recommend_ttl_range(shares),
+                                    {"p50": 2.0}).axes[0]
+    (label,) = [text for text in ax.texts if text.get_text() == "p50 duration"]
+    assert label.get_bbox_patch() is not None
+    assert label.get_zorder() > max(line.get_zorder() for line in ax.lines)
