@@ -15,7 +15,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import MaxNLocator, NullLocator
 
 from simulator.analysis import leases
 from simulator.analysis.spread import plot_band
@@ -48,6 +48,8 @@ def plot_erlang_b(comparison: pd.DataFrame, target_denial_share: float | None = 
                   grid=lambda xs: np.arange(min(xs), max(xs) + 1),
                   name=lambda load: f"{load:.3g} Erlangs")
     by_limit.set_xlabel("max_in_flight (slots)")
+    # Slots are whole: ticks only at whole numbers (the default put 2.5 slots).
+    by_limit.xaxis.set_major_locator(MaxNLocator(integer=True))
     by_limit.set_title("Denials against the limit, per offered load", fontsize=10)
     _erlang_panel(by_load, comparison, group=leases.LIMIT, x=leases.OFFERED,
                   curve=lambda limit, loads: [leases.erlang_b(int(limit), a) for a in loads],

@@ -491,3 +491,14 @@ def test_the_leases_demo_leaks_leases_and_refuses_more_than_erlang_b():
                                leases.offered_erlangs_of(scenario))
     assert summary["denial_share"] > expected
     assert summary["requests_denied_exceeded"] > 0   # the limit itself binds too
+
+
+def test_the_limit_axis_ticks_whole_slots_only():
+    rows = [run(limit, 60.0, 1, offered=1.5, denial=leases.erlang_b(limit, 1.5))
+            for limit in (2, 3)]
+    figure = lease_figures.plot_erlang_b(leases.erlang_b_comparison(pd.DataFrame(rows)))
+    by_limit = figure.axes[0]
+    figure.canvas.draw()  # the locator picks its ticks at drawing
+    inside = [tick for tick in by_limit.get_xticks()
+              if by_limit.get_xlim()[0] <= tick <= by_limit.get_xlim()[1]]
+    assert inside and all(float(tick).is_integer() for tick in inside)
