@@ -22,9 +22,10 @@ Rules kept here:
 * ``refund``, ``refund_many``, ``remove`` and ``remove_prefix`` are best effort:
   a failure is logged on ``stores.av_state`` and never raised.
 * Connections: the seed pools them (r2d2, at most 32, a 2 s wait for one,
-  one verified at start-up). ``from_url`` builds the same pool from redis-py's
-  ``BlockingConnectionPool``; the store itself sees only its ``RedisPort``,
-  and the lab's simulated port models no pool. Redis Cluster (a comma list of
+  one verified at start-up, each checked with PING when handed out).
+  ``from_url`` builds the same pool on redis-py's ``BlockingConnectionPool``
+  (``CheckedPool``); the store itself sees only its ``RedisPort``, and the
+  lab's simulated port models no pool. Redis Cluster (a comma list of
   seeds) is validated as the seed validates it, then refused: this port drives
   one server.
 """
@@ -39,6 +40,8 @@ from typing import Any, ClassVar
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from stores.av_state.contract import (
     COUNTER_TTL_SECONDS,
@@ -80,6 +83,23 @@ POOL_MAX_CONNECTIONS = 32
 POOL_WAIT_SECONDS = 2
 """The seed's pool: at most 32 connections; a caller waits 2 s for one (and
 each connect, read and write is bounded by the same 2 s)."""
+
+
+class CheckedPool(aioredis.BlockingConnectionPool):
+    """The seed's pool checks each connection with ``PING`` before handing it
+    out (r2d2's ``test_on_check_out``, on by default; ``is_valid`` pings): a
+    connection the server closed (a restart) is replaced by a new one, not
+    handed to a spend that then fails. redis-py's pool only looks for unread
+    data, which a closed socket need not show yet."""
+
+    async def ensure_connection(self, connection: Any) -> None:
+        await super().ensure_connection(connection)
+        try:
+            await connection.send_command("PING", check_health=False)
+            await connection.read_response()
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            await connection.disconnect()
+            await connection.connect()
 
 
 def with_ttls(scripts: ScriptSet) -> ScriptSet:
@@ -166,7 +186,7 @@ class RedisStateStore:
                                "supported by this store; give the URL of one server")
         # Retries off: the seed's single-node connections never re-send, and a
         # re-sent spend script is charged twice.
-        pool = aioredis.BlockingConnectionPool.from_url(
+        pool = CheckedPool.from_url(
             nodes[0], max_connections=POOL_MAX_CONNECTIONS, timeout=POOL_WAIT_SECONDS,
             socket_connect_timeout=POOL_WAIT_SECONDS, socket_timeout=POOL_WAIT_SECONDS,
             decode_responses=True, retry=Retry(NoBackoff(), 0))

@@ -574,3 +574,26 @@ def test_the_kinds_speak_the_counters_protocol_on_their_backends():
     assert {kind.protocol for kind in kinds.values()} == {"counters"}
     assert kinds["av_state.in_memory"].read_ledgers is read_ledgers
     assert kinds["av_state.redis"].ledger_keys(None, "s:tokens") == {"s:tokens": "counter"}
+
+
+def test_a_pooled_connection_the_server_closed_is_replaced_not_handed_out(redis_url,
+                                                                         key_prefix):
+    """The seed's r2d2 pool checks a connection (PING) before handing it out:
+    after a restart closed every connection, the next spend opens a new one
+    instead of failing with "Connection closed by server"."""
+    async def scenario() -> None:
+        store = await RedisStateStore.from_url(redis_url, AsyncioRuntime())
+        admin = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        key = f"{key_prefix}:pooled"
+        try:
+            assert await store.try_spend(Spend(key, 1, 10)) == Committed(9)
+            pooled = await store.data.client_id()  # the pool's one idle connection
+            assert await admin.client_kill_filter(_id=pooled) == 1
+            await asyncio.sleep(0.05)  # the close reaches the client's socket
+            assert await store.try_spend(Spend(key, 1, 10)) == Committed(8)
+        finally:
+            await admin.delete(key)
+            await admin.aclose()
+            await store.data.aclose()
+
+    asyncio.run(scenario())
