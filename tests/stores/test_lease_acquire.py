@@ -18,6 +18,7 @@ import time
 import fakeredis
 import pytest
 from redis_server import free_port
+from relay_clock import RelayClock
 from test_lease_relay import Mode, Relay, backend_connector, eventually, lease_settings, run
 
 from stores.asyncio_runtime import AsyncioRuntime
@@ -100,34 +101,38 @@ def test_an_abandoned_lease_is_reclaimed_after_ttl(target, key_prefix):
 
 
 def test_unavailable_redis_denies_within_timeout_and_recovers(target, key_prefix):
-    """The seed's TCP relay: blackholed, then cut, then forwarding again."""
-    relay = Relay(target)
-    timeout_s = 0.05
+    """The seed's TCP relay: blackholed, then cut, then forwarding again. Its
+    bounds (no sooner than the 50 ms timeout, within 2 s; recovered within
+    2 s) in the virtual time of a ``RelayClock``, so a loaded machine's slow
+    connects never count against them."""
+    clock = RelayClock()
+    relay = Relay(target, clock=clock)
+    timeout_ms = 50
 
     async def scenario() -> None:
-        deny = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(key_prefix))
-        allow = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(
+        deny = await LeaseLimiter.connect(relay, clock, lease_settings(key_prefix))
+        allow = await LeaseLimiter.connect(relay, clock, lease_settings(
             f"{key_prefix}:allow", on_unavailable="allow"))
         try:
             relay.set_mode(Mode.BLACKHOLE)
-            started = time.monotonic()
+            started = clock.now_ms()
             assert (await deny.acquire(KEY)).denial is Denial.STORE_UNAVAILABLE
-            elapsed = time.monotonic() - started
-            assert elapsed >= timeout_s * 0.98, f"returned before operation timeout: {elapsed}"
-            assert elapsed < 2, f"unavailable acquire was not bounded: {elapsed}"
+            elapsed = clock.now_ms() - started
+            assert elapsed >= timeout_ms, f"returned before operation timeout: {elapsed} ms"
+            assert elapsed < 2_000, f"unavailable acquire was not bounded: {elapsed} ms"
             assert (await allow.acquire(KEY)).is_allowed
 
             relay.set_mode(Mode.CUT)
             assert (await deny.acquire(KEY)).denial is Denial.STORE_UNAVAILABLE
 
             relay.set_mode(Mode.FORWARD)
-            deadline = time.monotonic() + 2
+            deadline = clock.now_ms() + 2_000
             recovered = False
-            while time.monotonic() < deadline:
+            while clock.now_ms() < deadline:
                 if (await deny.acquire(KEY)).is_allowed:
                     recovered = True
                     break
-                await asyncio.sleep(0.025)
+                await clock.sleep_ms(25)
             assert recovered, "same limiter did not recover after relay forwarding was restored"
         finally:
             await relay.aclose()
@@ -183,14 +188,19 @@ def test_abandoned_acquire_compensates_a_lease_created_later(target, key_prefix)
 
 
 def test_shared_invoke_cap_refusal_leaves_connection_usable(target, key_prefix):
+    """The seed's bound: refused within 100 ms (here in virtual time, so a
+    refusal that queued would fail it and a slow machine cannot)."""
+    clock = RelayClock()
+    relay = Relay(target, clock=clock)
+
     async def scenario() -> None:
-        limiter = await LeaseLimiter.connect(target, AsyncioRuntime(),
+        limiter = await LeaseLimiter.connect(relay, clock,
                                              lease_settings(key_prefix, timeout="1s"))
         try:
             slots = limiter.recovery.invoke_slots
             taken = [slots.try_take() for _ in range(limiter.settings.shared_invoke_concurrency)]
             assert all(slot is not None for slot in taken)
-            admission = await asyncio.wait_for(limiter.acquire(KEY), 0.5)  # refused, not queued
+            admission = await clock.timeout_ms(100, limiter.acquire(KEY))  # refused, not queued
             assert admission.denial is Denial.STORE_UNAVAILABLE
             for slot in taken:
                 slot.release()
@@ -199,7 +209,7 @@ def test_shared_invoke_cap_refusal_leaves_connection_usable(target, key_prefix):
             assert (await limiter.acquire(KEY)).is_allowed, \
                 "connection did not remain usable after cap refusal"
         finally:
-            await limiter.aclose()
+            await relay.aclose()
 
     run(scenario())
 

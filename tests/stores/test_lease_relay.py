@@ -37,15 +37,17 @@ What it can do (``Mode`` applies to every connection, the rest as named):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 from collections import Counter, defaultdict, deque
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import fakeredis
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
+from relay_clock import RelayClock
 
 from stores.axond_leases import SCRIPTS
 from stores.axond_leases.settings import LeaseSettings
@@ -220,9 +222,10 @@ class RelayConnection:
             relay.reached[request.kind].append(self.number)
             delay_ms = relay.delay_ms.get(request.kind, 0)
             if delay_ms:
-                await asyncio.sleep(delay_ms / 1000)
+                await relay.sleep_ms(delay_ms)
             try:
-                reply, error = await request.execute(), None
+                async with relay.with_server():
+                    reply, error = await request.execute(), None
             except Exception as failure:  # noqa: BLE001 - the server's error is the reply
                 reply, error = None, failure
             if request.epoch != self._epoch or relay.mode is Mode.STALL:
@@ -247,8 +250,12 @@ class RelayConnection:
 class Relay:
     """A ``stores.ports.Connector`` relaying to ``target``'s connections."""
 
-    def __init__(self, target: Any, scripts: ScriptSet = SCRIPTS) -> None:
+    def __init__(self, target: Any, scripts: ScriptSet = SCRIPTS,
+                 clock: RelayClock | None = None) -> None:
         self.target = target
+        self.clock = clock
+        """With a clock, the relay's delays are virtual, and the clock stands
+        still while the real server works (``relay_clock``)."""
         self.script_kinds = {scripts.source(name): name for name in scripts}
         self.mode = Mode.FORWARD
         self.hang_ping = False
@@ -264,6 +271,24 @@ class Relay:
             for connection in self.connections:
                 connection.reset("connection reset by the relay")
 
+    async def sleep_ms(self, milliseconds: int) -> None:
+        if self.clock is None:
+            await asyncio.sleep(milliseconds / 1000)
+        else:
+            await self.clock.sleep_ms(milliseconds)
+
+    @contextlib.asynccontextmanager
+    async def with_server(self) -> AsyncIterator[None]:
+        """While the real server has a request or a connect of the relay's:
+        a clock does not move meanwhile."""
+        if self.clock is not None:
+            self.clock.busy += 1
+        try:
+            yield
+        finally:
+            if self.clock is not None:
+                self.clock.busy -= 1
+
     def count(self, kind: str) -> int:
         """Requests of ``kind`` that reached the server."""
         return len(self.reached[kind])
@@ -274,7 +299,8 @@ class Relay:
     async def connect(self) -> RelayConnection:
         if self.closed or self.mode is Mode.CUT:
             raise RedisConnectionError("connection refused by the relay")
-        inner = await self.target.connect()
+        async with self.with_server():
+            inner = await self.target.connect()
         if self.closed:  # closed while the server answered: nobody will close it later
             await inner.aclose()
             raise RedisConnectionError("connection refused by the relay")
@@ -293,11 +319,37 @@ class Relay:
             await connection.aclose()
 
 
+def test_the_production_connector_closes_a_connection_whose_waiter_was_dropped(redis_url,
+                                                                                key_prefix):
+    """What redis-py (the production ``RedisConnector``) does with a dropped
+    waiter: a caller cancelled while its reply is on the way makes it close
+    the connection, so the next caller gets its own reply on a new one --
+    never the abandoned one's. The command itself may still have run."""
+    async def scenario() -> None:
+        connection = await RedisConnector.from_url(redis_url).connect()
+        blocked, counter = f"{key_prefix}:blocked", f"{key_prefix}:counter"
+        try:
+            before = await connection.client_id()
+            with pytest.raises(TimeoutError):  # its reply would come in 1 s
+                await asyncio.wait_for(connection.blpop([blocked], timeout=1), 0.05)
+            assert await connection.incrby(counter, 222) == 222, "a reply went astray"
+            assert await connection.client_id() != before, "the connection was not replaced"
+        finally:
+            await connection.delete(counter)
+            await connection.aclose()
+
+    run(scenario())
+
+
 def test_dropped_waiter_misaligns_following_shared_response(backend_name, request, key_prefix):
     """The seed's alignment stub never answers the first command and answers
     the next ones 111, 222, 333; here the relay loses the first reply and
     the real server answers ``INCRBY`` with the amounts. The second caller
-    then receives the third command's reply: why the limiter echoes lease ids."""
+    then receives the third command's reply: why the limiter echoes lease ids.
+    This is the lab's model of a multiplexed connection that loses a waiter's
+    place (the seed's connection manager, a proxy); redis-py, the port's own
+    connector, closes the connection instead (the test above), so the lab
+    keeps the harder case the seed's store must survive."""
     relay = Relay(backend_connector(backend_name, request))
 
     async def scenario() -> None:

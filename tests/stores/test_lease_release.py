@@ -4,17 +4,17 @@ real server: axond's test cases of the release path, ported.
 The first attempt on the shared connection (which generation, within which
 budget), the fall-through to fresh connections, and a slow release that must
 not cost a healthy connection. The seed's stubs delaying or swallowing
-releases are the relay's ``delay_ms`` and ``blackholed`` here.
+releases are the relay's ``delay_ms`` and ``blackholed`` here. Every bound
+is the seed's, in the virtual time of a ``RelayClock``: what a real server
+takes on a loaded machine never counts against a 25-50 ms timeout.
 """
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from test_lease_relay import Relay, backend_connector, eventually, lease_settings, run
+from relay_clock import RelayClock
+from test_lease_relay import Relay, backend_connector, lease_settings, run
 
-from stores.asyncio_runtime import AsyncioRuntime
 from stores.axond_leases import LeaseLimiter
 from stores.axond_leases.contract import LeaseKey
 from stores.axond_leases.timing import release_timeout_ms
@@ -24,26 +24,26 @@ KEY = LeaseKey("acme", "subject")
 
 @pytest.fixture
 def relay(backend_name, request):
-    """A relay to the parametrised backend."""
-    return Relay(backend_connector(backend_name, request))
+    """A relay to the parametrised backend, its clock virtual (``relay.clock``)."""
+    return Relay(backend_connector(backend_name, request), clock=RelayClock())
 
 
 def test_release_uses_the_current_connection_after_replacement(relay, key_prefix):
     """The seed's live stub counting connections and releases."""
     async def scenario() -> None:
-        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(key_prefix))
+        limiter = await LeaseLimiter.connect(relay, relay.clock, lease_settings(key_prefix))
         try:
             admission = await limiter.acquire(KEY)
             assert admission.is_allowed
             old_generation = limiter.generation
             limiter.mark_connection_suspect(old_generation)
-            await eventually(lambda: limiter.generation != old_generation, 1,
-                             "shared connection replacement did not complete")
+            await relay.clock.within(lambda: limiter.generation != old_generation, 1_000,
+                                     "shared connection replacement did not complete")
             connections_after_swap = len(relay.connections)
             admission.permit.release()
 
-            await eventually(lambda: relay.count("release") >= 1, 1,
-                             "release did not reach the relay")
+            await relay.clock.within(lambda: relay.count("release") >= 1, 1_000,
+                                     "release did not reach the relay")
             assert len(relay.connections) == connections_after_swap, \
                 "a healthy current connection was passed over for a fresh one"
             assert relay.reached["release"] == [connections_after_swap], \
@@ -55,10 +55,9 @@ def test_release_uses_the_current_connection_after_replacement(relay, key_prefix
 
 
 def test_stalled_shared_release_retires_after_release_budget(relay, key_prefix):
-    """The seed's live stub holding releases for twice the release budget.
-    Takes about a second: the budget has a one-second floor."""
+    """The seed's live stub holding releases for twice the release budget."""
     async def scenario() -> None:
-        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(
+        limiter = await LeaseLimiter.connect(relay, relay.clock, lease_settings(
             key_prefix, timeout="250ms", connect_timeout="25ms"))
         try:
             admission = await limiter.acquire(KEY)
@@ -68,12 +67,15 @@ def test_stalled_shared_release_retires_after_release_budget(relay, key_prefix):
             relay.delay_ms["release"] = budget_ms * 2
             admission.permit.release()
 
-            await eventually(lambda: relay.count("release") >= 1, 0.25,
-                             "shared release did not reach the relay")
-            await eventually(
+            released_at = relay.clock.now_ms()
+            await relay.clock.within(lambda: relay.count("release") >= 1, 250,
+                                     "shared release did not reach the relay")
+            # Retired at its budget, not when the stalled reply would have come.
+            await relay.clock.within(
                 lambda: limiter.generation > generation
                 or limiter.suspect_generation >= generation,
-                budget_ms * 2 / 1000, "stalled shared release was not bounded by its budget")
+                budget_ms + 1, "stalled shared release was not bounded by its budget")
+            assert relay.clock.now_ms() - released_at <= budget_ms + 1
         finally:
             await relay.aclose()
 
@@ -83,24 +85,27 @@ def test_stalled_shared_release_retires_after_release_budget(relay, key_prefix):
 def test_stalled_shared_release_falls_through_to_fresh_retry(relay, key_prefix):
     """The seed's retry stub swallowing the release on the first connection;
     here connection 1 blackholes releases, and the lease is a real one, so
-    the fresh retry must actually delete it. About a second (the budget)."""
+    the fresh retry must actually delete it: all within the seed's 1.5 s."""
     async def scenario() -> None:
-        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(key_prefix))
+        limiter = await LeaseLimiter.connect(relay, relay.clock, lease_settings(key_prefix))
         try:
             admission = await limiter.acquire(KEY)
             assert admission.is_allowed
             relay.connections[0].blackholed.add("release")
             admission.permit.release()
-
-            await eventually(lambda: len(relay.connections) >= 2, 2.5,
-                             "bounded shared release did not reach a fresh retry connection")
+            deadline = relay.clock.now_ms() + 1_500  # the seed's, for both waits
+            await relay.clock.within(lambda: len(relay.connections) >= 2,
+                                     deadline - relay.clock.now_ms(),
+                                     "bounded shared release did not reach a fresh retry "
+                                     "connection")
             assert relay.sent_on("release", 1) == 1, \
                 "the release should try the shared connection once, then go fresh"
-            await eventually(lambda: relay.count("release") >= 1, 2.5,
-                             "fresh retry did not release the lease")
+            await relay.clock.within(lambda: relay.count("release") >= 1,
+                                     deadline - relay.clock.now_ms(),
+                                     "fresh retry did not release the lease")
             assert min(relay.reached["release"]) >= 2, \
                 "lease was not released by a fresh connection"
-            await asyncio.sleep(0.05)  # the release reached the server; let it run
+            await relay.clock.sleep_ms(50)  # the release reached the server; let it run
             assert (await limiter.acquire(KEY)).is_allowed, "the lease was not released"
         finally:
             await relay.aclose()
@@ -112,7 +117,7 @@ def test_slow_shared_release_stays_within_release_budget(relay, key_prefix):
     """The seed's live stub answering releases 2 x the timeout late, inside
     the release budget (4 x the timeout, at least 1 s)."""
     async def scenario() -> None:
-        limiter = await LeaseLimiter.connect(relay, AsyncioRuntime(), lease_settings(
+        limiter = await LeaseLimiter.connect(relay, relay.clock, lease_settings(
             key_prefix, timeout="250ms"))
         try:
             admission = await limiter.acquire(KEY)
@@ -121,9 +126,9 @@ def test_slow_shared_release_stays_within_release_budget(relay, key_prefix):
             relay.delay_ms["release"] = 500
             admission.permit.release()
 
-            await eventually(lambda: relay.count("release") >= 1, 1,
-                             "slow release did not reach the relay")
-            await asyncio.sleep(0.75)
+            await relay.clock.within(lambda: relay.count("release") >= 1, 1_000,
+                                     "slow release did not reach the relay")
+            await relay.clock.sleep_ms(750)
             assert limiter.suspect_generation < generation, \
                 "ordinary slow release retired a healthy generation"
             assert limiter.generation == generation, \
