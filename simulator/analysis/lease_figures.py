@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, NullLocator
 
 from simulator.analysis import leases
-from simulator.analysis.spread import plot_band
+from simulator.analysis.spread import line_styles, plot_band
 from simulator.analysis.ttl import format_seconds
 
 ERROR_BAR_WIDTH = 3
@@ -109,8 +109,10 @@ def plot_ttl_costs(table: pd.DataFrame, recommendation: leases.RegionRecommendat
     ttls = sorted(at_load[leases.TTL].unique())
     for ax, cost in zip(axes, leases.COSTS, strict=True):
         bands = leases.point_bands(at_load, cost, x=leases.TTL)
-        for limit, rows in bands.groupby(leases.LIMIT, sort=True):
-            plot_band(ax, rows, leases.TTL, label=f"{int(limit)} slots")
+        # A style each: two limits that cost alike draw one curve, and both must show.
+        for (limit, rows), style in zip(bands.groupby(leases.LIMIT, sort=True), line_styles(),
+                                        strict=False):
+            plot_band(ax, rows, leases.TTL, label=f"{int(limit)} slots", **style)
             chosen = rows[[(int(limit), float(t)) in region for t in rows[leases.TTL]]]
             ax.plot(chosen[leases.TTL], chosen["median"], "o", markersize=11,
                     markerfacecolor="none", markeredgecolor="tab:green", markeredgewidth=2)

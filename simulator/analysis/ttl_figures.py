@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from simulator.analysis.spread import plot_band, seed_bands
+from simulator.analysis.spread import line_styles, plot_band, seed_bands
 from simulator.analysis.ttl import (
     LEAK_COLUMN,
     OVERSHOOT_COLUMN,
@@ -245,9 +245,12 @@ def plot_over_time(series: pd.DataFrame) -> Figure:
     counting too early, and the money a long TTL keeps counting too late."""
     figure = Figure(figsize=(12, 4.2), layout="constrained")
     left, right = figure.subplots(1, 2, sharex=True)
-    for label, rows in series.groupby("example", sort=False):
-        left.plot(rows["time_s"], rows["expired_while_running_percent_of_cap"], label=label)
-        right.plot(rows["time_s"], rows["leaked_percent_of_cap"], label=label)
+    # A style each: two TTLs that miscount alike draw one curve, and both must show.
+    for (label, rows), style in zip(series.groupby("example", sort=False), line_styles(),
+                                    strict=False):
+        left.plot(rows["time_s"], rows["expired_while_running_percent_of_cap"], label=label,
+                  **style)
+        right.plot(rows["time_s"], rows["leaked_percent_of_cap"], label=label, **style)
     left.set_title("running requests the store no longer counts\n(hold expired while running)",
                    fontsize=10)
     right.set_title("leaked holds the store still counts\n(their request died with its replica)",

@@ -371,6 +371,9 @@ def test_the_ttl_figure_bands_each_limit_and_rings_the_recommended_points():
     assert {"16 slots", "20 slots", "24 slots"} <= {line.get_label()
                                                     for line in leak_axis.lines}
     assert len(leak_axis.collections) == 3   # one seed band per limit
+    # Limits that cost alike draw one curve: a style each keeps them all in sight.
+    limits = [line for line in leak_axis.lines if line.get_label().endswith("slots")]
+    assert len({line.get_linestyle() for line in limits}) == len(limits)
     rings = [line for line in leak_axis.lines if line.get_markeredgecolor() == "tab:green"
              and len(line.get_xdata())]
     assert sorted(x for line in rings for x in line.get_xdata()) == [5.0, 5.0]

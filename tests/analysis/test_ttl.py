@@ -354,6 +354,8 @@ def test_the_series_over_time_show_miscounted_money_as_a_share_of_the_caps():
     figure = ttl_figures.plot_over_time(series)
     assert_readable(figure)
     assert len(figure.axes[0].lines) == 3
+    # Two TTLs that miscount alike draw one curve: a style each keeps both in sight.
+    assert len({line.get_linestyle() for line in figure.axes[0].lines}) == 3
 
 
 def test_the_example_ttls_fall_back_to_the_middle_tested_ttl_without_a_range():
