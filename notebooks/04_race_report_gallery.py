@@ -23,7 +23,7 @@
 # anyone can replay it: a scenario, a seed, an explicit fault schedule, the
 # changes that make the store the broken *variant*, and those that make it the
 # *fixed* store. This notebook replays every report twice, as
-# `python -m simulator replay REPORT` and `... --against fixed` do:
+# `.venv/bin/python -m simulator replay REPORT` and `... --against fixed` do:
 #
 # - on the **variant**: REPRODUCED when the invariant's `broken_when`
 #   condition holds, with the metric's value, and whether the run's trace is

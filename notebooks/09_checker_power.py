@@ -19,7 +19,7 @@
 # would the lab's invariants notice, how fast, and where are they blind?**
 #
 # The race reports and the rediscovery bench measure the lab against bugs
-# someone once wrote. A *mutation campaign* (`python -m simulator mutate
+# someone once wrote. A *mutation campaign* (`.venv/bin/python -m simulator mutate
 # SCENARIO`, `simulator.mutate`) measures it against bugs nobody chose: it
 # generates *mutants* of the scenario's store kind, each its real Lua
 # scripts with one token changed (a comparison shifted or flipped, `+` made

@@ -200,6 +200,8 @@ def get(name: str) -> StoreKind:
 def _hint(name: str, known: dict[str, StoreKind]) -> str:
     """A near miss of a known name, or, for a name no shipped family
     prefixes, where a plugin's kind comes from."""
+    if not isinstance(name, str):
+        return ""
     close = difflib.get_close_matches(name, known, n=1)
     if close:
         return f" (did you mean {close[0]!r}?)"

@@ -138,7 +138,7 @@ def metrics_reference(known: Any = None, store: str | None = None) -> str:
     a run of that scenario reports, its family's included."""
     if known is None:
         lines = ["# Summary keys of every run", "",
-                 "A family adds its own (python -m simulator fields --metrics SCENARIO "
+                 "A family adds its own (.venv/bin/python -m simulator fields --metrics SCENARIO "
                  "lists a scenario's whole summary).", ""]
         names = (*RUN_FIELDS, *(f"{event}_count" for event in COUNTED_EVENTS),
                  *RUN_TOTALS, *(name for names in BACKEND_TOTALS.values() for name in names),

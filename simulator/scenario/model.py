@@ -2,7 +2,7 @@
 
 A scenario says which store runs (and with what settings), how many replicas
 share it, what the network between them does, and what traffic arrives.
-Every field has a default, a domain and a description; ``python -m simulator
+Every field has a default, a domain and a description; ``.venv/bin/python -m simulator
 fields`` prints them all (``simulator.scenario.reference``), and
 ``docs/scenario-fields.txt`` is that output.
 
@@ -60,7 +60,8 @@ MAX_MIGRATION_COMMANDS = 1_000_000_000
 """The largest ``crash_after_commands``."""
 
 
-StoreKindName = Annotated[str, Domain("a store kind (python -m simulator stores lists them)")]
+StoreKindName = Annotated[str, Domain(
+    "a store kind (.venv/bin/python -m simulator stores lists them)")]
 
 
 class ScenarioError(ValueError):
@@ -157,7 +158,7 @@ class MigrationStep(Model):
     at: DurationUs = Field(description="When the operator starts (virtual time).")
     to: StoreKindName = Field(
         description="The kind the fleet runs afterwards, one with a migration from the "
-        "scenario's store (python -m simulator stores).")
+        "scenario's store (.venv/bin/python -m simulator stores).")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Settings of the target kind, over store_settings.")
     namespaces: list[str] | None = Field(
@@ -209,7 +210,7 @@ class Scenario(Model):
         default_factory=list, description="Python modules to import first, each registering "
         "store kinds from outside the lab (found on PYTHONPATH), e.g. ['my_variant'].")
     store: StoreKindName = Field(
-        description="The store kind (python -m simulator stores lists them).")
+        description="The store kind (.venv/bin/python -m simulator stores lists them).")
     backend: str | None = Field(
         None,
         description="'memory', 'fakeredis', 'redis://HOST:PORT/DB', "

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from simulator.cli import USER_ERROR, main
+from simulator.present.verdicts import VERDICT_FAILED
 from simulator.run.compose import script_names
 from simulator.scenario.model import ScenarioError, parse_scenario
 from simulator.sweeps import load_sweep, read_results, run_sweep
@@ -118,7 +119,7 @@ def test_a_plugin_subclass_kind_runs_via_the_plugin_option(on_path, tmp_path, ca
     out = tmp_path / "out"
     code = main(["run", str(scenario), "--plugin", "plugtest_subclass", "--quiet",
                  "--out", str(out)])
-    assert code == 0, capsys.readouterr().err
+    assert code == VERDICT_FAILED, capsys.readouterr().err
     summary = summary_of(out)
     assert summary["store"] == "plugtest.never_charges"
     # Nothing is ever charged: all the spend is missing from the books.
@@ -132,7 +133,7 @@ def test_a_scenario_names_its_plugins_and_naming_one_twice_is_harmless(on_path, 
     out = tmp_path / "out"
     code = main(["run", str(scenario), "--plugin", "plugtest_subclass", "--quiet",
                  "--out", str(out)])
-    assert code == 0, capsys.readouterr().err
+    assert code == VERDICT_FAILED, capsys.readouterr().err
     assert summary_of(out)["store"] == "plugtest.never_charges"
     assert registry.load_plugins(["plugtest_subclass"]) == ("plugtest_subclass",)
 
@@ -188,7 +189,7 @@ def test_a_replaced_script_is_named_by_its_script_name_and_scheduled_faults_hit_
     out = tmp_path / "out"
     code = main(["run", str(scenario), "--plugin", "plugtest_scripts", "--quiet",
                  "--out", str(out)])
-    assert code == 0, capsys.readouterr().err
+    assert code == VERDICT_FAILED, capsys.readouterr().err
     trace = pq.read_table(out / "trace.parquet").to_pylist()
     labels = {row["detail"] for row in trace if row["kind"] == "call_executed"}
     assert "settle_v1" in labels
@@ -347,7 +348,7 @@ def test_the_readme_example_shows_the_variant_s_bug(tmp_path, monkeypatch, capsy
     words = readme_plugin_command()
     words[words.index("--out") + 1] = str(out)
     code = main([*words, "--set", "duration=4s", "--quiet"])
-    assert code == 0, capsys.readouterr().err
+    assert code == VERDICT_FAILED, capsys.readouterr().err  # it blames the variant
     summary = summary_of(out)
     assert summary["store"] == "my_team.settle_once"
     assert summary["conservation_drift_by_store_logic_microdollars"] < 0
@@ -371,6 +372,6 @@ def test_hunt_writes_the_plugins_a_report_needs_and_replay_imports_them(on_path,
 
 def test_a_plugin_s_store_named_without_its_plugin_says_to_load_it():
     with pytest.raises(ValueError, match=r"--plugin MODULE"):
-        registry.get("my_team.settle_once")
+        registry.get("their_team.never_registered")
     with pytest.raises(ValueError, match=r"did you mean 'axond_budget.redis_v2'"):
         registry.get("axond_budget.redis_v3")

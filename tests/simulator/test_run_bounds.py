@@ -303,8 +303,8 @@ def test_the_estimate_is_within_three_times_of_a_measured_run(name, tmp_path):
     # A process of its own: a peak RSS read inside the test session would be
     # the session's (every test before this one), not the run's.
     subprocess.run([sys.executable, "-m", "simulator", "run", str(SCENARIOS / name),
-                    "--quiet", "--out", str(tmp_path)], cwd=REPO, check=True,
-                   capture_output=True)
+                    "--quiet", "--out", str(tmp_path), "--fail-on", "never"], cwd=REPO,
+                   check=True, capture_output=True)
     run_info = json.loads((tmp_path / "run_info.json").read_text())
     assert_close(estimate.kernel_events, run_info["kernel_events"], SMALL_RUN_SLACK)
     assert_close(estimate.memory_bytes, run_info["peak_rss_mib"] * 2**20)
