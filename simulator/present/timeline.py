@@ -135,7 +135,8 @@ def _draw_record(record: Any, gap: Any, series: RecordSeries, cap: int | None,
     record.set_ylabel(series.unit)
     record.set_title(series.title, loc="left", fontsize=9)
     _legend_beside(record)
-    gap.axhline(0, color="grey", linewidth=0.8)
+    # Under the series: a residual that stays at 0 is drawn, not hidden by the axis line.
+    gap.axhline(0, color="grey", linewidth=0.8, zorder=0.5)
     for drawn in series.gaps:
         line(gap, drawn.values, drawn.color, drawn.dotted, drawn.label)
     gap.set_ylabel(f"gap ({series.unit})", fontsize=8)

@@ -200,6 +200,12 @@ def test_a_spend_served_the_instant_it_arrives_is_drawn_with_a_width(monkeypatch
     draw_timeline(found.result, tmp_path / "t.png", report.schedule, title=report.title)
     widths = [patch.get_width() for patch in figures[0].axes[0].patches]
     assert len(widths) >= len(timeline.bars) and min(widths) > 0
+    # The conservation residual stays at 0 here: drawn above the zero line, not under it.
+    gap = figures[0].axes[2]
+    zero = next(line for line in gap.lines if not line.get_label() or
+                line.get_label().startswith("_"))
+    residual = next(line for line in gap.lines if line.get_label() == "conservation residual")
+    assert residual.get_zorder() > zero.get_zorder()
 
 
 def test_against_fixed_on_a_report_without_a_fixed_store_says_so_and_runs_nothing(
