@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -174,18 +174,27 @@ class PartitionRate(Model):
     direction: Direction = Field("both", description="both, to-server or from-server.")
 
 
-class ServerRestartRate(Model):
+class ServerFaultRate(Model):
+    """A rate of faults that hit the server: on a cluster, each drawn on a shard."""
+
+    shards: list[Annotated[Integer, Field(ge=0, le=MAX_SHARDS - 1)]] | None = Field(
+        None, max_length=MAX_SHARDS, description="On a cluster: only the faults drawn on "
+        "these shards happen (the draws are the same whichever are listed, so the others "
+        "fall as before); none: every shard's.")
+
+
+class ServerRestartRate(ServerFaultRate):
     rate: RatePerSecond = Field(description="Server restarts.")
     down_for: DurationDistribution = Field("2s", description="Downtime of each.")
 
 
-class FailoverRate(Model):
+class FailoverRate(ServerFaultRate):
     rate: RatePerSecond = Field(description="Failovers to a lagging replica.")
     lag: DurationUs = Field("1s", description="How far behind the promoted replica is.")
     down_for: DurationDistribution = Field("1s", description="Time to promote it.")
 
 
-class LatencySpikeRate(Model):
+class LatencySpikeRate(ServerFaultRate):
     rate: RatePerSecond = Field(description="Latency spikes on the server.")
     duration: DurationDistribution = Field("5s", description="How long one lasts.")
     extra: DurationDistribution = Field("50ms", description="Extra reply latency meanwhile.")
@@ -406,6 +415,11 @@ def plan(faults: Faults, replicas: int, until_us: int, streams,
 
     def shard_from(rng: random.Random) -> int | None:
         return None if shards is None else rng.randrange(shards)
+
+    def kept(spec: ServerFaultRate, fault: PlannedFault) -> list[PlannedFault]:
+        # Drawn whatever ``shards`` says, so the other shards' faults fall as before.
+        allowed = spec.shards is None or fault.shard is None or fault.shard in spec.shards
+        return [fault] if allowed else []
     planned: list[PlannedFault] = []
     for index in range(replicas) if faults.crash else ():
         rng = streams.get("faults", "crash", index)
@@ -430,22 +444,23 @@ def plan(faults: Faults, replicas: int, until_us: int, streams,
         rng = streams.get("faults", "server_restart")
         for at in _poisson_times(faults.server_restart.rate, until_us, rng):
             down_us = max(0, faults.server_restart.down_for.sample(rng))
-            planned.append(PlannedFault(at, "server_restart", duration_us=down_us,
-                                        shard=shard_from(rng)))
+            planned += kept(faults.server_restart, PlannedFault(
+                at, "server_restart", duration_us=down_us, shard=shard_from(rng)))
     if faults.failover:
         rng = streams.get("faults", "failover")
         for at in _poisson_times(faults.failover.rate, until_us, rng):
             down_us = max(0, faults.failover.down_for.sample(rng))
-            planned.append(PlannedFault(at, "failover", lag_us=faults.failover.lag,
-                                        duration_us=down_us, shard=shard_from(rng)))
+            planned += kept(faults.failover, PlannedFault(
+                at, "failover", lag_us=faults.failover.lag, duration_us=down_us,
+                shard=shard_from(rng)))
     if faults.latency_spike:
         rng = streams.get("faults", "latency_spike")
         spec = faults.latency_spike
         for at in _poisson_times(spec.rate, until_us, rng):
             duration_us = max(0, spec.duration.sample(rng))
-            planned.append(PlannedFault(at, "latency_spike", duration_us=duration_us,
-                                        extra_us=max(0, spec.extra.sample(rng)),
-                                        shard=shard_from(rng)))
+            planned += kept(spec, PlannedFault(at, "latency_spike", duration_us=duration_us,
+                                               extra_us=max(0, spec.extra.sample(rng)),
+                                               shard=shard_from(rng)))
     for name in CONNECTION_FAULT_NAMES:
         spec = getattr(faults, name)
         for index in range(replicas) if spec else ():

@@ -460,6 +460,16 @@ def _shards_in_the_cluster(scenario: Scenario) -> Iterator[str]:
         if fault.fault == "failover" and cluster is not None and not cluster.replicas_per_shard:
             yield (f"{path}: a failover needs a replica to promote, and "
                    "server.cluster.replicas_per_shard is 0")
+    for name in SHARD_FAULTS:
+        spec = getattr(scenario.faults, name)
+        if spec is None or spec.shards is None:
+            continue
+        if cluster is None:
+            yield (f"faults.{name}.shards: the server is not a cluster (set server.cluster, "
+                   "e.g. { shards = 3 })")
+        elif any(shard >= cluster.shards for shard in spec.shards):
+            yield (f"faults.{name}.shards: expected shards from 0 to {cluster.shards - 1} "
+                   f"(server.cluster.shards is {cluster.shards}), got {spec.shards}")
     if (scenario.faults.failover is not None and cluster is not None
             and not cluster.replicas_per_shard):
         yield ("faults.failover: a failover needs a replica to promote, and "

@@ -110,8 +110,11 @@ def fault_classes(scenario: Scenario) -> tuple[FaultClass, ...]:
     """The fault classes ``scenario`` injects, each removable alone; none for
     a scenario that injects no fault."""
     faults = scenario.faults
-    found = [FaultClass(name, f"faults.{name} = none", ((f"faults.{name}", None),))
-             for name in RATE_FAULTS if _rate_of(getattr(faults, name)) > 0]
+    found = []
+    for name in RATE_FAULTS:
+        if _rate_of(getattr(faults, name)) > 0:
+            found.append(FaultClass(name, f"faults.{name} = none", ((f"faults.{name}", None),)))
+            found += _rates_per_shard(scenario, name)
     for kind in dict.fromkeys(item.fault for item in faults.schedule):
         kept = [item for item in faults.schedule if item.fault != kind]
         dropped = len(faults.schedule) - len(kept)
@@ -148,6 +151,23 @@ def fault_classes(scenario: Scenario) -> tuple[FaultClass, ...]:
             "migration_crash", "migrations.*.crash_after_commands = none",
             tuple((f"migrations.{index}.crash_after_commands", None) for index in killed)))
     return tuple(found)
+
+
+def _rates_per_shard(scenario: Scenario, name: str) -> list[FaultClass]:
+    """On a cluster, a rate-drawn server fault's faults shard by shard, each
+    shard's a class of its own: the same draws, that shard's faults dropped
+    (``shards``), so what each shard's restarts or failovers cost shows apart."""
+    cluster = scenario.server.cluster
+    spec = getattr(scenario.faults, name)
+    if cluster is None or cluster.shards < 2 or not FAULT_KINDS[name].hits_server:
+        return []
+    hit = spec.shards if spec.shards is not None else list(range(cluster.shards))
+    if len(hit) < 2:
+        return []
+    return [FaultClass(f"{name} on shard {shard}",
+                       f"faults.{name}.shards = {[other for other in hit if other != shard]}",
+                       ((f"faults.{name}.shards", [other for other in hit if other != shard]),))
+            for shard in hit]
 
 
 def _per_shard(schedule: Sequence[Any], kind: str) -> list[FaultClass]:

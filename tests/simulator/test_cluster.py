@@ -15,6 +15,7 @@ from simulator.backends import BackendSpec, open_redis_backend
 from simulator.backends.redis_backend import sha1
 from simulator.backends.slots import CROSSSLOT, HASH_SLOTS, hash_tag, slot_of, slot_ranges
 from simulator.engine.kernel import Kernel
+from simulator.engine.streams import Streams
 from simulator.engine.trace import Trace
 from simulator.net.cluster import ClusterServer
 from simulator.net.server import Command, Server
@@ -334,3 +335,36 @@ def test_the_counterfactual_tells_each_shard_s_failovers_apart():
     assert 0 < lost["scheduled failover on shard 2"] < baseline
     assert (lost["scheduled failover on shard 0"] + lost["scheduled failover on shard 2"]
             == baseline)
+
+
+def test_a_rate_drawn_fault_keeps_its_draws_when_some_shards_are_left_out():
+    """``shards`` on a server fault's rate: the same faults are drawn, and only
+    those on the listed shards happen -- the others fall as they did."""
+    rates = {"server_restart": {"rate": "3/s", "down_for": "10ms"}}
+    every = parse_scenario(_on(3, faults=rates))
+    some = parse_scenario(_on(3, faults={"server_restart": {**rates["server_restart"],
+                                                            "shards": [0, 2]}}))
+    streams = lambda: Streams(5)  # noqa: E731 - one fresh set of streams per plan
+    drawn = every.planned_faults(streams())
+    kept = some.planned_faults(streams())
+    assert {fault.shard for fault in drawn} == {0, 1, 2}
+    assert kept == [fault for fault in drawn if fault.shard in (0, 2)]
+    with pytest.raises(ScenarioError, match="expected shards from 0 to 2"):
+        parse_scenario(_on(3, faults={"server_restart": {**rates["server_restart"],
+                                                          "shards": [3]}}))
+
+
+def test_the_counterfactual_tells_each_shard_s_rate_drawn_restarts_apart():
+    from simulator.search.counterfactual import counterfactual, fault_classes
+    rates = {"server_restart": {"rate": "2/s", "down_for": "20ms"}}
+    scenario = parse_scenario(_on(3, faults=rates, network={**SMALL["network"],
+                                                            "reply_loss": 0.0}))
+    names = [each.name for each in fault_classes(scenario)]
+    assert names[:4] == ["server_restart", "server_restart on shard 0",
+                         "server_restart on shard 1", "server_restart on shard 2"]
+    found = counterfactual(scenario, seed=5)
+    lost = {run.fault_class.name: run.summary["holds_lost_to_data_loss"] for run in found.runs}
+    baseline = found.baseline["holds_lost_to_data_loss"]
+    assert lost["server_restart"] == 0 < baseline
+    per_shard = [baseline - lost[f"server_restart on shard {shard}"] for shard in range(3)]
+    assert all(part >= 0 for part in per_shard) and sum(per_shard) == baseline
