@@ -89,6 +89,25 @@ def test_a_branched_run_on_a_simulated_cluster_is_the_run_from_t0():
         assert alone["fault_failover_count"] == 1 and alone["shards"] == 3
 
 
+def test_a_branched_run_with_a_slot_migration_is_the_run_from_t0():
+    """A slot moving from the snapshot on (a v2 namespace's: the scenario has
+    migrated to v2 by then): the migration's moves and the clients'
+    redirects follow in the fork as in a run from t = 0."""
+    data = read_toml(HUNTS / "axond-budget.toml")
+    data["server"] = {"cluster": {"shards": 3}}
+    trunk = parse_scenario(data)
+    with SnapshotLadder.evenly(trunk, trunk.seed) as ladder:
+        first_us = ladder.instants[3]
+        other = scheduled(data, [{"at": f"{first_us}us", "fault": "slot_migration",
+                                  "key": "{acme|eu}", "shard": 0,
+                                  "duration": "1s"}])
+        branched = ladder.run(other, 3)
+        alone = run_scenario(other).summary
+        assert branched.error is None
+        assert branched.summary == alone
+        assert alone["keys_migrated"] > 0 and alone["cluster_redirects"] > 0
+
+
 def test_a_run_paused_and_given_other_faults_in_process_is_the_run_with_them_from_t0():
     """``Run.branch`` alone, with no fork: faults replaced, removed and added,
     including one exactly at the instant the run reached."""
