@@ -160,9 +160,24 @@ class FaultClock:
             self.listener(tag, what, call)
 
 
+class _Hops:
+    """A cluster call's redirects: where the client sends the next attempt
+    (a shard, and whether it asks first; None: by its slots table), the shard
+    the last attempt reached, the redirects followed in all (they are no
+    retries) and since the last retry (redis-py's per-call TTL)."""
+
+    __slots__ = ("route", "node", "count", "chain")
+
+    def __init__(self) -> None:
+        self.route: tuple[int, bool] | None = None
+        self.node = 0
+        self.count = 0
+        self.chain = 0
+
+
 class _Call:
     __slots__ = ("process", "token", "command", "attempt", "live_attempt", "resolved",
-                 "executions", "armed", "route", "node", "hops", "chain")
+                 "executions", "armed", "hops")
 
     def __init__(self, process: Process, command: Command) -> None:
         self.process = process
@@ -177,14 +192,8 @@ class _Call:
         # Connection faults armed for this call, by kind, with their extra
         # time (``ReplicaNetwork.forced``); None while none is.
         self.armed: dict[str, int] | None = None
-        # On a cluster: where the client sends the next attempt after a
-        # redirect (a shard, and whether it asks first), None: by its slots
-        # table; the shard the last attempt reached; the redirects followed in
-        # all, and since the last retry (redis-py's per-call TTL).
-        self.route: tuple[int, bool] | None = None
-        self.node = 0
-        self.hops = 0
-        self.chain = 0
+        # On a cluster, its redirects (made at its first arrival there).
+        self.hops: _Hops | None = None
 
 
 REFUSED = "CONNREFUSED the server is down"
@@ -325,8 +334,11 @@ class Link:
         if self.known is None:
             server = self.server.node_for(call.command)
         else:
-            server = self.server.node_for(call.command, call.route, self.known)
-            call.node = server.index
+            hops = call.hops
+            if hops is None:
+                hops = call.hops = _Hops()
+            server = self.server.node_for(call.command, hops.route, self.known)
+            hops.node = server.index
         lost = self.rng.random() < self.settings.reply_loss
         latency = self._latency()
         if server.down:
@@ -335,12 +347,23 @@ class Link:
             return
         outcome = server.execute(call.command, call.process.tag)
         if self.known is not None and _redirect(outcome):
-            # Nothing ran: the node sends the client elsewhere (or again).
-            self.trace.record(self.kernel.now, self.replica, self.incarnation,
-                              call.process.tag, "call_redirected",
-                              outcome=outcome.error.split(" ", 1)[0], detail=call.command.label)
+            self._redirected_here(call, outcome)
         else:
-            self._executed_here(call, server, outcome)
+            # The call ran on ``server``: counted and traced (inline: the hot path).
+            call.executions += 1
+            self.executed += 1
+            if call.executions > 1:
+                self._record(call, "duplicate_execution", str(call.executions))
+            row = self.trace.record(self.kernel.now, self.replica, self.incarnation,
+                                    call.process.tag, "call_executed", outcome=UNKNOWN_YET,
+                                    detail=call.command.label)
+            when_done(outcome, lambda done: self.trace.set_outcome(
+                row, f"error:{done.error.split()[0]}" if done.error
+                else describe(done.value, server.backend.namespace)))
+            if self.after_execute is not None:
+                self.after_execute()
+            if server is not self.server:  # a cluster's node: did it refuse the call's keys?
+                when_done(outcome, lambda done: self._refused_by_cluster(call, done))
         now = self.kernel.now
         if now < self.network.cut_replies_until:
             self._record(call, "reply_lost", "partition")
@@ -355,22 +378,12 @@ class Link:
         else:
             self._armed_reply(call, attempt, outcome, latency + server.extra_latency_us)
 
-    def _executed_here(self, call: _Call, server: Server, outcome: Outcome | Pending) -> None:
-        """The call ran on ``server``: counted and traced."""
-        call.executions += 1
-        self.executed += 1
-        if call.executions > 1:
-            self._record(call, "duplicate_execution", str(call.executions))
-        row = self.trace.record(self.kernel.now, self.replica, self.incarnation,
-                                call.process.tag, "call_executed", outcome=UNKNOWN_YET,
-                                detail=call.command.label)
-        when_done(outcome, lambda done: self.trace.set_outcome(
-            row, f"error:{done.error.split()[0]}" if done.error
-            else describe(done.value, server.backend.namespace)))
-        if self.after_execute is not None:
-            self.after_execute()
-        if server is not self.server:  # a cluster's node: did it refuse the call's keys?
-            when_done(outcome, lambda done: self._refused_by_cluster(call, done))
+    def _redirected_here(self, call: _Call, outcome: Outcome) -> None:
+        """Nothing ran: the node sends the client elsewhere (or again)."""
+        assert outcome.error is not None
+        self.trace.record(self.kernel.now, self.replica, self.incarnation, call.process.tag,
+                          "call_redirected", outcome=outcome.error.split(" ", 1)[0],
+                          detail=call.command.label)
 
     def _refused_by_cluster(self, call: _Call, outcome: Outcome) -> None:
         if outcome.error is not None and outcome.error.startswith(CLUSTER_REFUSALS):
@@ -447,8 +460,10 @@ class Link:
         if not self.settings.follows_redirects:
             self._record(call, "cluster_refused", code)
             return Outcome.failed(message)
-        call.chain += 1
-        if call.chain >= CLUSTER_REQUEST_TTL:
+        hops = call.hops
+        assert hops is not None  # it reached a cluster's node
+        hops.chain += 1
+        if hops.chain >= CLUSTER_REQUEST_TTL:
             # The cluster could not serve it (a slot kept moving under it):
             # unavailable, as a server that refuses connections is.
             self._record(call, "call_refused", TTL_EXHAUSTED)
@@ -456,16 +471,19 @@ class Link:
         target = redirected_to(message)
         pause_us = 0
         if target is None:
-            call.route = (call.node, False)
-            if CLUSTER_REQUEST_TTL - call.chain < CLUSTER_REQUEST_TTL / 2:
+            hops.route = (hops.node, False)
+            if CLUSTER_REQUEST_TTL - hops.chain < CLUSTER_REQUEST_TTL / 2:
                 pause_us = TRYAGAIN_PAUSE_US
         elif code == "ASK":
-            call.route = (self.server.index_at(target[2]), True)
+            hops.route = (self.server.index_at(target[2]), True)
         else:
             assert self.known is not None
             self.known[target[1]] = self.server.index_at(target[2])
-            call.route = None
-        call.hops += 1
+            hops.route = None
+        hops.count += 1
+        # Read, this attempt is over: no timeout runs while the client pauses
+        # before the next one (redis-py times each read, not the call).
+        call.live_attempt = 0
         self.kernel.after(pause_us, self._attempt, call)
         return None
 
@@ -476,10 +494,13 @@ class Link:
         if self._held_by_pause(self._time_out, call, attempt):
             return None
         call.live_attempt = 0
-        call.route, call.chain = None, 0  # a retry is the call afresh
-        if call.attempt - call.hops <= self.settings.retries:
-            self._record(call, "call_retried", outcome=str(call.attempt - call.hops))
-            self.kernel.after(self._backoff(call.attempt), self._attempt, call)
+        failures = call.attempt
+        if call.hops is not None:
+            call.hops.route, call.hops.chain = None, 0  # a retry is the call afresh
+            failures -= call.hops.count
+        if failures <= self.settings.retries:
+            self._record(call, "call_retried", outcome=str(failures))
+            self.kernel.after(self._backoff(failures), self._attempt, call)
             return None
         call.resolved = True
         self._record(call, "call_timed_out")

@@ -247,7 +247,9 @@ class Server(OneNode):
 
     def redirected(self, message: str) -> Outcome:
         """This node's answer to a call for a slot it does not serve (or not
-        for that call): a redirect, and nothing runs (a command it answered all the same)."""
+        for that call): a redirect, and nothing runs (a command it answered all the
+        same: its keys past their deadline are gone first, as before any command)."""
+        self.expire_due(self.kernel.now)
         self.redirects += 1
         self.pipelines_sent += 1
         self.pipelined_commands += 1
