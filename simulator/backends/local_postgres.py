@@ -84,6 +84,11 @@ def postgres_binaries() -> PostgresBinaries | None:
     return None
 
 
+REMOVE_ATTEMPTS = 20
+REMOVE_PAUSE_S = 0.05
+"""How often, and how far apart, a stopped server's directory removal is tried."""
+
+
 def setpriv_ties() -> bool:
     """Whether ``setpriv`` can tie a child's life to ours (``--pdeathsig``,
     util-linux 2.33 and later)."""
@@ -238,7 +243,14 @@ class ThrowawayPostgres:
             process.wait()
 
     def _remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        """Remove the directory, again if something of the server's was still
+        writing into it as it went (a removal that raced it leaves a
+        directory the first pass could not empty)."""
+        for _ in range(REMOVE_ATTEMPTS):
+            shutil.rmtree(self.directory, ignore_errors=True)
+            if not self.directory.exists():
+                return
+            time.sleep(REMOVE_PAUSE_S)
 
     def stop(self) -> None:
         """Shut the cluster down and remove its directory. Idempotent."""
