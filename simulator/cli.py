@@ -546,7 +546,10 @@ def _hunt(args: argparse.Namespace) -> int:
     budget_s = parse_duration_us(args.budget) / 1e6
 
     def echo(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        # One write, its newline in it: a stop signal landing between the
+        # text and a separate newline ran the stop's own line onto this one.
+        sys.stderr.write(f"{line}\n")
+        sys.stderr.flush()
 
     def each_run(phase: str, runs: int, line: str) -> None:
         echo(f"hunt: {phase} run {runs}: {line}")
