@@ -114,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", type=Path, help="a scenario TOML file")
     run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
     run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
-                     "redis-cluster (a throwaway local cluster of the scenario's [server] "
-                     "cluster shape) | postgresql://USER@HOST:PORT/DB | postgresql (a "
+                     "redis-cluster | valkey-cluster (a throwaway local cluster of the "
+                     "scenario's [server] cluster shape, of redis-server or Valkey nodes) | postgresql://USER@HOST:PORT/DB | postgresql (a "
                      "throwaway local server) (default: the scenario's, else the store's own)")
     run.add_argument("--out", type=Path,
                      help="where to write results (default: data/results/NAME-seedN, or "
@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="write one self-contained HTML page: the verdicts, the story, "
                             "a zoomable timeline, and the fixed store's run beside it")
     replay_cmd.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
-                            "redis-cluster | postgresql://USER@HOST:PORT/DB")
+                            "redis-cluster | valkey-cluster | postgresql://USER@HOST:PORT/DB")
 
     hunt_cmd = commands.add_parser(
         "hunt", parents=[plugins, limits],
@@ -221,9 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--scheduler", metavar="ADDRESS",
                           help="judge the schedules on a Dask cluster, e.g. "
                           "tcp://10.0.0.5:8786 (its workers need the lab and the plugins)")
-    hunt_cmd.add_argument("--no-snapshots", dest="snapshots", action="store_false",
-                          help="run every schedule from t = 0 rather than branch it from a "
-                          "snapshot of the fault-free run (the same results, for comparison)")
 
     mutate_cmd = commands.add_parser(
         "mutate", parents=[plugins],
@@ -251,8 +248,6 @@ def build_parser() -> argparse.ArgumentParser:
                             help="local processes judging each hunt's schedules")
     mutate_cmd.add_argument("--scheduler", metavar="ADDRESS",
                             help="judge the schedules on a Dask cluster instead")
-    mutate_cmd.add_argument("--no-snapshots", dest="snapshots", action="store_false",
-                            help="run every schedule from t = 0 (see hunt --no-snapshots)")
     mutate_cmd.add_argument("--out", type=Path,
                             help="where the table, the kill rates and the mutants' plugin "
                             "go (default: data/results/mutate/SCENARIO-NAME)")
@@ -462,8 +457,7 @@ def _mutate(args: argparse.Namespace) -> int:
     options = Options(operators=operators, code=code, schedules=args.schedules,
                       seconds=parse_duration_us(args.budget) / 1e6,
                       faults=_fault_kinds(args.faults), max_faults=args.max_faults,
-                      seed=args.seed, workers=args.workers, scheduler=args.scheduler,
-                      branching=args.snapshots)
+                      seed=args.seed, workers=args.workers, scheduler=args.scheduler)
     rows = run_campaign(args.scenario, options, out,
                         echo=lambda line: print(line, flush=True))
     written = write_tables(rows, out)
@@ -560,7 +554,7 @@ def _hunt(args: argparse.Namespace) -> int:
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
                 progress=each_run if args.verbose else phases, workers=args.workers,
                 scheduler=args.scheduler, plugins=args.plugins,
-                overrides=dict(args.overrides), branching=args.snapshots)
+                overrides=dict(args.overrides))
     for path, value in _limit_overrides(args).items():
         set_dotted(hunt.data, path, value)  # every run of the hunt has them
     if hunt.reference is not None:

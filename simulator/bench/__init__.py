@@ -27,10 +27,6 @@ ratio and its target (issue 18's, for the lines it names):
   (``scale``). Target peak RSS under 2 GiB.
 * **Hunt** — schedules a hunt judges per minute with one worker and with two,
   side by side on one quiet scenario (``hunt_speed``). Target 2 / 1 >= 1.7.
-* **Hunt snapshots** — schedules a one-worker hunt judges per minute with its
-  runs branched from snapshots of the fault-free run, against the same hunt
-  running each from t = 0, on the plain hunt scenarios, and the memory the
-  snapshots hold (``hunt_snapshots``). Target >= 3.
 
 ``--quick`` shrinks every workload so the whole bench takes about a minute
 (a smoke test for CI); timings are never asserted, only printed.
@@ -58,7 +54,6 @@ def run_bench(backend: str = "auto", quick: bool = False,
         measure_tollgate_memory,
         measure_tollgate_postgres,
     )
-    from simulator.bench.hunt_snapshots import measure_snapshot_hunts
     from simulator.bench.hunt_speed import measure_hunt_throughput
     from simulator.bench.kernel import measure_kernel
     from simulator.bench.per_event import measure_per_event
@@ -90,7 +85,6 @@ def run_bench(backend: str = "auto", quick: bool = False,
     done(measure_kernel(quick))
     done(measure_scale(quick))
     done(measure_hunt_throughput(quick))
-    done(measure_snapshot_hunts(quick))
     return lines
 
 

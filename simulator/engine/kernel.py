@@ -38,7 +38,7 @@ from __future__ import annotations
 from array import array
 from asyncio import CancelledError
 from collections.abc import Callable, Coroutine
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
 from itertools import repeat
 from typing import Any
 
@@ -139,14 +139,9 @@ class TupleHeap:
     def pop(self) -> Event:
         return heappop(self._events)
 
-    def events(self) -> list[Event]:
-        """Every event to come, in no particular order."""
-        return list(self._events)
-
-    def replace(self, events: list[Event]) -> None:
-        """The events to come become ``events`` (in any order)."""
-        self._events = list(events)
-        heapify(self._events)
+    def clear(self) -> None:
+        """Drop every event to come."""
+        self._events = []
 
 
 INITIAL_CAPACITY = 1024
@@ -263,17 +258,11 @@ class KeyedHeap:
         self._sequences[position] = sequence
         self._slots[position] = slot
 
-    def events(self) -> list[Event]:
-        """Every event to come, in no particular order."""
-        return [event for event in self._events if event is not None]
-
-    def replace(self, events: list[Event]) -> None:
-        """The events to come become ``events`` (in any order)."""
+    def clear(self) -> None:
+        """Drop every event to come."""
         self._events = []
         self._size = 0
         self._free_count = 0
-        for event in events:
-            self.push(event)
 
     def _grow(self) -> None:
         size = self._size
@@ -366,36 +355,6 @@ class Kernel:
             raise self._in_the_past(self.now + delay_us)
         self._sequence = sequence = self._sequence + 1
         self._heap.push((self.now + delay_us, sequence, callback, args))
-
-    @property
-    def scheduled(self) -> int:
-        """The sequence number of the event scheduled last."""
-        return self._sequence
-
-    def reschedule(self, dropped: Callable[[Callable[..., Any], tuple[Any, ...]], bool],
-                   added: list[tuple[int, Callable[..., WakeUp | None], tuple[Any, ...]]],
-                   after: int) -> int:
-        """Drop the pending events ``dropped(callback, args)`` picks, and add
-        ``added`` (``(time, callback, args)``, in order) as though they had
-        been scheduled right after the event numbered ``after``: among events
-        of one instant, after those scheduled up to it and before every one
-        scheduled since (which are numbered on by as many). A run whose plans
-        changed (``World.replan``) thus orders its events as if it had been
-        planned so from the start. No event runs, so ``events_run`` stays what
-        it was. Returns the number of the last event added: where the next
-        such addition goes."""
-        shift = len(added)
-        kept = [event if event[1] <= after else (event[0], event[1] + shift, *event[2:])
-                for event in self._heap.events() if not dropped(event[2], event[3])]
-        removed = len(self._heap) - len(kept)
-        for place, (time_us, callback, args) in enumerate(added, start=1):
-            if time_us < self.now:
-                raise self._in_the_past(time_us)
-            kept.append((time_us, after + place, callback, args))
-        self._heap.replace(kept)
-        self._sequence += shift
-        self._discarded += removed
-        return after + shift
 
     def _in_the_past(self, time_us: int) -> SimulationError:
         return SimulationError(
@@ -534,7 +493,7 @@ class Kernel:
             owner.processes.clear()
         self._graveyard.clear()
         self._discarded += len(self._heap)
-        self._heap.replace([])
+        self._heap.clear()
         for process in leftovers:
             try:
                 process.coro.close()

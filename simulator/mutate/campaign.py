@@ -72,8 +72,6 @@ class Options:
     seed: int = 1
     workers: int = 1
     scheduler: str | None = None
-    branching: bool = True
-    """Branch the hunts' runs from snapshots (``Hunt.branching``)."""
 
 
 @dataclass
@@ -176,8 +174,7 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
                 time_budget_s=options.seconds, max_faults=options.max_faults,
                 kinds=options.faults or REPLICA_FAULTS, reference=f"store={base}",
                 overrides={"store": row.kind}, workers=options.workers,
-                scheduler=options.scheduler, run_bound_s=None if in_process else bound,
-                branching=options.branching)
+                scheduler=options.scheduler, run_bound_s=None if in_process else bound)
     started = time.perf_counter()
     try:
         with quiet_store_logs(), (bounded(bound) if in_process else nullcontext()):

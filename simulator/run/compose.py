@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from simulator.backends import (
+    CLUSTER_KINDS,
     BackendError,
     BackendSpec,
     RedisBackend,
     open_redis_backend,
     require_loopback,
 )
+from simulator.backends.engine import ENGINE, engine_binary, say_fallback_once
 from simulator.backends.redis_backend import SCRIPT_ERRORS
 from simulator.backends.service_backend import ServiceRunner, open_service_backend
 from simulator.backends.shards import ShardBackends, open_shard_backends
@@ -111,9 +113,12 @@ def script_names(scenario: Scenario) -> dict[str, str]:
 
 
 def resolve_backend(scenario: Scenario, backend: str | None) -> BackendSpec:
+    """The backend a run of ``scenario`` executes on: the one asked for, else
+    the scenario's, else its store's default, where a Redis store's is the
+    lab's engine when it installed (``default_backend``)."""
     kind = scenario.kind
     try:
-        spec = BackendSpec.parse(backend or scenario.backend or kind.default_backend)
+        spec = BackendSpec.parse(backend or scenario.backend or default_backend(kind))
     except ValueError as error:
         raise ScenarioError(f"backend: {error}") from None
     if spec.family not in kind.backends:
@@ -124,7 +129,20 @@ def resolve_backend(scenario: Scenario, backend: str | None) -> BackendSpec:
     return spec
 
 
-BACKEND_WORDS = {"redis": "'fakeredis' or 'redis://...'", "postgresql": "'postgresql://...'"}
+BACKEND_WORDS = {"redis": "'valkey', 'fakeredis' or 'redis://...'",
+                 "postgresql": "'postgresql://...'"}
+
+
+def default_backend(kind: Any) -> str:
+    """A store kind's backend when nobody names one: a Redis store's is the
+    lab's Valkey engine, or fakeredis where none installed (said once)."""
+    named = kind.default_backend
+    if named != "fakeredis":
+        return named
+    if engine_binary() is None:
+        say_fallback_once()
+        return named
+    return ENGINE
 
 
 def link_settings(scenario: Scenario) -> LinkSettings:
@@ -167,9 +185,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
 class Run:
     """One run of a scenario, built and started, that the caller advances in
     virtual time and then finishes: ``run_scenario`` runs it to its end in
-    one go; a hunt's snapshots pause it at instants and branch it with other
-    faults (``simulator.run.snapshots``). Until it is finished or stops on an
-    error it holds its backend; an error closes it, as a run does."""
+    one go. Until it is finished or stops on an error it holds its backend;
+    an error closes it, as a run does."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None, backend: str | None = None,
                  *, allow_remote_redis: bool = False, pipelined: bool = True,
@@ -243,19 +260,6 @@ class Run:
                 if progress is not None:
                     progress(step_end_us, end_us)
 
-    def branch(self, scenario: Scenario) -> None:
-        """Go on as ``scenario``'s run: the same scenario but for faults that
-        differ only from the instant this run has reached on (``Run.reached_us``;
-        ``simulator.run.snapshots`` checks it), so from here it runs exactly as
-        a run of ``scenario`` from the start would. Its limits are judged as
-        that run's would be."""
-        refuse_beyond(estimate_work(scenario, self.spec), run_limits(scenario.limits))
-        faults = scenario.planned_faults(Streams(self.seed))
-        self.world.replan(faults, self.reached_us)
-        self.scenario = scenario
-        # What this process spends from here is the branch's run_info.
-        self.started = (time.perf_counter(), time.process_time())
-
     def finish(self) -> RunResult:
         """Check the books, count and close: the run's result."""
         kernel, side, world = self.kernel, self.side, self.world
@@ -323,7 +327,7 @@ def boot_check(scenario: Scenario, backend: str | None = None) -> str | None:
     embedded backends (fakeredis, the in-process ledger): check touches no server."""
     spec = resolve_backend(scenario, backend)
     if spec.kind not in EMBEDDED:
-        spec = BackendSpec.parse(scenario.kind.default_backend)
+        spec = BackendSpec.parse(scenario.kind.default_backend)  # the in-process one
     lone = scenario.model_copy(update={
         "fleet": scenario.fleet.model_copy(update={"replicas": 1})})
     family = _family_of(lone)
@@ -449,8 +453,8 @@ def _open_server_side(scenario: Scenario, spec: BackendSpec, family: Family, ora
         with _closed_unless_returned(backends):
             return _redis_side(scenario, backends, family, oracle, kernel, trace, streams,
                                key_space, False, record_scripts)
-    if spec.kind == "redis-cluster":
-        raise ScenarioError("backend: 'redis-cluster' runs a cluster of the scenario's shape, "
+    if spec.kind in CLUSTER_KINDS:
+        raise ScenarioError(f"backend: '{spec.kind}' runs a cluster of the scenario's shape, "
                             "and it has none: set [server] cluster = { shards = 3 } (or more)")
     if spec.family == "redis":
         backend = open_redis_backend(spec, allow_remote=allow_remote_redis)

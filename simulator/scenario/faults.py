@@ -356,7 +356,7 @@ class ServerSettings(Model):
         None, description="Run on a Redis Cluster of this shape: simulated (each shard a "
         "server node of its own on an embedded fakeredis, with its own persistence, "
         "restarts, failovers and latency, keys routed by hash slot), or a throwaway real one "
-        "with --backend redis-cluster (3 shards or more); none: one server.")
+        "with --backend redis-cluster or valkey-cluster (3 shards or more); none: one server.")
 
 
 def kept_until(settings: ServerSettings, crash_us: int) -> int | None:

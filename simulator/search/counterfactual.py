@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -36,7 +35,6 @@ from pydantic import BaseModel
 
 from simulator.families import invariants_for
 from simulator.run.compose import run_scenario
-from simulator.run.snapshots import SnapshotLadder, forkable
 from simulator.scenario.conditions import Invariant
 from simulator.scenario.faults import FAULT_KINDS
 from simulator.scenario.model import Fleet, Retries, Scenario
@@ -206,18 +204,15 @@ def counterfactual(scenario: Scenario, seed: int | None = None, backend: str | N
     if baseline is None:
         planned.insert(0, ("the baseline, every fault", scenario, None))
     summaries: list[tuple[FaultClass, dict[str, Any]]] = []
-    with _snapshots(scenario, seed, backend) as ladder:
-        for number, (label, variant, fault_class) in enumerate(planned, 1):
-            if progress is not None:
-                progress(f"counterfactual run {number}/{len(planned)}: {label}")
-            summary = None if ladder is None else ladder.summary_of(variant)
-            if summary is None:
-                summary = run_scenario(variant, seed=seed, backend=backend,
-                                       allow_remote_redis=allow_remote_redis).summary
-            if fault_class is None:
-                baseline = summary
-            else:
-                summaries.append((fault_class, summary))
+    for number, (label, variant, fault_class) in enumerate(planned, 1):
+        if progress is not None:
+            progress(f"counterfactual run {number}/{len(planned)}: {label}")
+        summary = run_scenario(variant, seed=seed, backend=backend,
+                               allow_remote_redis=allow_remote_redis).summary
+        if fault_class is None:
+            baseline = summary
+        else:
+            summaries.append((fault_class, summary))
     assert baseline is not None
     judged = tuple(invariant for invariant in (invariants or invariants_for(scenario.kind))
                    if baseline.get(invariant.metric) is not None)
@@ -225,16 +220,6 @@ def counterfactual(scenario: Scenario, seed: int | None = None, backend: str | N
                           tuple(invariant.metric for invariant in judged),
                           tuple(_compare(fault_class, baseline, summary, judged)
                                 for fault_class, summary in summaries))
-
-
-def _snapshots(scenario: Scenario, seed: int, backend: str | None
-               ) -> AbstractContextManager[SnapshotLadder | None]:
-    """Snapshots of the run with every fault, for the runs without a class of
-    faults to branch from at that class's first fault (``simulator.run.snapshots``);
-    none where the backend cannot be forked."""
-    if forkable(scenario, backend) is not None:
-        return nullcontext()
-    return SnapshotLadder.evenly(scenario, seed, backend)
 
 
 def _compare(fault_class: FaultClass, baseline: Mapping[str, Any], summary: dict[str, Any],

@@ -62,7 +62,6 @@ from simulator.run.compose import RunResult, resolve_backend, run_scenario
 from simulator.run.hang import bounded
 from simulator.run.limits import refuse_workers_beyond, run_limits
 from simulator.run.preflight import known_metrics, refuse_unknown, work
-from simulator.run.snapshots import FIRST_RUNG, RUNGS, forkable
 from simulator.scenario.conditions import Condition, Invariant, Verdict, check_metrics, judge
 from simulator.scenario.faults import FAULT_KINDS
 from simulator.scenario.model import (
@@ -82,7 +81,6 @@ from simulator.scenario.stand_in import (
     with_stand_in,
 )
 from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
-from simulator.search.branching import branched_summary, close_ladders
 from simulator.search.race_report import RaceReport, ReportInvariant
 from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
 from simulator.world.operations import MIGRATOR
@@ -90,8 +88,7 @@ from stores import registry
 
 Progress = Callable[[str, int, str], None]
 """``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"rehearsal"``
-(the declared migrations run once to learn them, not counted), ``"snapshots"``
-(how the runs branch, said once, not a run), ``"search"``
+(the declared migrations run once to learn them, not counted), ``"search"``
 (no broken schedule seen yet) or ``"shrink"``; ``run`` counts the candidate's runs."""
 
 
@@ -117,7 +114,7 @@ class PhaseSummary:
         broken = line.endswith(BROKEN)
         if broken:
             self.latest_broken = line.removesuffix(BROKEN)
-        if phase in ("baseline", "rehearsal", "snapshots"):
+        if phase in ("baseline", "rehearsal"):
             self.echo(f"hunt: {phase}: {line}")
         elif phase == "search" and broken:
             self.echo(f"hunt: search run {count} broke it ({self.latest_broken}); "
@@ -240,10 +237,6 @@ class Judge:
     """Wall time a run may take before it is stopped as ``Hung`` (``None``:
     unbounded): a store that never gives the simulation back, in whatever
     process judges it."""
-
-    branching: bool = True
-    """Branch runs from snapshots of the fault-free run where the backend
-    allows (``simulator.search.branching``): the same summaries, sooner."""
     hunt: str = ""
     """The hunt this judge is one of, unique in the driver's process: its
     runs' summaries are remembered under it (``JUDGED``); empty, never."""
@@ -255,20 +248,15 @@ class Judge:
 
     def summary(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
         """``schedule``'s run's summary: remembered if this hunt ran it
-        already, else run, branched from a snapshot when it can be."""
+        already, else run."""
         if not self.hunt:
             return self._summary(data, schedule)
         return JUDGED.summary([self.hunt, data, schedule, self.seed],
                               lambda: self._summary(data, schedule))
 
     def _summary(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
-        scenario = parse_scenario(_scheduled(data, schedule))
-        with self._bounded():
-            summary = (branched_summary(data, scenario, self.seed) if self.branching and
-                       schedule else None)
-            if summary is None:
-                summary = run_scenario(scenario, seed=self.seed).summary
-        return summary
+        """``schedule``'s run's summary, run now (from t = 0)."""
+        return self.run(data, schedule).summary
 
     def _bounded(self) -> AbstractContextManager[None]:
         return bounded(self.run_bound_s) if self.run_bound_s else nullcontext()
@@ -327,7 +315,7 @@ class Hunt:
                  progress: Progress | None = None, reference: str | None = None,
                  workers: int = 1, scheduler: str | None = None,
                  plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None,
-                 run_bound_s: float | None = None, branching: bool = True) -> None:
+                 run_bound_s: float | None = None) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
@@ -362,8 +350,6 @@ class Hunt:
         self.scheduler = scheduler
         self.run_bound_s = run_bound_s
         """Wall time each run may take, in whatever process runs it (``Judge``)."""
-        self.branching = branching
-        """Branch the search's and the shrinking's runs from snapshots (``Judge.branching``)."""
         self.token = f"{os.getpid()}.{next(_HUNTS)}"
         """This hunt, among those of this process (``Judge.hunt``)."""
         if "migrate" in kinds:
@@ -411,8 +397,7 @@ class Hunt:
     def judge(self) -> Judge:
         """How this hunt's runs are judged, with its data as it is now."""
         return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
-                     self.invariants, self.plugins, self.run_bound_s, self.branching,
-                     self.token)
+                     self.invariants, self.plugins, self.run_bound_s, self.token)
 
     def _check_reference(self, reference: str, given: str) -> None:
         """The reference must be of the candidate's family and take its scenario
@@ -487,14 +472,7 @@ class Hunt:
                    if allowed else ""))
 
     def search(self) -> Found | None:
-        """The first schedule that breaks, shrunk (None: none did); the
-        snapshots the runs branched from are gone when it returns."""
-        try:
-            return self._search()
-        finally:
-            close_ladders()
-
-    def _search(self) -> Found | None:
+        """The first schedule that breaks, shrunk (None: none did)."""
         scenario = self.scenario
         if self.invariant is not None:
             refuse_unknown(self.invariant, known_metrics(scenario))
@@ -512,7 +490,6 @@ class Hunt:
                 return Found([], verdict, baseline, self.runs)
             if self.examples == 0:  # the fault-free run alone was asked for
                 return None
-            self._tell("snapshots", self.how_runs_branch())
             calls = calls_sent(baseline.trace)
             if "migrate" in self.kinds:
                 calls = self._rehearse(calls)
@@ -527,18 +504,6 @@ class Hunt:
         # too): the runs are deterministic, so this is the run ``find`` saw.
         result, verdict = self.judge.run_judged(schedule, complete=True)
         return Found(schedule, verdict, result, self.runs, schedules=searched.broken_at + 1)
-
-    def how_runs_branch(self) -> str:
-        """Whether the runs branch from snapshots or run from t = 0, and why, in words."""
-        if not self.branching:
-            return "every schedule runs from t = 0 (snapshots turned off)"
-        cannot = forkable(self.scenario)
-        if cannot is not None:
-            return f"every schedule runs from t = 0: {cannot}"
-        every = self.scenario.duration_us / RUNGS
-        return (f"a schedule whose first fault comes after {FIRST_RUNG * every / 1e6:g} s "
-                f"branches from the last snapshot of the fault-free run before it (one every "
-                f"{every / 1e6:g} s); the others run from t = 0")
 
     def worker_modules(self) -> list[str]:
         """What every local worker imports once, in the forkserver, rather than

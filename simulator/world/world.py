@@ -101,10 +101,6 @@ class World:
         self.first_boot_traceback: str | None = None
         """The first boot refusal's traceback, for ``run --verbose``."""
         kernel.failures = self._store_raised
-        self.planned: list[PlannedFault] = []
-        """The run's faults, in time order, as ``start`` or ``replan`` scheduled them."""
-        self.faults_scheduled_through = 0
-        """The kernel's sequence number once ``start`` had scheduled the faults."""
         self.as_embedded: Callable[[str], str] = str
         """A store's message, naming its keys, as on the embedded backend: no
         run-specific token enters the trace (``RedisBackend.as_embedded``)."""
@@ -119,39 +115,12 @@ class World:
             self._boot(index)
         for fault in faults:
             self.kernel.at(fault.at_us, self.apply, fault)
-        self.planned = list(faults)
-        self.faults_scheduled_through = self.kernel.scheduled
         for migration in migrations:
             self.kernel.at(migration.step.at, self._begin_migration, migration)
         for restart in restarts:
             self.kernel.at(restart.at, self._begin_rolling_restart, restart)
         for reconfiguration in reconfigurations:
             self.kernel.at(reconfiguration.entry.at, self._begin_reconfigure, reconfiguration)
-
-    def replan(self, faults: list[PlannedFault], from_us: int) -> None:
-        """The run's faults become ``faults`` (in time order, as ``plan``
-        gives them), on a run paused before ``from_us``: those before it must
-        be the ones planned, and every fault from it on is scheduled where
-        ``start`` would have put it, so the run goes on as though it had been
-        started with ``faults`` (``simulator.run.snapshots``)."""
-        kept = 0
-        for old, new in zip(self.planned, faults, strict=False):
-            if old != new:
-                break
-            kept += 1
-        changed = [*self.planned[kept:], *faults[kept:]]
-        early = [fault for fault in changed if fault.at_us < from_us]
-        if early:
-            raise ValueError(f"replan: a fault before {from_us} µs changed ({early[0]})")
-        gone = {id(fault) for fault in self.planned[kept:]}
-        apply = self.apply
-        self.faults_scheduled_through = self.kernel.reschedule(
-            lambda callback, args: callback == apply and id(args[0]) in gone,
-            [(fault.at_us, apply, (fault,)) for fault in faults[kept:]],
-            # Where ``start`` put its faults: after every fault kept, before
-            # anything else it scheduled.
-            self.faults_scheduled_through)
-        self.planned = list(faults)
 
     def _begin_migration(self, migration: PreparedMigration) -> None:
         self.kernel.spawn(run_migration(self, migration), self.lab, OPERATOR)

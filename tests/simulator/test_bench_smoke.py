@@ -29,7 +29,7 @@ REDIS_LINES = ["Redis ceiling", "fakeredis", "axond_leases", "axond_leases busy"
 """The budget family's two lines, then each other Redis family's (its
 committed scenario, then a busy one), then the cost of an event on each backend."""
 LEDGER_LINES = ["tollgate memory", "tollgate PostgreSQL"]
-LAB_LINES = ["kernel", "scale", "hunt", "hunt snapshots"]
+LAB_LINES = ["kernel", "scale", "hunt"]
 """The lab's own lines."""
 TINY = {"duration": "3s", "drain": "3s"}
 """A family's scenario cut to a few seconds, for the tests that run one line."""

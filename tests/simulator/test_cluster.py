@@ -194,7 +194,7 @@ def test_a_shard_the_scenario_cannot_have_is_refused_by_name(changes, message):
 
 
 def test_a_simulated_cluster_on_a_real_server_is_refused_with_what_to_do(redis_url):
-    with pytest.raises(ScenarioError, match="runs on the embedded fakeredis"):
+    with pytest.raises(ScenarioError, match="runs on the lab.s engine or fakeredis"):
         run_scenario(parse_scenario(_on(2)), backend=redis_url)
 
 

@@ -179,29 +179,3 @@ def _toml(data: dict, prefix: str = "") -> str:
             lines.append(f"{prefix}{key} = {json.dumps(value)}")
     return "\n".join(lines)
 
-
-def test_a_class_first_acting_late_is_removed_from_a_snapshot_with_the_same_figures(
-        monkeypatch):
-    """The run without a class of faults that first acts late in the window
-    branches from a snapshot of the run with every fault
-    (``simulator.run.snapshots``), and gives what it gives from t = 0."""
-    from simulator.run import snapshots
-    from simulator.search import counterfactual as counterfactual_module
-
-    late = QUIET | {"faults": {"schedule": [
-        {"at": "500ms", "fault": "lose_reply", "replica": 2, "count": 2},
-        {"at": "4s", "fault": "crash", "replica": 1, "restart_after": "1s"}]}}
-    scenario = parse_scenario(late)
-    branched_runs = []
-    real_run = snapshots.SnapshotLadder.run
-
-    def counted(ladder, other, rung):
-        branched_runs.append(rung)
-        return real_run(ladder, other, rung)
-
-    monkeypatch.setattr(snapshots.SnapshotLadder, "run", counted)
-    branched = counterfactual(scenario)
-    assert branched_runs  # the crash class, removed from its snapshot at 4 s
-    monkeypatch.setattr(counterfactual_module, "forkable", lambda *_: "turned off")
-    from_start = counterfactual(scenario)
-    assert branched == from_start

@@ -1,7 +1,7 @@
 """The kernel's two event queues give one order: ``KeyedHeap`` (what the
 compiled build runs, its keys in machine integers and its heap an array of
 slots) pops exactly what ``TupleHeap`` (``heapq``, the interpreted build's)
-pops, whatever is pushed, popped and replaced, across its arrays' growth.
+pops, whatever is pushed and popped, across its arrays' growth.
 Both classes run in either build, so this checks the one the suite runs."""
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ from simulator.engine.kernel import (
     event_heap,
 )
 
-# An operation: push an event at a time offset, pop one, or rebuild the queue
-# from its own events (as ``Kernel.reschedule`` does).
+# An operation: push an event at a time offset, or pop one.
 operations = st.lists(st.one_of(
     st.tuples(st.just("push"), st.integers(0, 50)),
     st.tuples(st.just("pop"), st.just(0)),
-    st.tuples(st.just("replace"), st.just(0)),
 ), max_size=400)
 
 
@@ -42,8 +40,6 @@ def _replay(heap, steps, pushes_first: int = 0) -> list:
             event = heap.pop()
             now = event[0]
             popped.append(event)
-        elif operation == "replace":
-            heap.replace(list(reversed(heap.events())))
     while heap.due(1 << 40):
         popped.append(heap.pop())
     assert len(heap) == 0
@@ -72,6 +68,17 @@ def test_due_says_whether_the_first_event_is_at_or_before_the_instant():
         assert not heap.due(10)
         heap.push((5, 1, "callback", ()))
         assert heap.due(5) and heap.due(6) and not heap.due(4)
+
+
+def test_a_cleared_heap_holds_nothing_and_takes_new_events():
+    """What ``Kernel.close`` does to the queue: every event to come is dropped."""
+    for heap in (KeyedHeap(), TupleHeap()):
+        for sequence in range(1, 4):
+            heap.push((sequence, sequence, "callback", ()))
+        heap.clear()
+        assert len(heap) == 0 and not heap.due(1 << 40)
+        heap.push((7, 4, "callback", ()))
+        assert heap.pop() == (7, 4, "callback", ())
 
 
 def test_the_compiled_build_runs_the_keyed_heap():

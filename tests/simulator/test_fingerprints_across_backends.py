@@ -1,8 +1,10 @@
 """The same scenario and seed give the same trace fingerprint on every
-backend (issue 25): twice on a real ``redis-server`` and once on fakeredis,
-for a scenario of every Redis family (the budget one migrating, so replicas
-refuse to boot with messages naming their keys); and the race reports of the
-Redis families replay on the real server with their recorded fingerprints.
+backend (issues 25 and 39): twice on a real ``redis-server``, once on
+fakeredis and once on the lab's Valkey engine, for a scenario of every Redis
+family (the budget one migrating, so replicas refuse to boot with messages
+naming their keys); and the race reports of the Redis families replay with
+their recorded fingerprints on the real ``redis-server`` and on fakeredis
+(on the engine, the default, ``test_races`` replays every report).
 No trace field may carry a run-specific token (a real server's key prefix)."""
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def test_a_scenario_gives_one_fingerprint_on_fakeredis_and_twice_on_a_real_serve
     scenario = load_scenario(SCENARIOS / name, SHORT[name])
     fake = run_scenario(scenario, backend="fakeredis").summary
     real = [run_scenario(scenario, backend=redis_url).summary for _ in range(2)]
+    real.append(run_scenario(scenario, backend="valkey").summary)
+    assert real[-1]["backend"] == "valkey"
     assert fake["call_executed_count"] > 0
     for summary in real:
         assert summary["trace_fingerprint"] == fake["trace_fingerprint"]
@@ -42,17 +46,26 @@ def test_a_scenario_gives_one_fingerprint_on_fakeredis_and_twice_on_a_real_serve
 
 
 @pytest.mark.parametrize("path", REDIS_REPORTS, ids=[path.stem for path in REDIS_REPORTS])
-def test_a_redis_family_s_race_report_replays_on_a_real_server(path, request):
+@pytest.mark.parametrize("server", ["redis", "fakeredis"])
+def test_a_redis_family_s_race_report_replays_on_a_real_server_and_on_fakeredis(
+        path, server, request):
     """On a real server; a report that breaks only on a cluster, on a real
-    throwaway cluster of its shape."""
+    throwaway cluster of its shape; and on the embedded fakeredis (a
+    simulated cluster's shards each a fakeredis)."""
     report = load_report(path)
     on_cluster = any(name.startswith("server.cluster") for name in report.variant)
-    if on_cluster:
+    if server == "fakeredis":
+        backend = "fakeredis"
+    elif on_cluster:
         request.getfixturevalue("redis_cluster_installed")
-    backend = "redis-cluster" if on_cluster else request.getfixturevalue("redis_url")
+        backend = "redis-cluster"
+    else:
+        backend = request.getfixturevalue("redis_url")
     found = replay(report, backend=backend)
     assert found.divergence is None
     assert found.reproduced
+    if not on_cluster or server == "fakeredis":  # a real cluster's replay is not fingerprinted
+        assert found.result.summary["trace_fingerprint"] == report.fingerprint
 
 
 def test_runs_side_by_side_on_one_server_give_the_fingerprint_of_a_lone_run(redis_url, tmp_path):

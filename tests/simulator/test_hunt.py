@@ -97,9 +97,8 @@ def test_a_reference_hunt_finds_where_the_variant_does_worse_than_the_shipped_st
     alone = run_scenario(parse_scenario(_on_store(SHIPPED, found.schedule))).summary
     assert alone["conservation_drift_microdollars_total"] == 0
     assert worse["conservation_drift_microdollars_total"].reference == 0
-    # Phases: one baseline, how runs branch (said once), a search until the
-    # first break, then shrinking.
-    assert phases[:3] == ["baseline", "snapshots", "search"] and phases[-1] == "shrink"
+    # Phases: one baseline, a search until the first break, then shrinking.
+    assert phases[:2] == ["baseline", "search"] and phases[-1] == "shrink"
     assert phases.index("shrink") == len(phases) - phases[::-1].index("search")
     report_path = tmp_path / "worse.toml"
     hunt.write_report(found, report_path)

@@ -100,3 +100,30 @@ def test_a_backend_closed_with_scripts_in_flight_leaves_nothing_behind(redis_url
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     assert client.keys(f"{backend.namespace}*") == []
     client.close()
+
+
+def test_scripts_go_out_byte_for_byte_as_redis_py_packs_them():
+    """``submit`` packs its commands with hiredis itself: the server receives
+    the bytes redis-py's own packing gives, for every kind of argument the
+    lab sends (str, non-ASCII str, int, bytes)."""
+    from simulator.backends import BackendSpec, open_redis_backend
+
+    backend = open_redis_backend(BackendSpec.parse("fakeredis"))
+    connection = backend._connection
+    sent: list[bytes] = []
+    send = connection.send_packed_command
+    connection.send_packed_command = lambda packed, **options: (sent.extend(packed),
+                                                                send(packed, **options))
+    try:
+        key = f"{backend.namespace}bytes"
+        script = "return redis.call('SET', KEYS[1], ARGV[1])"
+        batch = [(script, (key,), ("plain", "é ☃", 7, -12, 10**20, b"\x00\xff"), 0, True),
+                 (script, (), (), 0, False)]
+        backend.submit(batch)
+        backend.collect()
+        expected = connection.pack_commands(
+            [(*backend._calls[script], len(keys), *keys, *args, "", "1" if observe else "0")
+             for _, keys, args, _, observe in batch])
+        assert b"".join(sent) == b"".join(expected)
+    finally:
+        backend.close()

@@ -1,6 +1,7 @@
-"""A slot moving on a real Redis Cluster (issue 29): its nodes answer as the
-table the simulated nodes are held to says, and a run with a slot migration
-gives the same summary on the simulated and on a real throwaway cluster."""
+"""A slot moving on a real cluster (issue 29), of redis-server and of Valkey
+nodes (issue 39): its nodes answer as the table the simulated nodes are held
+to says, and a run with a slot migration gives the same summary on the
+simulated and on a real throwaway cluster."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from redis.exceptions import AskError, MovedError, ResponseError, TryAgainError
 from scenario_data import BUDGET_FLEET, merge
 from slot_migration_cases import A_MOVED, FINISHED, MISSING_IN_SCRIPT, OPENED, SLOT_KEY, A, B
 
-from simulator.backends.local_cluster import ThrowawayCluster
+from simulator.backends.local_cluster import ThrowawayCluster, cluster_server
 from simulator.backends.slots import shard_of_slot, slot_of, slot_ranges
 from simulator.run.compose import run_scenario
 from simulator.scenario.model import parse_scenario
@@ -41,8 +42,8 @@ def _said(node: redis.Redis, keys: tuple[str, ...], asking: bool, roles: dict[st
     return "served"
 
 
-def test_a_real_cluster_answers_a_moving_slot_as_the_simulated_one(redis_cluster_installed):
-    cluster = ThrowawayCluster(3)
+def test_a_real_cluster_answers_a_moving_slot_as_the_simulated_one(cluster_backend):
+    cluster = ThrowawayCluster(cluster_server(cluster_backend), 3)
     nodes = [redis.Redis.from_url(url, decode_responses=True) for url in cluster.urls]
     try:
         ports = [node.connection_pool.connection_kwargs["port"] for node in nodes]
@@ -105,7 +106,7 @@ MOVES = {
 
 @pytest.mark.parametrize("name", MOVES)
 def test_a_slot_migration_runs_alike_on_the_simulated_and_the_real_cluster(
-        redis_cluster_installed, name):
+        cluster_backend, name):
     data = merge(BUDGET_FLEET, {
         "server": {"cluster": {"shards": 3}},
         "faults": {"schedule": [{"at": "1s", "fault": "slot_migration",
@@ -115,8 +116,8 @@ def test_a_slot_migration_runs_alike_on_the_simulated_and_the_real_cluster(
         data["store_settings"] = MOVES[name]["store_settings"]
     simulated = run_scenario(parse_scenario(copy.deepcopy(data)), seed=7).summary
     real = run_scenario(parse_scenario(copy.deepcopy(data)), seed=7,
-                        backend="redis-cluster").summary
-    assert real["backend"] == "redis-cluster"
+                        backend=cluster_backend).summary
+    assert real["backend"] == cluster_backend
     assert {k: v for k, v in real.items() if k != "backend"} == \
         {k: v for k, v in simulated.items() if k != "backend"}
     assert real["keys_migrated"] > 0 and real["cluster_redirects"] > 0

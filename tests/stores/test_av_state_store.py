@@ -116,17 +116,17 @@ def runner(backend: str, url: str | None, prefix: str, scripts: ScriptSet | None
     return run
 
 
-@pytest.fixture(params=["fakeredis", "redis", "memory"])
+@pytest.fixture(params=["fakeredis", "redis", "valkey", "memory"])
 def on_every_backend(request, key_prefix):
     """Runs a scenario of the shared contract on each store."""
-    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
+    url = request.getfixturevalue("redis_url") if request.param in ("redis", "valkey") else None
     return runner(request.param, url, key_prefix)
 
 
 @pytest.fixture
 def on_redis(backend_name, request, key_prefix):
     """Runs a scenario of the Redis store alone, on fakeredis and real Redis."""
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+    url = request.getfixturevalue("redis_url") if backend_name != "fakeredis" else None
     return runner(backend_name, url, key_prefix)
 
 

@@ -89,7 +89,7 @@ DAMAGE = {
 def on_kind(backend_name, request, key_prefix):
     """``on_kind(kind)(scenario, runtime=None)``: a scenario against a fresh
     store of ``kind``, on fakeredis and on the real server."""
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+    url = request.getfixturevalue("redis_url") if backend_name != "fakeredis" else None
 
     def of(kind: str):
         seam = PYTHON_VARIANTS.get(kind.removeprefix("av_state.variants."))
@@ -423,14 +423,15 @@ show it."""
 EDGES = (0, 1, 2, JCS_SAFE_MAX - 1, JCS_SAFE_MAX)
 
 
-@pytest.mark.parametrize("backend", ["fakeredis", "redis"])
+@pytest.mark.parametrize("backend", ["fakeredis", "redis", "valkey"])
 def test_the_sum_check_rounds_yet_decides_as_the_subtraction_within_the_bound(
         backend, request, key_prefix):
     """Every stored count, amount and limit at the edges of ``0..JCS_SAFE_MAX``
     (the store refuses any other amount or limit before the script runs):
     the sum rounds past 2**53, but a rounded sum past 2**53 is still past any
     limit the store lets through, so both scripts refuse the same spends."""
-    url = request.getfixturevalue("redis_url") if backend == "redis" else None
+    servers = {"redis": "redis_server", "valkey": "valkey_server"}
+    url = request.getfixturevalue(servers[backend]).url if backend in servers else None
     cases = [(current, amount, limit) for current in EDGES for amount in EDGES
              for limit in EDGES]
     decided: dict[str, list] = {}

@@ -39,7 +39,7 @@ def client_for(backend_name: str, url: str | None, server: object = None):
 @pytest.fixture
 def connect(backend_name, request, key_prefix):
     """``connect(runtime, cap=..., ttl=...)``: a store on the shared test server."""
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+    url = request.getfixturevalue("redis_url") if backend_name != "fakeredis" else None
     shared = fakeredis.FakeServer()
 
     async def make(runtime: ManualRuntime, cap: int = 1_000, ttl: str = "5m") -> RedisBudget:
@@ -133,7 +133,7 @@ def test_a_keys_spend_and_holds_share_one_hash_slot():
 @pytest.mark.parametrize("marker", ["v2", "v2-migrating"])
 def test_the_v1_store_refuses_to_boot_on_migrated_state(backend_name, request, key_prefix,
                                                         marker):
-    url = request.getfixturevalue("redis_url") if backend_name == "redis" else None
+    url = request.getfixturevalue("redis_url") if backend_name != "fakeredis" else None
 
     async def scenario():
         client = client_for(backend_name, url, fakeredis.FakeServer())
