@@ -115,8 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="the run seed (default: the scenario's)")
     run.add_argument("--backend", help="memory | fakeredis | redis://HOST:PORT/DB | "
                      "redis-cluster | valkey-cluster (a throwaway local cluster of the "
-                     "scenario's [server] cluster shape, of redis-server or Valkey nodes) | postgresql://USER@HOST:PORT/DB | postgresql (a "
-                     "throwaway local server) (default: the scenario's, else the store's own)")
+                     "scenario's [server] cluster shape, of redis-server or Valkey nodes) | "
+                     "postgresql://USER@HOST:PORT/DB | postgresql (a throwaway local server) "
+                     "(default: the scenario's, else the store's own)")
     run.add_argument("--out", type=Path,
                      help="where to write results (default: data/results/NAME-seedN, or "
                      "NAME-STORE-seedN with --set store=...)")

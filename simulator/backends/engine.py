@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from functools import cache
 from pathlib import Path
@@ -154,6 +155,8 @@ class EngineServer:
 _IDLE: list[EngineServer] = []
 """This process's servers with no run on them."""
 _LEASED: list[EngineServer] = []
+_BOOKS = threading.Lock()
+"""Guards the two lists: a Dask worker may run several runs in threads."""
 
 
 def lease() -> EngineServer:
@@ -161,9 +164,12 @@ def lease() -> EngineServer:
     binary = engine_binary()
     if binary is None:
         raise RuntimeError(FALLBACK_LINE.format(why=missing_reason()))
-    _forget_parents()
-    server = _IDLE.pop() if _IDLE else EngineServer(binary)
-    _LEASED.append(server)
+    with _BOOKS:
+        _forget_parents()
+        idle = _IDLE.pop() if _IDLE else None
+    server = idle or EngineServer(binary)
+    with _BOOKS:
+        _LEASED.append(server)
     return server
 
 
@@ -172,10 +178,12 @@ def give_back(server: EngineServer) -> None:
     server that no longer answers is stopped instead."""
     if server.owner_pid != os.getpid():
         return  # a forked child's copy of its parent's server: not its to touch
-    if server in _LEASED:
-        _LEASED.remove(server)
+    with _BOOKS:
+        if server in _LEASED:
+            _LEASED.remove(server)
     if server.process.poll() is None and server.emptied():
-        _IDLE.append(server)
+        with _BOOKS:
+            _IDLE.append(server)
     else:
         server.stop()
 
@@ -189,8 +197,10 @@ def _forget_parents() -> None:
 @atexit.register
 def stop_all() -> None:
     """Stop every server this process started (at exit; also for tests)."""
-    for servers in (_IDLE, _LEASED):
-        mine = [server for server in servers if server.owner_pid == os.getpid()]
-        servers.clear()
-        for server in mine:
-            server.stop()
+    with _BOOKS:
+        mine = [server for servers in (_IDLE, _LEASED) for server in servers
+                if server.owner_pid == os.getpid()]
+        _IDLE.clear()
+        _LEASED.clear()
+    for server in mine:
+        server.stop()

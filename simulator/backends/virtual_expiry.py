@@ -152,6 +152,27 @@ local function lab_failed(reply)
   return type(reply) == 'table' and reply.err ~= nil
 end
 
+-- Valkey words some refusals of a script's command otherwise than Redis 7;
+-- the lab answers Redis's words on every server, so a store's replies (and
+-- the cluster refusals the lab counts by their words) do not depend on which
+-- server ran them.
+local lab_redis_words = {
+  ['ERR Attempted to access a non local key in a cluster node'] =
+    'ERR Script attempted to access a non local key in a cluster node',
+  ['ERR Wrong number of args calling command from script'] =
+    'ERR Wrong number of args calling Redis command from script',
+  ['ERR Unknown command called from script'] = 'ERR Unknown Redis command called from script',
+  ['ERR This Valkey command is not allowed from script'] =
+    'ERR This Redis command is not allowed from script',
+}
+
+local function lab_worded(reply)
+  if lab_failed(reply) and lab_redis_words[reply.err] ~= nil then
+    return lab_server.error_reply(lab_redis_words[reply.err])
+  end
+  return reply
+end
+
 local function lab_set(args)
   local plain = {'SET', args[2], args[3]}
   local ttl_ms = nil
@@ -169,7 +190,7 @@ local function lab_set(args)
       return lab_server.error_reply('ERR the lab does not model SET option ' .. option)
     end
   end
-  local reply = lab_server.pcall(unpack(plain))
+  local reply = lab_worded(lab_server.pcall(unpack(plain)))
   if lab_failed(reply) then return reply end
   if ttl_ms ~= nil and reply then
     lab_server.call('PEXPIRE', args[2], SENTINEL)
@@ -332,7 +353,7 @@ local function lab_run(...)
   elseif lab_refused[verb] == 1 then
     return lab_server.error_reply('ERR ' .. verb .. ' inside a script cannot follow virtual time')
   end
-  local reply = lab_server.pcall(...)
+  local reply = lab_worded(lab_server.pcall(...))
   if lab_failed(reply) then return reply end
   if lab_field_args[verb] ~= nil and lab_declared[args[2]] then lab_remember(verb, args) end
   if lab_counting[verb] then

@@ -27,6 +27,9 @@ ratio and its target (issue 18's, for the lines it names):
   (``scale``). Target peak RSS under 2 GiB.
 * **Hunt** — schedules a hunt judges per minute with one worker and with two,
   side by side on one quiet scenario (``hunt_speed``). Target 2 / 1 >= 1.7.
+* **Hunt engines** — schedules a one-worker hunt judges per minute on each
+  plain hunt scenario on the lab's Valkey engine against fakeredis
+  (``hunt_engines``). Target: 2x issue 39's fakeredis figures.
 
 ``--quick`` shrinks every workload so the whole bench takes about a minute
 (a smoke test for CI); timings are never asserted, only printed.
@@ -54,6 +57,7 @@ def run_bench(backend: str = "auto", quick: bool = False,
         measure_tollgate_memory,
         measure_tollgate_postgres,
     )
+    from simulator.bench.hunt_engines import measure_hunt_engines
     from simulator.bench.hunt_speed import measure_hunt_throughput
     from simulator.bench.kernel import measure_kernel
     from simulator.bench.per_event import measure_per_event
@@ -79,12 +83,14 @@ def run_bench(backend: str = "auto", quick: bool = False,
                              FAKEREDIS_DIRECT_TARGET))
         for name, workload in REDIS_FAMILIES.items():
             done(measure_redis_family(name, workload, url, quick))
-        done(measure_per_event(url, quick))
+        for line in measure_per_event(url, quick):
+            done(line)
     done(measure_tollgate_memory(quick))
     done(measure_tollgate_postgres(quick))
     done(measure_kernel(quick))
     done(measure_scale(quick))
     done(measure_hunt_throughput(quick))
+    done(measure_hunt_engines(quick))
     return lines
 
 

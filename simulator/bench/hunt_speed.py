@@ -47,22 +47,24 @@ WORKER_COUNTS = (1, 2)
 SEED = 0
 
 
-def search_seconds(schedules: int, workers: int) -> float:
-    """Wall seconds the search of a ``schedules``-schedule hunt takes with
-    ``workers``; it must try every one of them."""
+def search_seconds(schedules: int, workers: int, scenario: Path = SCENARIO,
+                   overrides: dict[str, str] | None = None) -> float:
+    """Wall seconds the search of a ``schedules``-schedule hunt of
+    ``scenario`` (with ``overrides``, as ``--set``) takes with ``workers``;
+    it must try every one of them."""
     baseline_done: list[float] = []
 
     def progress(phase: str, run: int, line: str) -> None:
         if phase == "baseline":
             baseline_done.append(time.perf_counter())
 
-    hunt = Hunt(SCENARIO, NEVER_BROKEN, seed=SEED, examples=schedules, time_budget_s=3600,
-                progress=progress, workers=workers)
+    hunt = Hunt(scenario, NEVER_BROKEN, seed=SEED, examples=schedules, time_budget_s=3600,
+                progress=progress, workers=workers, overrides=overrides)
     found = hunt.search()
     ended = time.perf_counter()
     if found is not None or hunt.runs != schedules + 1:
         # Different work on the two sides would make the ratio meaningless.
-        raise RuntimeError(f"the hunt of {SCENARIO.name} with {workers} worker(s) tried "
+        raise RuntimeError(f"the hunt of {scenario.name} with {workers} worker(s) tried "
                            f"{hunt.runs - 1} schedule(s), not {schedules}, or broke the "
                            f"invariant")
     return ended - baseline_done[0]

@@ -25,11 +25,12 @@ LINE = re.compile(r"^(?P<name>[A-Za-z_ ]+): .+ -> .+ = (?P<ratio>\S+)( \(target 
 SKIPPED = re.compile(r"^(?P<name>[A-Za-z_ ]+): skipped \(.+\)$")
 
 REDIS_LINES = ["Redis ceiling", "fakeredis", "axond_leases", "axond_leases busy", "av_state",
-               "av_state busy", "time per event"]
+               "av_state busy", "time per event", "engine time per event"]
 """The budget family's two lines, then each other Redis family's (its
-committed scenario, then a busy one), then the cost of an event on each backend."""
+committed scenario, then a busy one), then the cost of an event on each
+backend, and on the engine against fakeredis."""
 LEDGER_LINES = ["tollgate memory", "tollgate PostgreSQL"]
-LAB_LINES = ["kernel", "scale", "hunt"]
+LAB_LINES = ["kernel", "scale", "hunt", "hunt engines"]
 """The lab's own lines."""
 TINY = {"duration": "3s", "drain": "3s"}
 """A family's scenario cut to a few seconds, for the tests that run one line."""

@@ -137,7 +137,7 @@ def test_a_store_on_a_backend_it_cannot_use_is_refused(tmp_path):
     from simulator.run.compose import resolve_backend
 
     scenario = parse_scenario({**MINIMAL, "backend": "memory"})
-    with pytest.raises(ScenarioError, match="runs on 'fakeredis' or 'redis://...'"):
+    with pytest.raises(ScenarioError, match="runs on 'valkey', 'fakeredis' or 'redis://...'"):
         resolve_backend(scenario, None)
 
 

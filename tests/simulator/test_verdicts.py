@@ -240,8 +240,8 @@ def test_check_finds_every_misspelt_expect_metric_with_its_close_matches():
 
 def test_check_finds_a_backend_the_store_cannot_run_on():
     assert problems(parse_scenario(_v2_data()), "memory") == [
-        "backend: the store 'axond_budget.redis_v2' runs on 'fakeredis' or 'redis://...', "
-        "not 'memory'"]
+        "backend: the store 'axond_budget.redis_v2' runs on 'valkey', 'fakeredis' or "
+        "'redis://...', not 'memory'"]
 
 
 def _v2_data() -> dict:
