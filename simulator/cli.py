@@ -76,6 +76,16 @@ def _memory(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+ENGINE_HELP = ("where every run's scripts execute: valkey (the lab's engine, the default where "
+               "it installed), fakeredis (in-process), redis://HOST:PORT/DB; the same as "
+               "--set backend=... (the same results on each)")
+
+
+def _backend_override(args: argparse.Namespace) -> dict[str, Any]:
+    """``hunt --backend``, as the scenario override it is."""
+    return {"backend": args.backend} if args.backend else {}
+
+
 def _limit_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The ``--max-*`` flags given, as overrides of the scenario's ``[limits]``."""
     flags = {"limits.max_events": args.max_events, "limits.max_memory": args.max_memory,
@@ -195,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "invariants (with --invariant: when either says so); "
                           "PATH=KIND puts it elsewhere than the store, e.g. "
                           "migrations.0.to=KIND for a migration's target")
+    hunt_cmd.add_argument("--backend", help=ENGINE_HELP)
     hunt_cmd.add_argument("--set", dest="overrides", type=_override, action="append",
                           default=[], metavar="PATH=VALUE",
                           help="override a scenario field for every run of the hunt, and in "
@@ -555,7 +566,7 @@ def _hunt(args: argparse.Namespace) -> int:
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
                 progress=each_run if args.verbose else phases, workers=args.workers,
                 scheduler=args.scheduler, plugins=args.plugins,
-                overrides=dict(args.overrides))
+                overrides=dict(args.overrides) | _backend_override(args))
     for path, value in _limit_overrides(args).items():
         set_dotted(hunt.data, path, value)  # every run of the hunt has them
     if hunt.reference is not None:

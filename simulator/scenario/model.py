@@ -213,10 +213,12 @@ class Scenario(Model):
         description="The store kind (.venv/bin/python -m simulator stores lists them).")
     backend: str | None = Field(
         None,
-        description="'memory', 'fakeredis', 'redis://HOST:PORT/DB', "
+        description="'memory', 'valkey' (the lab's engine), 'fakeredis', 'redis://HOST:PORT/DB', "
+        "'redis-cluster' or 'valkey-cluster' (a throwaway local cluster), "
         "'postgresql://USER@HOST:PORT/DB' (a ledger service's database: the lab works in a "
         "schema of its own, dropped afterwards) or 'postgresql' (a throwaway local one); "
-        "default: the store's own (fakeredis for Redis stores, memory for the others).",
+        "default: the store's own (for Redis stores the lab's Valkey engine, fakeredis where it "
+        "did not install; memory for the others).",
     )
     store_settings: dict[str, Any] = Field(
         default_factory=dict, description="The store's settings (see its kind)."

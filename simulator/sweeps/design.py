@@ -111,7 +111,9 @@ class SweepFile(Model):
     design: Literal["grid", "random"] = "grid"
     samples: int | None = Field(None, ge=1, description="Points drawn by a random design.")
     design_seed: int = Field(0, description="Seeds a random design's draws.")
-    backend: str | None = Field(None, description="memory | fakeredis | redis://HOST:PORT/DB")
+    backend: str | None = Field(None, description="memory | valkey | fakeredis | "
+                                "redis://HOST:PORT/DB (default: the store's; a Redis store's "
+                                "is the lab's Valkey engine)")
     set: dict[str, Any] = Field(default_factory=dict,
                                 description="Overrides applied at every point.")
     vary: dict[str, Any] = Field(description="The parameters to vary, by field path.")
