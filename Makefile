@@ -21,7 +21,8 @@ $(STAMP): pyproject.toml
 compiled: $(STAMP)
 	@LAB_INTERPRETED=1 $(BIN)/python -m simulator.compiled.build
 
-## demo: run the demo scenario on the embedded fakeredis and print its invariant summary
+## demo: run the demo scenario on the lab's engine (a throwaway Valkey from its wheel; fakeredis
+## where none installs) and print its invariant summary
 demo: $(STAMP) compiled
 	$(BIN)/python -m simulator run data/scenarios/demo.toml
 

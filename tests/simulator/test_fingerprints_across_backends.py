@@ -68,6 +68,22 @@ def test_a_redis_family_s_race_report_replays_on_a_real_server_and_on_fakeredis(
         assert found.result.summary["trace_fingerprint"] == report.fingerprint
 
 
+CLUSTER_REPORTS = [path for path in REDIS_REPORTS
+                   if any(name.startswith("server.cluster") for name in load_report(path).variant)]
+
+
+@pytest.mark.parametrize("path", CLUSTER_REPORTS, ids=[path.stem for path in CLUSTER_REPORTS])
+def test_a_cluster_only_race_report_replays_on_a_real_valkey_cluster(path, request):
+    """The reports that break only on a cluster, on a throwaway cluster of the
+    engine's Valkey nodes (on redis-server's, above)."""
+    from conftest import cluster_or_skip
+
+    found = replay(load_report(path), backend=cluster_or_skip("valkey"))
+    assert found.divergence is None
+    assert found.reproduced
+    assert found.result.summary["backend"] == "valkey-cluster"
+
+
 def test_runs_side_by_side_on_one_server_give_the_fingerprint_of_a_lone_run(redis_url, tmp_path):
     """Two runs at once on one server (each its own processes and key prefix)
     give what the same run gives alone on fakeredis: the migrating budget
