@@ -290,9 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd = commands.add_parser(
         "bench", help="measure the lab's speed against Redis, fakeredis and SimPy, side by side")
     bench_cmd.add_argument("--backend", default="auto",
-                           help="the real Redis to measure: auto (start a throwaway "
-                           "redis-server if installed), redis://HOST:PORT/DB, or fakeredis "
-                           "(skip real Redis)")
+                           help="the real server to measure: auto (start a throwaway "
+                           "redis-server if installed, else a Valkey of the lab's engine), "
+                           "redis://HOST:PORT/DB, or fakeredis (skip real servers)")
     bench_cmd.add_argument("--quick", action="store_true",
                            help="small workloads, under a minute: a smoke test")
     bench_cmd.add_argument("--rediscovery", metavar="FAMILY,...", nargs="?", const="",

@@ -40,7 +40,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from simulator.backends.local_server import throwaway_redis
+from simulator.backends.engine import engine_binary
+from simulator.backends.local_server import ThrowawayRedis, throwaway_redis
 from simulator.bench.lines import BenchLine
 
 __all__ = ["BenchLine", "run_bench"]
@@ -74,8 +75,8 @@ def run_bench(backend: str = "auto", quick: bool = False,
 
     with _real_redis(backend) as url:
         if url is None:
-            echo("Redis ceiling: skipped (no redis-server installed and no --backend "
-                 "redis://... given)")
+            echo("Redis ceiling: skipped (no redis-server or Valkey engine installed and no "
+                 "--backend redis://... given)")
         else:
             done(measure_backend(url, quick, "Redis pipelined ceiling", "lab / ceiling",
                                  REDIS_CEILING_TARGET))
@@ -101,7 +102,19 @@ def _real_redis(backend: str) -> Iterator[str | None]:
         yield backend
     elif backend == "auto":
         with throwaway_redis() as server:
-            yield server.url if server is not None else None
+            if server is not None:
+                yield server.url
+                return
+        # No redis-server installed: the engine's Valkey is a real server too.
+        binary = engine_binary()
+        if binary is None:
+            yield None
+            return
+        valkey = ThrowawayRedis(binary)
+        try:
+            yield valkey.url
+        finally:
+            valkey.stop()
     elif backend == "fakeredis":
         yield None
     else:
