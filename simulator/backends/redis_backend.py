@@ -198,8 +198,7 @@ class RedisBackend:
         connection = self._connection
         # Where redis-py packs with hiredis, the lab calls hiredis itself: the
         # same bytes for every argument it sends (str, int, bytes; checked in
-        # test_redis_backend) without redis-py's Python per argument, a
-        # twelfth of a hunt's run.
+        # test_pipelining) without redis-py's Python per argument.
         packed = ([b"".join(map(hiredis.pack_command, commands))] if HIREDIS_AVAILABLE
                   else connection.pack_commands(commands))
         started = time.perf_counter()

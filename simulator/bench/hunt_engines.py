@@ -26,7 +26,7 @@ HUNTS = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt"
 REDIS_PLAIN = ("axond-budget", "axond-leases", "av-state")
 """The plain hunt scenarios of the Redis families (nobody tuned them to a variant)."""
 LEDGER_PLAIN = "tollgate"
-QUICK_SCHEDULES, FULL_SCHEDULES = 8, 60
+QUICK_SCHEDULES, FULL_SCHEDULES = 4, 60
 
 
 def measure_hunt_engines(quick: bool) -> BenchLine | str:

@@ -279,7 +279,12 @@ class MemoryLedger(LeaseAllocator, UsageSink, AdminStore, LedgerInspection):
         cutoff = self.policy.reclaim_cutoff(now)
         due: list[LeaseRecord] = []
         if cutoff is not None:
-            due = sorted((lease for lease in self._books.leases.values()
+            # Only the accounts' active leases, not every lease the books ever
+            # held (which made each sweep, and so a long run, grow without
+            # bound): the same leases, as only ``_settle`` ends one and it
+            # takes it off its account's; the sort gives the same order.
+            due = sorted((lease for state in self._books.accounts.values()
+                          for lease in state.active.values()
                           if lease.state is LeaseState.ACTIVE
                           and lease.grant.expires_at <= cutoff),
                          key=lambda lease: (lease.grant.expires_at, lease.grant.lease_id))

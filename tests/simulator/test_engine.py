@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -86,22 +88,30 @@ def test_without_the_engine_one_line_says_so_and_fakeredis_serves(tmp_path):
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["backend"] == "fakeredis"
 
 
-def test_a_killed_lab_leaves_no_engine_behind_and_clean_finds_nothing(engine, tmp_path):
+def test_a_killed_lab_leaves_no_engine_behind_and_clean_removes_its_directory(engine):
     """kill -9 of a process holding an engine server: the server dies with it
-    (tied to its life) and its directory is the lab's for ``clean``."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "from simulator.backends import engine; s = engine.lease(); "
-         "print(s.process.pid, s.directory, flush=True); import time; time.sleep(600)"],
-        cwd=REPO, stdout=subprocess.PIPE, text=True)
-    _, directory = holder.stdout.readline().split()
-    os.kill(holder.pid, signal.SIGKILL)
-    holder.wait()
-    assert not _answers(f"{directory}/valkey.sock", within_s=10)
-    removed = temp_leftovers(dry_run=False, root=Path(directory).parent,
-                             processes=[])
-    assert any(directory in line for line in removed)
-    assert not Path(directory).exists()
+    (tied to its life) and ``clean`` removes the directory it left. The
+    process keeps its servers in a temp directory of this test's own (a short
+    path: a Unix socket's is at most 107 bytes), so ``clean`` here sees no
+    other process's."""
+    root = Path(tempfile.mkdtemp(prefix="lab-test-"))
+    try:
+        holder = subprocess.Popen(
+            [sys.executable, "-c",
+             "from simulator.backends import engine; s = engine.lease(); "
+             "print(s.directory, flush=True); import time; time.sleep(600)"],
+            cwd=REPO, stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(root)})
+        directory = holder.stdout.readline().strip()
+        assert Path(directory).parent == root
+        kept = temp_leftovers(dry_run=True, root=root)
+        assert kept == [f"kept {directory}: a live process uses it"]
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+        assert not _answers(f"{directory}/valkey.sock", within_s=10)
+        assert temp_leftovers(dry_run=False, root=root) == [f"removed {directory}"]
+        assert not Path(directory).exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _answers(socket_path: str, within_s: float) -> bool:

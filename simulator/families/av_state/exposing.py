@@ -18,7 +18,7 @@ takes rarely. Only damage none of these touched reads
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
@@ -37,8 +37,14 @@ class Context:
     """The workload's path that reached it, when no fault did (``tally``,
     ``whole_refund``, ``refund_after_cleanup``, ``recycled_prefix``)."""
     at_us: int = 0
-    words: str = ""
-    """The call in words, for where the store's damage began."""
+    words: str | Callable[[], str] = ""
+    """The call in words, for where the store's damage began; or what says
+    them when asked (``said``): a context is made for every command, and
+    its words are read only when damage is filed under it."""
+
+    def said(self) -> str:
+        """``words`` as text."""
+        return self.words if isinstance(self.words, str) else self.words()
 
 
 NOWHERE = Context(None, frozenset(), "")

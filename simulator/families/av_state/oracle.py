@@ -1041,7 +1041,7 @@ class CounterOracle:
         context = self.context
         if context.words:
             self.exposures.parted(context.at_us, -1 if context.session is None
-                                  else context.session, context.words)
+                                  else context.session, context.said())
 
     def _store_gap(self, ledger: Ledger, amount: int) -> None:
         """The store moved its record ``amount`` away from the truth on its own."""
@@ -1065,12 +1065,20 @@ class CounterOracle:
                       did: str, via: str = "") -> Context:
         """Judging what ``intent``'s caller was told (or its refund returning)."""
         session = self.sessions[intent.session]
-        asked = {self._short(session, key): amount for key, (amount, _) in intent.parts.items()}
-        held = {self._short(session, key): self._ledger(session.source, key).value
-                for key in intent.parts}
-        words = (f"{path} on replica {self._replica(intent.session)} for session "
-                 f"{intent.session} call {intent.index} ({session.where[1] or session.prefix}): "
-                 f"asked {asked}, {did}; the store holds {held}")
+        # The words are put together only if damage is filed under this
+        # context (rarely); what they quote that changes is read now.
+        held = [self._ledger(session.source, key).value for key in intent.parts]
+
+        def words() -> str:
+            asked = {self._short(session, key): amount
+                     for key, (amount, _) in intent.parts.items()}
+            holds = {self._short(session, key): value
+                     for key, value in zip(intent.parts, held, strict=True)}
+            return (f"{path} on replica {self._replica(intent.session)} for session "
+                    f"{intent.session} call {intent.index} "
+                    f"({session.where[1] or session.prefix}): "
+                    f"asked {asked}, {did}; the store holds {holds}")
+
         return Context(intent.session, frozenset(faults), path, via, now_us, words)
 
     def _command_context(self, session: SessionBook, op: str,
@@ -1081,15 +1089,17 @@ class CounterOracle:
             op, "try_spend")
         via = ""
         faults: frozenset[str] = frozenset().union(*self._open_faults(session))
-        asked: dict[str, Any] = {}
+        # As in ``_call_context``: the words only when asked, the values now.
+        recorded = [(key, self.ledgers[session.source, key].value,
+                     self._value(self.ledgers[session.source, key], change))
+                    for key, change in counters.items()]
+        asked: dict[str, Any] = {}  # what the call asked of each counter: its part
         if op == "tally":
             via = "tally"
             if intent is not None:
-                asked = {self._short(session, key): amount
-                         for key, (amount, _) in intent.parts.items()}
+                asked = intent.parts
         elif op == "refund" and intent is not None and intent.refund is not None:
-            asked = {self._short(session, key): "all" if amount >= WHOLE else amount
-                     for key, amount in intent.refund.parts.items()}
+            asked = intent.refund.parts
             faults |= intent.refund.faults
             via = ("refund_after_cleanup" if session.cleanup
                    else "whole_refund" if any(amount >= WHOLE for amount in
@@ -1097,25 +1107,28 @@ class CounterOracle:
         elif op == "cleanup":
             faults |= session.cleanup_faults
         elif intent is not None:
-            asked = {self._short(session, key): amount
-                     for key, (amount, _) in intent.parts.items()}
+            asked = intent.parts
             if intent.attempts:
                 faults |= intent.attempts[-1].faults
-            if any(self._value(self.ledgers[session.source, key], change)
-                   == self.ledgers[session.source, key].value
-                   for key, change in counters.items()):
+            if any(after == before for _, before, after in recorded):
                 via = "refusal"  # a counter it left as it was: the check refused
-        recorded = {self._short(session, key): (self.ledgers[session.source, key].value,
-                                                self._value(self.ledgers[session.source, key],
-                                                            change))
-                    for key, change in counters.items()}
-        call = "" if intent is None else f" call {intent.index}"
-        went = [f"{key} {before} -> {after}" for key, (before, after) in recorded.items()]
-        if len(went) > 4:
-            went = [*went[:4], f"and {len(went) - 4} more"]
-        words = (f"{path} on replica {self._replica(session.number)} for session "
-                 f"{session.number}{call} ({session.where[1] or session.prefix}): "
-                 f"asked {asked}, the store went " + ", ".join(went))
+
+        def words() -> str:
+            # A spend's or a tally's part is (amount, limit); a refund's, an
+            # amount (all, past ``WHOLE``).
+            shown = {self._short(session, key): part[0] if isinstance(part, tuple)
+                     else "all" if part >= WHOLE else part
+                     for key, part in asked.items()}
+            call = "" if intent is None else f" call {intent.index}"
+            went = [f"{key} {before} -> {after}" for key, (before, after) in
+                    {self._short(session, key): (before, after)
+                     for key, before, after in recorded}.items()]
+            if len(went) > 4:
+                went = [*went[:4], f"and {len(went) - 4} more"]
+            return (f"{path} on replica {self._replica(session.number)} for session "
+                    f"{session.number}{call} ({session.where[1] or session.prefix}): "
+                    f"asked {shown}, the store went " + ", ".join(went))
+
         return Context(session.number, faults, path, via, now_us, words)
 
     @staticmethod
