@@ -55,6 +55,7 @@ from simulator.families.axond_budget.causes import (
     RECONFIGURED,
     UNDERCOUNT_CAUSES,
 )
+from simulator.families.axond_budget.hold_index import HoldIndex, changed_holds, reindex
 from simulator.families.axond_budget.leaks import Leak, peak_concurrent
 from simulator.net.links import CALLER_MAY_NOT_KNOW
 from simulator.plugin.attribution import STORE_LOGIC, apportion, dominant
@@ -260,6 +261,10 @@ class KeyBook:
     cap: int | None
     spent: dict[Any, int] = field(default_factory=dict)
     holds: dict[Any, Holds] = field(default_factory=dict)
+    """Per source, its holds as last observed; changed only through
+    ``replace_holds`` and ``drop_source``, which keep ``hold_index`` in step."""
+    hold_index: dict[Any, HoldIndex] = field(default_factory=dict)
+    """Per source, its holds by deadline (``store_view`` without a pass over them)."""
     truth_view: int = 0
     settling_slack: int = 0
     true_spend: int = 0
@@ -333,9 +338,26 @@ class KeyBook:
 
     def store_view(self, source: Any, now_ms: int, holds_expire: bool = True) -> int:
         """What one source of record counts at ``now_ms``: spend plus live holds."""
-        live = sum(a for a, d in self.holds.get(source, {}).values()
-                   if d > now_ms or not holds_expire)
+        index = self.hold_index.get(source)
+        if index is None:
+            return self.spent.get(source, 0)
+        live = index.live(self.holds[source], now_ms) if holds_expire else index.total
         return self.spent.get(source, 0) + live
+
+    def replace_holds(self, source: Any, holds: Holds, changed: set[str]) -> None:
+        """``source``'s holds are now ``holds`` (``changed``: the ids that
+        differ from before, as ``changed_holds`` found them)."""
+        index = self.hold_index.get(source)
+        if index is None:
+            index = self.hold_index[source] = HoldIndex()
+        reindex(index, self.holds.get(source, {}), holds, changed)
+        self.holds[source] = dict(holds)
+
+    def drop_source(self, source: Any) -> None:
+        """``source`` keeps no record of this key any more."""
+        self.spent.pop(source, None)
+        self.holds.pop(source, None)
+        self.hold_index.pop(source, None)
 
     def leaked_live(self, now_us: int) -> int:
         return sum(leak[1] for leak in self.open_leaks.values() if leak[2] > now_us)
@@ -739,20 +761,21 @@ class ScopeOracle:
             request.truth_before = book.truth_view + book.settling_slack
         if holds is not None:
             old = book.holds.get(source, {})
+            changed = changed_holds(old, holds)
             for rid in old.keys() - holds.keys():
                 self._hold_removed(book, rid, now_us, tag, how, source)
             if how == "command":
                 # A hold rewritten under the same id by another request's
                 # command (ids that collide) is the old one removed and a new
                 # one written.
-                for rid in sorted(rid for rid in old.keys() & holds.keys()
-                                  if old[rid] != holds[rid]
+                for rid in sorted(rid for rid in changed
+                                  if rid in old and rid in holds
                                   and book.hold_owner.get((source, rid)) != tag):
                     self._hold_removed(book, rid, now_us, tag, how, source)
                     self._hold_created(book, rid, holds[rid], now_us, source, tag, how)
             for rid in sorted(holds.keys() - old.keys()):
                 self._hold_created(book, rid, holds[rid], now_us, source, tag, how)
-            book.holds[source] = dict(holds)
+            book.replace_holds(source, holds, changed)
         if spent is not None:
             delta = spent - book.spent.get(source, 0)
             book.spent[source] = spent
@@ -934,8 +957,7 @@ class ScopeOracle:
         for key, book in self.books.items():
             if source in book.spent or source in book.holds:
                 self.observe(key, source, now_us, -1, "replica_crash", spent=0, holds={})
-                book.spent.pop(source, None)
-                book.holds.pop(source, None)
+                book.drop_source(source)
 
     def _charged(self, book: KeyBook, request: RequestTruth, delta: int, now_us: int,
                  source: Any = None) -> None:
