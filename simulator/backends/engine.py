@@ -27,6 +27,7 @@ Rules kept here:
 from __future__ import annotations
 
 import atexit
+import multiprocessing.util
 import os
 import shutil
 import subprocess
@@ -140,16 +141,21 @@ class EngineServer:
         except (redis.exceptions.RedisError, OSError):
             return False
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Stop the server and remove its directory (first: a process about
+        to be killed itself leaves nothing behind); without ``wait``, only
+        tell the server to stop."""
+        shutil.rmtree(self.directory, ignore_errors=True)
         if getattr(self, "client", None) is not None:
             self.client.close()
         self.process.terminate()
+        if not wait:
+            return
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 _IDLE: list[EngineServer] = []
@@ -167,6 +173,8 @@ def lease() -> EngineServer:
     with _BOOKS:
         _forget_parents()
         idle = _IDLE.pop() if _IDLE else None
+    if idle is None:
+        _stopped_at_exit()
     server = idle or EngineServer(binary)
     with _BOOKS:
         _LEASED.append(server)
@@ -194,13 +202,28 @@ def _forget_parents() -> None:
         servers[:] = [server for server in servers if server.owner_pid == os.getpid()]
 
 
+_FINALIZED: set[int] = set()
+"""The processes that have registered ``stop_all`` with multiprocessing."""
+
+
+def _stopped_at_exit() -> None:
+    """A worker process of a pool (a hunt's, a sweep's) ends by ``os._exit``,
+    which skips ``atexit``; multiprocessing runs its own finalizers first, so
+    this process's servers are stopped (their directories removed) there
+    too. Registered once per process, where it first starts a server."""
+    if os.getpid() not in _FINALIZED:
+        _FINALIZED.add(os.getpid())
+        multiprocessing.util.Finalize(None, stop_all, exitpriority=10)
+
+
 @atexit.register
-def stop_all() -> None:
-    """Stop every server this process started (at exit; also for tests)."""
+def stop_all(wait: bool = True) -> None:
+    """Stop every server this process started (at exit; also for tests);
+    without ``wait``, a process about to ``os._exit`` only tells them to."""
     with _BOOKS:
         mine = [server for servers in (_IDLE, _LEASED) for server in servers
                 if server.owner_pid == os.getpid()]
         _IDLE.clear()
         _LEASED.clear()
     for server in mine:
-        server.stop()
+        server.stop(wait)

@@ -58,6 +58,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from types import TracebackType
 
+from simulator.backends.engine import stop_all
 from simulator.backends.run_marks import mark_process_temp_dir
 
 CUT_EXIT_CODE = 75
@@ -110,6 +111,9 @@ def hold(reader: Connection) -> None:
 
 def _exit_when_cut(reader: Connection) -> None:
     wait([reader])  # readable only at EOF: nothing is ever written
+    # os._exit skips every exit handler: the worker's engine servers are
+    # stopped (their directories removed) first, or only `clean` would find them.
+    stop_all(wait=False)
     # os._exit, not sys.exit: the main thread may be deep in a simulation, and
     # nothing of a run in progress is worth keeping (the driver records runs).
     os._exit(CUT_EXIT_CODE)

@@ -124,3 +124,25 @@ def _answers(socket_path: str, within_s: float) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def test_a_hunt_s_workers_leave_no_engine_directory_behind(engine):
+    """A pool's workers end by ``os._exit`` (their lifeline cut) or by
+    multiprocessing's own exit, neither of which runs ``atexit``: each stops
+    its servers and removes their directories first."""
+    root = Path(tempfile.mkdtemp(prefix="lab-test-"))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "simulator", "hunt",
+             str(REPO / "data" / "scenarios" / "hunt" / "axond-leases.toml"),
+             "--invariant", "replicas < 0", "--examples", "4", "--workers", "2",
+             "--out", str(root / "found.toml")],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "TMPDIR": str(root)})
+        assert done.returncode == 1, done.stderr  # 1: no schedule broke it
+        deadline = time.monotonic() + 10
+        while list(root.glob("lab-valkey-*")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(root.glob("lab-valkey-*")) == []
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
