@@ -50,7 +50,6 @@ BUS_OFFSET = 10_000
 """A cluster node also listens on its port + 10,000 (the cluster bus)."""
 
 
-
 def cluster_server(kind: str) -> str | None:
     """The server binary of a ``kind`` cluster (``CLUSTER_KINDS``), or None
     where it is missing: ``redis-server`` on PATH, or the lab's engine's
