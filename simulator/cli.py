@@ -158,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "JUnit XML, one test case each, for a CI system to show")
     run.add_argument("--force", action="store_true",
                      help="write over results a run of another scenario or store left in DIR")
+    run.add_argument("--coverage", action="store_true",
+                     help="also record which lines of the store's Lua scripts and of its own "
+                     "Python classes ran, and print \"store lines reached R of T\" with the "
+                     "lines never reached (in the summary too)")
     run.add_argument("--fail-on", choices=("store", "broken", "never"), default="store",
                      help="which verdicts fail the run with exit status 5: one that blames "
                      "the store (damage filed under store_logic; the default), any BROKEN "
@@ -233,6 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--scheduler", metavar="ADDRESS",
                           help="judge the schedules on a Dask cluster, e.g. "
                           "tcp://10.0.0.5:8786 (its workers need the lab and the plugins)")
+    hunt_cmd.add_argument("--coverage", action="store_true",
+                          help="record which lines of the store's Lua scripts and Python "
+                          "classes each run reached, and print \"store lines reached R of T\" "
+                          "over the hunt's runs with the lines none reached (each run costs "
+                          "two to four times as much: docs/speed.md)")
 
     mutate_cmd = commands.add_parser(
         "mutate", parents=[plugins],
@@ -566,7 +575,8 @@ def _hunt(args: argparse.Namespace) -> int:
                 kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
                 progress=each_run if args.verbose else phases, workers=args.workers,
                 scheduler=args.scheduler, plugins=args.plugins,
-                overrides=dict(args.overrides) | _backend_override(args))
+                overrides=dict(args.overrides) | _backend_override(args),
+                coverage=args.coverage)
     for path, value in _limit_overrides(args).items():
         set_dotted(hunt.data, path, value)  # every run of the hunt has them
     if hunt.reference is not None:
@@ -582,6 +592,8 @@ def _hunt(args: argparse.Namespace) -> int:
     if hunt.discarded_runs:
         echo(f"hunt: {hunt.discarded_runs} run(s) of batches after the one that broke, "
              "dropped (not counted)")
+    if hunt.reach is not None:
+        print(f"over the hunt's {hunt.runs} run(s), {hunt.reach.account()}")
     if found is None:
         print(f"no schedule broke it in {hunt.runs} run(s) (broken when {hunt.question})")
         return SIMULATION_FAILED
@@ -661,6 +673,7 @@ def _run(args: argparse.Namespace) -> int:
         inconclusive_line,
         invariant_verdicts,
     )
+    from simulator.reach.lines import reach_account
     from simulator.run.compose import run_scenario
     from simulator.run.exercise import INCONCLUSIVE_EXIT
     from simulator.run.results import json_writer, probe, write_results
@@ -694,7 +707,7 @@ def _run(args: argparse.Namespace) -> int:
 
         result = run_scenario(scenario, seed=seed, backend=args.backend,
                               allow_remote_redis=args.allow_remote_redis, progress=progress,
-                              estimate=examined.estimate)
+                              estimate=examined.estimate, coverage=args.coverage)
     writers = result.writers()
     # The verdicts first: whether each invariant held, in one line each,
     # after why none can be trusted when the run could not judge the store.
@@ -710,6 +723,8 @@ def _run(args: argparse.Namespace) -> int:
     for verdict in verdicts:
         print(verdict)
     print(("\n" if verdicts else "") + summary_table(result.summary, result.run_info))
+    if args.coverage:
+        print(f"\n{reach_account(result.summary)}")
     if reference_scenario is not None:
         writers["reference.json"] = json_writer(
             _against_reference(args, reference_scenario, seed, result.summary))

@@ -72,6 +72,15 @@ class Outcome:
         return cls(error=message, observed=observed)
 
 
+def _renamed(value: Any, rename: Any) -> Any:
+    """A reply with the run's namespace in its strings named as on the embedded server."""
+    if isinstance(value, str):
+        return rename(value)
+    if isinstance(value, list | tuple):
+        return [_renamed(item, rename) for item in value]
+    return value
+
+
 def sha1(source: str) -> str:
     return hashlib.sha1(source.encode()).hexdigest()
 
@@ -138,6 +147,9 @@ class RedisBackend:
         # without this run's namespace, so a benchmark can replay the same work
         # straight to another backend.
         self.recording: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None
+        self.reach_log: Any = None
+        """A run asked for its reach keeps here what the server executed
+        (``simulator.reach.replay.ServerLog``), to replay it for the lines."""
         # Scripts go out on one connection of their own, in order, and their
         # replies are read later (``submit``/``collect``); ``_in_flight`` holds
         # the virtual time of each script sent and not yet read.
@@ -159,6 +171,8 @@ class RedisBackend:
         if due:
             self._idle()
             self._delete_keys(due)
+            if self.reach_log is not None:
+                self.reach_log.deleted(due)
         return due
 
     def run_script(self, body: str, keys: tuple[str, ...], args: tuple[str, ...],
@@ -190,6 +204,8 @@ class RedisBackend:
         if self.asking_slot is not None and self.native_cluster:
             commands.insert(0, ("ASKING",))
             self._in_flight.append(None)  # its +OK is read and dropped
+        if self.reach_log is not None:
+            self._log_sent(batch)
         if self.recording is not None:
             namespace = self.namespace
             self.recording.extend(
@@ -208,6 +224,18 @@ class RedisBackend:
             self.backend_seconds += time.perf_counter() - started
         self._in_flight.extend(now_us for _, _, _, now_us, _ in batch)
 
+    def _log_sent(self, batch: list[tuple[str, tuple[str, ...], tuple[str, ...], int, bool]]
+                  ) -> None:
+        """Keep what ``submit`` sends for the reach's replay, named as on the
+        embedded server, with what a simulated node's shim checks keys against."""
+        embedded = self.namespace != EMBEDDED_NAMESPACE
+        rename = self.as_embedded
+        for body, keys, args, now_us, _ in batch:
+            node = self._node_of(keys)
+            if embedded:
+                keys, args = tuple(map(rename, keys)), tuple(map(rename, args))
+            self.reach_log.sent(body, keys, args, now_us, node)
+
     def collect(self) -> list[Outcome]:
         """The outcomes of every script ``submit`` sent, in order."""
         in_flight, self._in_flight = self._in_flight, []
@@ -216,6 +244,33 @@ class RedisBackend:
             replies = [self._guarded(self._reply) for _ in in_flight]
         finally:
             self.backend_seconds += time.perf_counter() - started
+        outcomes = self._outcomes(in_flight, replies)
+        if self.reach_log is not None:
+            self._log_answered(in_flight, replies, outcomes)
+        return outcomes
+
+    def _log_answered(self, in_flight: list[int | None], replies: list[Any],
+                      outcomes: list[Outcome]) -> None:
+        """Pair the replies with what ``_log_sent`` kept: a redirect ran nothing."""
+        from simulator.reach.replay import plain
+
+        answered = iter(outcomes)
+        ran: list[tuple[bool, Any] | None] = []
+        for now_us, packed in zip(in_flight, replies, strict=True):
+            if now_us is None:
+                continue
+            outcome = next(answered)
+            if isinstance(packed, AskError | TryAgainError):
+                ran.append(None)
+            else:
+                value = outcome.value
+                if self.namespace != EMBEDDED_NAMESPACE:
+                    value = _renamed(value, self.as_embedded)
+                ran.append((outcome.error is None, plain(value)))
+        self.reach_log.answered(ran)
+
+    def _outcomes(self, in_flight: list[int | None], replies: list[Any]) -> list[Outcome]:
+        """The replies read for the scripts in flight, as outcomes."""
         outcomes = []
         for now_us, packed in zip(in_flight, replies, strict=True):
             if now_us is None:
@@ -307,6 +362,8 @@ class RedisBackend:
         """Drop ``keys`` outright (eviction): no command, no deadline left."""
         self._idle()
         self._delete_keys(keys)
+        if self.reach_log is not None:
+            self.reach_log.deleted(list(map(self.as_embedded, keys)))
         for key in keys:
             self.expiry.forget(key)
 
@@ -321,6 +378,8 @@ class RedisBackend:
         # The scan whole, inside the guard: a server gone mid-scan is a BackendError.
         found = self._guarded(lambda: list(self.client.scan_iter(match=f"{self.namespace}*",
                                                                   count=1000)))
+        if self.reach_log is not None:
+            self.reach_log.deleted(sorted(map(self.as_embedded, found)))
         for key in found:
             batch.append(key)
             if len(batch) >= 1000:
@@ -359,7 +418,8 @@ class RedisBackend:
             if deadline_us is not None:
                 target.expiry.arm(key, deadline_us)
         else:
-            target.restore_key(key, payload, deadline_us)
+            # Not in the reach's log: its replay keeps every node's keys in one server.
+            target._restore(key, payload, deadline_us)
             self._delete_keys([key])
         self.expiry.forget(key)
         return payload
@@ -367,6 +427,11 @@ class RedisBackend:
     def restore_key(self, key: str, payload: bytes, deadline_us: int | None) -> None:
         """Put a moved key here (as the importing node receives it; also when a
         restart replays the move), with the sentinel TTL if it had a deadline."""
+        if self.reach_log is not None:
+            self.reach_log.restored(self.as_embedded(key), payload)
+        self._restore(key, payload, deadline_us)
+
+    def _restore(self, key: str, payload: bytes, deadline_us: int | None) -> None:
         self._idle()
         verb = "RESTORE-ASKING" if self.native_cluster else "RESTORE"
         ttl_ms = SENTINEL_TTL_MS if deadline_us is not None else 0

@@ -42,6 +42,8 @@ from simulator.net.service import ServiceNode
 from simulator.plugin.contracts import exposed_by_key
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import CORE_FACTS, Oracle, ReplicaObserver
+from simulator.reach.lines import REPLAY_DIVERGED
+from simulator.reach.record import ReachRecorder
 from simulator.run.estimate import WorkEstimate, estimate_work
 from simulator.run.exercise import first_boot_error, inconclusive_reason, store_answers
 from simulator.run.limits import RunGuard, peak_resident_memory, refuse_beyond, run_limits
@@ -165,7 +167,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
                  allow_remote_redis: bool = False, progress: Any = None,
                  pipelined: bool = True, record_scripts: list | None = None,
                  record_transactions: list | None = None,
-                 estimate: WorkEstimate | None = None) -> RunResult:
+                 estimate: WorkEstimate | None = None, coverage: bool = False) -> RunResult:
     """Run ``scenario`` once. ``progress(done_us, total_us)`` is called as
     virtual time advances, when given. ``pipelined``: send the server's work
     to the backend in pipelines (``simulator.net.pipeline``); the results are the
@@ -174,10 +176,11 @@ def run_scenario(scenario: Scenario, seed: int | None = None, backend: str | Non
     ``record_transactions``: the same for a service family's node, every
     transaction as ``(verb, args, now_ms)``. ``estimate``: the run's work as
     preflight already estimated it (``simulator.run.preflight.examine``), so it
-    is not estimated twice."""
+    is not estimated twice. ``coverage``: record which lines of the store's
+    code ran (``simulator.reach``), into the summary."""
     run = Run(scenario, seed, backend, allow_remote_redis=allow_remote_redis,
               pipelined=pipelined, record_scripts=record_scripts,
-              record_transactions=record_transactions, estimate=estimate)
+              record_transactions=record_transactions, estimate=estimate, coverage=coverage)
     run.advance(run.end_us + 1, progress)
     return run.finish()
 
@@ -191,7 +194,7 @@ class Run:
     def __init__(self, scenario: Scenario, seed: int | None = None, backend: str | None = None,
                  *, allow_remote_redis: bool = False, pipelined: bool = True,
                  record_scripts: list | None = None, record_transactions: list | None = None,
-                 estimate: WorkEstimate | None = None) -> None:
+                 estimate: WorkEstimate | None = None, coverage: bool = False) -> None:
         self.started = (time.perf_counter(), time.process_time())
         self.scenario = scenario
         self.seed = seed = scenario.seed if seed is None else seed
@@ -213,6 +216,7 @@ class Run:
                 stopped.add_note(f"the run had not begun (seed {seed}); nothing was written, "
                                  "and it cleaned up")
                 raise
+        self.recorder = _reach_recorder(scenario, side) if coverage else None
         self.store_observer = family.replica_observer(oracle)
         # While the server holds queued commands, the world reports its facts to
         # the oracle behind them, in order (simulator.net.pipeline).
@@ -271,6 +275,10 @@ class Run:
             summary = _summarize(self.scenario, self.seed, self.spec, kernel, self.trace,
                                  self.oracle, self.family, world)
             summary.update(side.work_done())
+            if self.recorder is not None:
+                summary.update(self.recorder.reach().figures())
+                if self.recorder.replayed is not None:
+                    summary[REPLAY_DIVERGED] = self.recorder.replayed.diverged
             backend_work = side.backend_work()
             findings = _findings(world)
         kernel.close()
@@ -279,12 +287,23 @@ class Run:
         return RunResult(summary, run_info, self.trace, self.sampler)
 
     @contextlib.contextmanager
+    def _tracer_stopped_on_error(self) -> Iterator[None]:
+        """A run that stops on an error stops tracing the store's lines too."""
+        try:
+            yield
+        except BaseException:
+            if getattr(self, "recorder", None) is not None:
+                self.recorder.stop()
+            raise
+
+    @contextlib.contextmanager
     def _stopping_cleanly(self) -> Iterator[None]:
         """A run that stops on an error closes its backend and says where it stopped."""
         kernel, side, seed = self.kernel, self.side, self.seed
         with quiet_store_logs():
             try:
-                yield
+                with self._tracer_stopped_on_error():
+                    yield
             except BackendError as stopped:
                 kernel.close()
                 cleanup = side.close_after(stopped)
@@ -525,6 +544,17 @@ def _redis_side(scenario: Scenario, backend: Any, family: Family, oracle: Oracle
     return ServerSide(settings, server, observer, redis_backend=backend,
                       migrations=migrations,
                       script_seconds_before=backend.server_script_seconds())
+
+
+def _reach_recorder(scenario: Scenario, side: ServerSide) -> ReachRecorder:
+    """The recorder of a run's reach, on the run's Redis backend if it has one,
+    tracing from now on."""
+    recorder = ReachRecorder([scenario.kind, *(registry.get(step.to)
+                                               for step in scenario.operations)])
+    if side.redis_backend is not None:
+        recorder.attach(side.redis_backend)
+    recorder.start()
+    return recorder
 
 
 def _check_books(side: ServerSide, store_observer: ReplicaObserver, world: World,

@@ -78,10 +78,12 @@ def hunt_settings(examples: int, phases: Sequence[Phase]) -> settings:
 
 @dataclass(frozen=True)
 class Judged:
-    """One schedule run and judged: broken or not, and its progress line."""
+    """One schedule run and judged: broken or not, its progress line, and
+    what of the store it reached when asked (``simulator.reach``'s record)."""
 
     broken: bool
     line: str
+    reach: str | None = None
 
 
 class BatchJudge(Protocol):
@@ -110,6 +112,8 @@ class BatchOutcome:
     number: int
     lines: tuple[str, ...]
     broken_at: int | None
+    reaches: tuple[str | None, ...] = ()
+    """Each schedule's reach, in the order of ``lines`` (when the hunt asks)."""
 
 
 def judge_batch(judge: BatchJudge, batch: Batch, deadline_epoch_s: float) -> BatchOutcome:
@@ -117,15 +121,16 @@ def judge_batch(judge: BatchJudge, batch: Batch, deadline_epoch_s: float) -> Bat
     or the deadline (wall-clock seconds since the epoch, so a cluster's worker
     reads the same instant)."""
     registry.load_plugins(judge.plugins)
-    lines = []
+    lines, reaches = [], []
     for index, schedule in enumerate(batch.schedules):
         if time.time() > deadline_epoch_s:
             break
         judged = judge.breaks(schedule)
         lines.append(judged.line)
+        reaches.append(judged.reach)
         if judged.broken:
-            return BatchOutcome(batch.number, tuple(lines), index)
-    return BatchOutcome(batch.number, tuple(lines), None)
+            return BatchOutcome(batch.number, tuple(lines), index, tuple(reaches))
+    return BatchOutcome(batch.number, tuple(lines), None, tuple(reaches))
 
 
 def warm_up() -> None:
@@ -240,7 +245,8 @@ class _Drawing:
         while self.search.broken_at is None and self.told in self.done:
             outcome, batch = self.done.pop(self.told), self.batches[self.told]
             for line_index, line in enumerate(outcome.lines):
-                self.judged(Judged(line_index == outcome.broken_at, line))
+                reach = outcome.reaches[line_index] if outcome.reaches else None
+                self.judged(Judged(line_index == outcome.broken_at, line, reach))
             if outcome.broken_at is not None:
                 self.search.broken_at = batch.first + outcome.broken_at
             self.told += 1

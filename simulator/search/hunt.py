@@ -58,6 +58,7 @@ from hypothesis.errors import NoSuchExample
 
 from simulator.engine.trace import Trace
 from simulator.families import SHIPPED, family_of, invariants_for, refuse_other_family
+from simulator.reach.lines import REACH, Reach
 from simulator.run.compose import RunResult, resolve_backend, run_scenario
 from simulator.run.hang import bounded
 from simulator.run.limits import refuse_workers_beyond, run_limits
@@ -240,11 +241,15 @@ class Judge:
     hunt: str = ""
     """The hunt this judge is one of, unique in the driver's process: its
     runs' summaries are remembered under it (``JUDGED``); empty, never."""
+    coverage: bool = False
+    """Whether the candidate's runs record their reach (``simulator.reach``);
+    the reference's never do: theirs is another store's."""
 
     def run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
         """``schedule``'s whole run from t = 0: its trace too."""
         with self._bounded():
-            return run_scenario(parse_scenario(_scheduled(data, schedule)), seed=self.seed)
+            return run_scenario(parse_scenario(_scheduled(data, schedule)), seed=self.seed,
+                                coverage=self.coverage and data is self.data)
 
     def summary(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
         """``schedule``'s run's summary: remembered if this hunt ran it
@@ -298,9 +303,10 @@ class Judge:
 
     def breaks(self, schedule: list[dict[str, Any]]) -> Judged:
         """One run of the search or the shrinking, and its progress line."""
-        verdict = self.verdict(self.summary(self.data, schedule), schedule, complete=False)
+        summary = self.summary(self.data, schedule)
+        verdict = self.verdict(summary, schedule, complete=False)
         return Judged(verdict.broken, f"{len(schedule)} fault(s), {verdict.observed}"
-                                      f"{BROKEN if verdict.broken else ''}")
+                                      f"{BROKEN if verdict.broken else ''}", summary.get(REACH))
 
 
 class Hunt:
@@ -315,7 +321,7 @@ class Hunt:
                  progress: Progress | None = None, reference: str | None = None,
                  workers: int = 1, scheduler: str | None = None,
                  plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None,
-                 run_bound_s: float | None = None) -> None:
+                 run_bound_s: float | None = None, coverage: bool = False) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
@@ -366,6 +372,10 @@ class Hunt:
                       *([reference_kind(reference)] if reference else [])]
         self.plugins = tuple(dict.fromkeys([*plugins, *self.scenario.plugins,
                                             *registry.plugins_for(kinds_used)]))
+        self.coverage = coverage
+        self.reach: Reach | None = None
+        """With ``coverage``: the union of the reach of every run counted
+        (``simulator.reach``), the fault-free one's included."""
         self.runs = 0
         self.discarded_runs = 0
         """Runs of batches judged in parallel after the one that broke: not counted in ``runs``."""
@@ -397,7 +407,7 @@ class Hunt:
     def judge(self) -> Judge:
         """How this hunt's runs are judged, with its data as it is now."""
         return Judge(self.data, self.scenario.seed, self.invariant, self.reference,
-                     self.invariants, self.plugins, self.run_bound_s, self.token)
+                     self.invariants, self.plugins, self.run_bound_s, self.token, self.coverage)
 
     def _check_reference(self, reference: str, given: str) -> None:
         """The reference must be of the candidate's family and take its scenario
@@ -427,8 +437,14 @@ class Hunt:
     def _counted(self, judged: Judged) -> None:
         """A run of the search or the shrinking, judged: counted and told."""
         self.runs += 1
+        self._reached(judged.reach)
         self._tell("shrink" if self._broken_seen else "search", judged.line)
         self._broken_seen = self._broken_seen or judged.broken
+
+    def _reached(self, reach: str | None) -> None:
+        if reach is not None:
+            run = Reach.decode(reach)
+            self.reach = run if self.reach is None else self.reach.union(run)
 
     def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
         """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
@@ -575,6 +591,7 @@ class Hunt:
         self.runs += 1
         judge = self.judge
         baseline = judge.run(self.data, [])
+        self._reached(baseline.summary.get(REACH))
         if self.invariant is not None:
             check_metrics(self.invariant, baseline.summary)
         verdict = judge.verdict(baseline.summary, [], complete=True)
