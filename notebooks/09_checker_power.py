@@ -27,16 +27,19 @@
 # `KEYS`/`ARGV` index swapped, a loop bound brought in, an early `return`
 # taken). Each mutant is first *probed*: the script calls the scenario's
 # fault-free run sent are replayed on fresh fakeredis servers, on the base
-# scripts and on the mutant's, and every reply and key compared. The
-# mutants that differ are *judged*: the scenario without faults, then a
-# hunt for a fault schedule that makes the mutant worse than the unmutated
-# kind on one of the family's invariants (as `hunt --reference BASE`).
+# scripts and on the mutant's, and every reply and key compared (the
+# probe's finding stays in the table). Then every mutant that compiles is
+# *hunted*: the scenario without faults, then a search for a fault schedule
+# that makes the mutant worse than the unmutated kind on one of the
+# family's invariants (as `hunt --reference BASE`), every run recording the
+# store lines it reached (`simulator.reach`).
 #
 # **What a kill rate measures.** A mutant is *detected* (killed) when a
 # schedule (the fault-free one included) makes it worse than the unmutated
 # kind beyond the noise margin, or makes it raise. The kill rate is detected
-# out of judged: its denominator holds only the mutants the lab *could* have
-# caught, those the scenario ran and that behaved differently. Per operator
+# out of judged: every mutant that compiles, less those no run of its hunt
+# reached (*not reached*) and those whose every run was the base's
+# (*equivalent*). Per operator
 # class it says which kinds of bug the checks see; per invariant, the share
 # of judged mutants each invariant caught (one mutant may count for
 # several), which says which checks carry the weight. A rate is of this
@@ -48,14 +51,16 @@
 #
 # - *stillborn*: its script does not compile; Redis would refuse it, nothing
 #   to do;
-# - *not run*: the scenario never ran the mutated line, so no check could
-#   see it: **strengthen the scenario** (a workload, a setting or a fault
-#   that reaches that line);
-# - *equivalent*: the line ran, yet every reply and key came out the same:
-#   an equivalent mutant, or calls too few to tell it apart; read its diff;
-# - *undetected*: it behaved differently and no invariant caught it in the
-#   hunt: **the lab's own gap**, a metric or a contract it lacks (or a hunt
-#   too short to reach the schedule that shows it).
+# - *not reached*: no run of its hunt, with or without faults, executed the
+#   mutated line, so no check could see it: **strengthen the scenario** (a
+#   workload, a setting or a fault kind that reaches that line);
+# - *equivalent*: the line ran, yet every run of its hunt had the base's
+#   trace, replies and keys: an equivalent mutant, or runs too plain to tell
+#   it apart; read its diff;
+# - *undetected*: a run reached it and behaved differently, and no
+#   invariant caught it in the hunt: **the lab's own gap**, a metric or a
+#   contract it lacks (or a hunt too short to reach the schedule that shows
+#   it).
 #
 # The campaign runs live here, on the lease family's rediscovery scenario
 # (`data/scenarios/hunt/axond-leases.toml`, the fixed `axond_leases.redis`)
@@ -143,9 +148,9 @@ if kill_times is not None:
 # Each class with its count and what it asks of you, then every survivor:
 # where the change is, its class, and the probe's detail (for a mutant that
 # differed, the first call or key where it did). Start with the
-# *undetected*: each is a bug the lab would ship. Then the *not run*: each
-# is a line the scenario never exercises. The page `mutants.html` beside the
-# tables has every mutant's diff.
+# *undetected*: each is a bug the lab would ship. Then the *not reached*:
+# each is a line no run of the scenario, under any fault drawn, exercised.
+# The page `mutants.html` beside the tables has every mutant's diff.
 
 # %%
 display(Markdown(mutant_figures.survivor_classes(mutants, SURVIVOR_MEANING)))
@@ -157,11 +162,11 @@ with pd.option_context("display.max_colwidth", None):  # a change or a detail cu
 #
 # - A kill rate is of one scenario. The default one runs 3 s with 5 s
 #   leases, so no lease expires in its fault-free run and the mutants of the
-#   acquire script's expiry branch are *not run*; a longer run, or shorter
-#   leases, would judge them.
+#   acquire script's expiry branch are *not reached* unless a fault strands
+#   a lease; a longer run, or shorter leases, would judge them.
 # - The hunt's `schedules` and `budget_s` bound each judged mutant: an
 #   *undetected* mutant may be caught by a longer hunt (more schedules, more
 #   fault kinds). Raise them before calling a survivor the lab's gap.
-# - The probe compares replies and keys on the fault-free run's calls only:
-#   an *equivalent* mutant may still differ on calls a fault would bring.
+# - An *equivalent* mutant was the base in every run of its hunt: a longer
+#   hunt may still draw a schedule where it is not.
 # - Only Lua is mutated (stores running on Redis); Python store code is not.

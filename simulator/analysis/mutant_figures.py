@@ -31,8 +31,9 @@ def plot_kill_rates(mutants: pd.DataFrame, rates: pd.DataFrame) -> Figure:
     _rate_bars(by_class, rates[rates["by"] == "operator"], "By operator class",
                "operator class")
     _rate_bars(by_invariant, rates[rates["by"] == "invariant"], "By invariant", "invariant")
-    judged = int((mutants["probe"] == "differs").sum())
-    figure.suptitle(f"Kill rates: {len(mutants)} mutant(s), {judged} judged (probe differs)")
+    judged = int((mutants["detected"] | (mutants["survived_as"] == "undetected")).sum())
+    figure.suptitle(f"Kill rates: {len(mutants)} mutant(s), {judged} judged "
+                    "(reached, not equivalent)")
     return figure
 
 

@@ -1,5 +1,5 @@
-"""A mutation campaign: generate mutants of a scenario's store kind, probe
-each, judge the ones that differ, and tell how many the lab caught.
+"""A mutation campaign: generate mutants of a scenario's store kind, hunt
+every one that compiles, and tell how many the lab caught.
 
 Judging a mutant is what the lab does for any store: the scenario without
 faults, then ``hunt --reference BASE`` within a budget of schedules (and a
@@ -8,10 +8,14 @@ included) makes it worse than the unmutated kind on one of the family's
 invariants beyond the noise margin, or makes it raise. For each detected
 mutant the table keeps which invariants, after how many schedules and
 seconds, how much of its added damage the oracle filed under ``store_logic``,
-and the fault that exposed it. A survivor is classified by its probe
-(``simulator.mutate.probe``): stillborn, not run by the scenario, equivalent
-on the scenario's calls, or exercised yet undetected -- the last is the lab's
-own gap, the one before it the scenario's.
+and the fault that exposed it. A survivor is classified by its hunt, whose
+every run records its reach (``simulator.reach``): stillborn (it does not
+compile: the probe, ``simulator.mutate.probe``, says so without a hunt), not
+reached (no run executed the mutated line: the scenario's gap), equivalent
+(every run had the base's trace, replies and keys), or undetected (it
+differed and no invariant caught it: the lab's own gap). The probe's
+fault-free finding stays in the table beside it: it no longer decides what
+is hunted, since what a fault exposes the fault-free calls never show.
 
 Deterministic: the mutants, their order and their verdicts depend only on
 the scenario, its seed and the options (hunts are, with any number of
@@ -25,7 +29,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.mutate import kinds as mutant_kinds
 from simulator.mutate.lua import OPERATORS as LUA_OPERATORS
@@ -36,9 +40,15 @@ from simulator.mutate.python import OPERATORS as PYTHON_OPERATORS
 from simulator.mutate.python import PythonMutation, class_source
 from simulator.mutate.python import mutations as python_mutations
 from simulator.mutate.python_probe import HUNG, UNRUNNABLE, PythonProber
+from simulator.reach.lines import Reach
+from simulator.reach.python_lines import statement_line
+from simulator.reach.record import class_unit, own_class, script_unit
 from simulator.run.hang import Hung, bounded
-from simulator.scenario.model import Scenario, load_scenario
+from simulator.scenario.model import load_scenario
 from stores import registry
+
+if TYPE_CHECKING:
+    from simulator.search.hunt import Hunt
 
 OPERATORS = tuple(dict.fromkeys(LUA_OPERATORS + PYTHON_OPERATORS))
 """Every operator class, Lua's then those only Python has."""
@@ -51,8 +61,12 @@ RAISED_VERDICT = "the store raised"
 WHOLLY_THE_STORE_S = 1.0
 """The store_logic share of a mutant whose store raised or hung: only the
 store changed, so all of it is the store's (the verdict blames it whole)."""
-SURVIVOR_CLASSES = ("stillborn", "not run", "equivalent", "undetected")
-"""Why a mutant survived, from the probe's verdict to the lab's own miss."""
+NOT_REACHED, EQUIVALENT, UNDETECTED = "not reached", "equivalent", "undetected"
+SURVIVOR_CLASSES = ("stillborn", NOT_REACHED, EQUIVALENT, UNDETECTED)
+"""Why a mutant survived its hunt: it does not compile; no run of its hunt
+executed the mutated line (the scenario's gap); every run gave the base's
+trace, replies and keys (equivalent, or runs too plain to tell); or it
+differed and no invariant caught it (the lab's own miss)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,8 @@ class MutantRow:
     seconds: float = 0.0
     store_logic_share: float | None = None
     exposed_by: str = ""
+    reached: bool | None = None
+    """Whether a run of its hunt executed the mutated line (None: not hunted)."""
     survived_as: str = ""
     verdict: str = field(default="", repr=False)
 
@@ -151,18 +167,40 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
             row.detected, row.schedules = True, 0
             row.invariants = HUNG_VERDICT if probed.outcome == HUNG else RAISED_VERDICT
             row.store_logic_share = WHOLLY_THE_STORE_S
-        elif probed.judged:
-            _judge(row, scenario_path, scenario, base.name, options)
-        row.survived_as = "" if row.detected else (
-            probed.outcome if probed.outcome != "differs" else "undetected")
+        elif probed.outcome == "stillborn":
+            row.survived_as = "stillborn"
+        else:
+            # Every mutant that compiles is hunted, under faults: the probe's
+            # fault-free calls say nothing of what a lost reply or a crash runs.
+            hunt = _judge(row, scenario_path, base.name, options)
+            if hunt is not None and not row.detected:
+                row.reached = mutated_line_reached(base, mutation, hunt.reach)
+                row.survived_as = (NOT_REACHED if not row.reached else
+                                   EQUIVALENT if hunt.all_same else UNDETECTED)
         rows.append(row)
         echo(_line(row))
     return rows
 
 
-def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
-           options: Options) -> None:
-    """Hunt the mutant against its base kind; fill in what it found."""
+def mutated_line_reached(base: Any, mutation: Mutation, reach: Reach | None) -> bool:
+    """Whether any run of the hunt (``reach``: their union) executed the
+    mutated line: for Python, the statement it is in; for Lua, the line, or
+    where it holds no instruction of its own, the nearest line above that does."""
+    if reach is None:
+        return True  # nothing recorded: never called unreached
+    if isinstance(mutation, PythonMutation):
+        cls = own_class(mutant_kinds.own_class(base, mutation.script))
+        unit, line = class_unit(cls), statement_line(cls, mutation.line)
+    else:
+        unit, line = script_unit(base, mutation.script), mutation.line
+        runnable = sorted(reach.runnable.get(unit, ()))
+        line = max((each for each in runnable if each <= line), default=line)
+    return line in reach.reached.get(unit, frozenset())
+
+
+def _judge(row: MutantRow, scenario_path: Path, base: str, options: Options) -> Hunt | None:
+    """Hunt the mutant against its base kind, every run recording its reach;
+    fill in what it found. The hunt, unless it hung or raised (detected)."""
     from simulator.run.compose import quiet_store_logs
     from simulator.search.hunt import REPLICA_FAULTS, Hunt
 
@@ -174,7 +212,8 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
                 time_budget_s=options.seconds, max_faults=options.max_faults,
                 kinds=options.faults or REPLICA_FAULTS, reference=f"store={base}",
                 overrides={"store": row.kind}, workers=options.workers,
-                scheduler=options.scheduler, run_bound_s=None if in_process else bound)
+                scheduler=options.scheduler, run_bound_s=None if in_process else bound,
+                coverage=True)
     started = time.perf_counter()
     try:
         with quiet_store_logs(), (bounded(bound) if in_process else nullcontext()):
@@ -183,24 +222,24 @@ def _judge(row: MutantRow, scenario_path: Path, scenario: Scenario, base: str,
         row.seconds = round(time.perf_counter() - started, 2)
         row.detected, row.invariants, row.schedules = True, HUNG_VERDICT, hunt.runs - 1
         row.store_logic_share = WHOLLY_THE_STORE_S
-        return
+        return None
     except Exception as error:  # noqa: BLE001 -- only the mutant changed: its store broke a run
         row.seconds = round(time.perf_counter() - started, 2)
         row.detected, row.invariants, row.schedules = True, RAISED_VERDICT, hunt.runs - 1
         row.verdict = f"a run stopped on {type(error).__name__}: {error}"
         row.store_logic_share = WHOLLY_THE_STORE_S
-        return
+        return None
     row.seconds = round(time.perf_counter() - started, 2)
     if found is None:
         row.schedules = hunt.runs - 1
-        return
+        return hunt
     row.detected = True
     row.schedules = found.schedules
     row.verdict = str(found.verdict)
     worse = found.verdict.worse
     if found.verdict.raised is not None and not worse:
         row.invariants, row.store_logic_share = RAISED_VERDICT, WHOLLY_THE_STORE_S
-        return
+        return hunt
     row.invariants = ", ".join(item.metric for item in worse)
     summary = found.result.summary
     shares = [item.store_share for item in worse if item.store_share is not None]
@@ -217,7 +256,10 @@ def _line(row: MutantRow) -> str:
                  else f", store_logic {row.store_logic_share:.0%}")
         return (f"{head}: detected after {row.schedules} schedule(s), {row.seconds:.1f} s, "
                 f"by {row.invariants}{share}")
-    return f"{head}: survived ({row.survived_as}: {row.probe_detail})"
+    if row.survived_as == "stillborn":
+        return f"{head}: survived (stillborn: {row.probe_detail})"
+    return (f"{head}: survived ({row.survived_as} over {row.schedules} schedule(s); "
+            f"fault-free probe: {row.probe})")
 
 
 def as_records(rows: Sequence[MutantRow]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow
 from simulator.mutate.kinds import MUTANT
+from simulator.mutate.python_probe import UNRUNNABLE
 from simulator.present.html_report import STYLE
 
 PAGE = "mutants.html"
@@ -29,16 +30,17 @@ td { vertical-align: top; } td pre { margin: .3em 0 0; padding: .4em; }
 SURVIVOR_MEANING = {
     "stillborn": "The mutated script or class does not compile: Redis would refuse to load "
                  "it (Python to define it), so no check is needed. Nothing to do.",
-    "not run": "The scenario never ran the mutated line, so no check could see it: "
-               "strengthen the scenario (a workload, a setting or a fault that reaches "
-               "that line).",
-    "equivalent": "The line ran, yet every reply and every key came out the same on the "
-                  "scenario's calls (for a Python mutant, the fault-free run's trace, to the "
-                  "last row): an equivalent mutant, or a run too plain to tell it apart. Look "
-                  "at the diff before counting it as a gap.",
-    "undetected": "It behaved differently on the probe and no invariant caught it in the "
-                  "hunt: the lab's own gap (a metric or a contract it lacks), or a hunt "
-                  "too short to reach the schedule that shows it.",
+    "not reached": "No run of its hunt, the fault-free one or any under faults, executed "
+                   "the mutated line, so no check could see it: the scenario's gap. "
+                   "Strengthen the scenario (a workload, a setting or a fault kind that "
+                   "reaches that line).",
+    "equivalent": "The line ran, yet every run of its hunt had the base's trace to the last "
+                  "event and, on Redis, its replies and keys to the last: an equivalent "
+                  "mutant, or runs too plain to tell it apart. Look at the diff before "
+                  "counting it as a gap.",
+    "undetected": "A run reached the line and came out otherwise than the base's, and no "
+                  "invariant caught it in the hunt: the lab's own gap (a metric or a contract "
+                  "it lacks), or a hunt too short to reach the schedule that shows it.",
 }
 """What each survivor class means for the user, in ``SURVIVOR_CLASSES`` order."""
 
@@ -72,8 +74,9 @@ def page_html(rows: Sequence[MutantRow], rates: Sequence[Mapping[str, Any]],
         f"<h1>{escape(title)}</h1>",
         f"<p class='meta' id='summary'>{escape(summary)}</p>",
         "<section id='kill-rates'><h2>Kill rates</h2>",
-        "<p>A kill rate counts the mutants the lab could have caught: those the scenario "
-        "ran and that differed from the unmutated kind on the probe (<em>judged</em>). Per "
+        "<p>A kill rate counts the mutants the lab could have caught: every mutant that "
+        "compiles was hunted under faults, and those a run of its hunt reached and that "
+        "did not behave as the unmutated kind in every run are <em>judged</em>. Per "
         "invariant, the share of the judged mutants it detected (a mutant may count for "
         "several).</p>",
         _rates_table(rates, "operator", "operator class"),
@@ -111,7 +114,7 @@ def _survivors(rows: Sequence[MutantRow]) -> str:
 
 def _survivor_style(name: str) -> str:
     # Red for the lab's gap, amber for the scenario's: what a reader acts on.
-    return {"undetected": "broken", "not run": "inconclusive"}.get(name, "")
+    return {"undetected": "broken", "not reached": "inconclusive"}.get(name, "")
 
 
 def _mutants(rows: Sequence[MutantRow]) -> str:
@@ -127,8 +130,10 @@ def _mutant_row(row: MutantRow) -> str:
     verdict = "detected" if row.detected else survived
     style = "held" if row.detected else _survivor_style(row.survived_as)
     share = None if row.store_logic_share is None else f"{row.store_logic_share:.0%}"
-    # A mutant never judged spent no hunt: 0.0 s would read as a fast kill.
-    seconds = None if row.seconds is None or row.probe != "differs" else f"{row.seconds:.2f}"
+    # A mutant never hunted (stillborn, or caught by its probe) spent no hunt:
+    # 0.0 s would read as a fast kill.
+    hunted = row.survived_as != "stillborn" and row.probe not in UNRUNNABLE
+    seconds = None if row.seconds is None or not hunted else f"{row.seconds:.2f}"
     before = [row.number, row.kind, f"{row.script}:{row.line}", row.operator, row.change,
               row.probe, row.probe_detail]
     after = [row.invariants, row.schedules, seconds, share, row.exposed_by]

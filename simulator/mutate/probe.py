@@ -40,6 +40,7 @@ import redis
 from lupa.lua51 import LuaRuntime, LuaSyntaxError
 
 from simulator.mutate.lua import Mutation
+from simulator.reach.replay import key_value
 from stores import registry
 from stores.registry import StoreKind
 
@@ -215,12 +216,7 @@ def _replay(calls: Sequence[Call], swaps: dict[str, str], horizon_ms: int,
 def _key_state(server: redis.Redis, key: str, horizon_ms: int) -> tuple[str, Any, int | str]:
     """A key's type, value and TTL in ms (-1 none, -2 gone; ``BEYOND_THE_RUN``
     when longer than ``horizon_ms``)."""
-    kind = server.type(key)
-    value: Any = {"string": server.get, "hash": server.hgetall,
-                  "set": lambda name: sorted(server.smembers(name)),
-                  "list": lambda name: server.lrange(name, 0, -1),
-                  "zset": lambda name: server.zrange(name, 0, -1, withscores=True),
-                  }.get(kind, lambda name: None)(key)
+    kind, value = key_value(server, key)
     ttl = server.pttl(key)
     return kind, value, BEYOND_THE_RUN if ttl > horizon_ms else ttl
 

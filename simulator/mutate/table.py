@@ -1,10 +1,12 @@
 """A campaign's results: the table of every mutant, kill rates, the summary line.
 
 The kill rate counts what the lab could have caught: a mutant is in its
-denominator when it ran in the scenario and differed from the base on the
-probe (``judged``); stillborn, not-run and equivalent mutants are counted
-apart, as survivors of their own kinds. Per invariant, a mutant counts for
-each invariant that detected it.
+denominator when it compiles, a run of its hunt reached the mutated line,
+and its runs were not all the base's (``judged``); stillborn, not-reached
+and equivalent mutants are counted apart, as survivors of their own kinds,
+and the not-reached ones again in the reach figure (mutants whose line a run
+reached, of those that compile). Per invariant, a mutant counts for each
+invariant that detected it.
 """
 
 from __future__ import annotations
@@ -14,18 +16,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator.mutate.campaign import SURVIVOR_CLASSES, MutantRow, as_records
+from simulator.mutate.campaign import (
+    EQUIVALENT,
+    NOT_REACHED,
+    SURVIVOR_CLASSES,
+    UNDETECTED,
+    MutantRow,
+    as_records,
+)
 from simulator.mutate.page import PAGE, write_page
-from simulator.mutate.python_probe import UNRUNNABLE
 
 TABLE = "mutants.parquet"
 RATES = "kill_rates.parquet"
 
 
 def judged(rows: Sequence[MutantRow]) -> list[MutantRow]:
-    """The mutants the lab could have caught: run, and different on the probe
-    (a run that hung or raised is as different as it gets)."""
-    return [row for row in rows if row.probe in ("differs", *UNRUNNABLE)]
+    """The mutants the lab could have caught: they compile, a run reached
+    the mutated line, and not every run was the base's (a run that hung or
+    raised is as different as it gets)."""
+    return [row for row in rows
+            if row.detected or row.survived_as not in ("stillborn", NOT_REACHED, EQUIVALENT)]
+
+
+def compiling(rows: Sequence[MutantRow]) -> list[MutantRow]:
+    return [row for row in rows if row.survived_as != "stillborn"]
 
 
 def kill_rates(rows: Sequence[MutantRow]) -> list[dict[str, Any]]:
@@ -54,11 +68,15 @@ def summary_line(rows: Sequence[MutantRow]) -> str:
     blamed = [row for row in detected if (row.store_logic_share or 0) >= 0.95]
     candidates = len(judged(rows))
     rate = f" ({len(detected) / candidates:.0%})" if candidates else ""
+    compiled = len(compiling(rows))
+    reached = compiled - survivors[NOT_REACHED]
+    reach = f" ({reached / compiled:.0%})" if compiled else ""
     parts = [f"{len(rows)} mutant(s)",
-             *(f"{survivors[name]} {name}" for name in SURVIVOR_CLASSES if name != "undetected"),
+             *(f"{survivors[name]} {name}" for name in SURVIVOR_CLASSES if name != UNDETECTED),
              f"{len(detected)} of {candidates} judged detected{rate}",
              f"{len(blamed)} of them blamed on the store (>= 95% store_logic)",
-             f"{survivors['undetected']} survived undetected"]
+             f"{survivors[UNDETECTED]} survived undetected",
+             f"reach: {reached} of {compiled} compiling mutants' lines reached{reach}"]
     return "mutate: " + ", ".join(parts)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from simulator.families import families, family_of
 from simulator.plugin.contracts import BEGAN, BEGAN_AT, BEGAN_REQUEST, EXPOSED_BY_SUFFIX
-from simulator.reach.lines import REACH, REACHED, REPLAY_DIVERGED, TOTAL
+from simulator.reach.lines import REACH, REACHED, REPLAY_DIVERGED, STATE, TOTAL
 from simulator.run.summary import (
     BACKEND_TOTALS,
     COUNTED_EVENTS,
@@ -31,7 +31,7 @@ CLOSING_SECTIONS = (
                                              BEGAN_REQUEST)),
     ("what happened", (INCONCLUSIVE, STORE_RAISED, "*_count", *RUN_TOTALS)),
     ("server work", tuple(name for names in BACKEND_TOTALS.values() for name in names)),
-    ("store lines reached (--coverage)", (REACHED, TOTAL, REPLAY_DIVERGED)),
+    ("store lines reached (--coverage)", (REACHED, TOTAL, REPLAY_DIVERGED, STATE)),
     ("determinism", DETERMINISM),
 )
 """The groups after the family's own, for every family."""

@@ -20,6 +20,9 @@ REPLAY_DIVERGED = "store_reach_replay_diverged"
 """The summary's count of calls whose replay for the reach
 (``simulator.reach.replay``) answered otherwise than the run's server: 0
 when the reach is the run's."""
+STATE = "store_state_digest"
+"""The summary's digest of what the run's server answered and held at the
+end (``simulator.reach.replay.Replayed.state``)."""
 SHOWN_GAPS = 12
 """How many stretches of lines never reached a one-line account names."""
 

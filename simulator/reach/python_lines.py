@@ -57,6 +57,12 @@ def runnable_lines(cls: type) -> frozenset[int]:
     return frozenset(found)
 
 
+def statement_line(cls: type, line: int) -> int:
+    """The first line of the statement holding file line ``line`` of ``cls``'s
+    file (what the tracer reports it as)."""
+    return _parser(source_file(cls)).first_line(line)
+
+
 class PythonTracer:
     """coverage.py's tracer over the given files, one run at a time."""
 

@@ -22,6 +22,7 @@ the node's own words, recorded with each call.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,10 @@ class Replayed:
     calls: int
     diverged: int
     """Calls whose reply differed from the run's (0: the replay is the run)."""
+    state: str = ""
+    """A digest of every reply the run's server gave and every key it held at
+    the end (type, value, virtual deadline): two runs with the same digest
+    were the same to the store's server (``mutate``'s equivalence)."""
 
 
 def replayed_lines(log: ServerLog, bodies: list[str]) -> Replayed:
@@ -103,9 +108,28 @@ def replayed_lines(log: ServerLog, bodies: list[str]) -> Replayed:
                     client.restore(key, 0, payload, replace=True)
                 except Exception:  # noqa: BLE001 -- another server's DUMP format
                     diverged += 1
+        state = _state_digest(log, client, backend.expiry)
     finally:
         client.close()
-    return Replayed(hook.reached(), calls, diverged)
+    return Replayed(hook.reached(), calls, diverged, state)
+
+
+def key_value(client: Any, key: str) -> tuple[str, Any]:
+    """A key's type and value, in an order that compares."""
+    kind = client.type(key)
+    value = {"string": client.get, "hash": lambda name: sorted(client.hgetall(name).items()),
+             "set": lambda name: sorted(client.smembers(name)),
+             "list": lambda name: client.lrange(name, 0, -1),
+             "zset": lambda name: client.zrange(name, 0, -1, withscores=True),
+             }.get(kind, lambda name: None)(key)
+    return kind, value
+
+
+def _state_digest(log: ServerLog, client: Any, expiry: Any) -> str:
+    replies = [entry[6:] for entry in log.entries if entry[0] == "run"]
+    keys = [(key, key_value(client, key), expiry.deadline_us(key))
+            for key in sorted(client.scan_iter(count=1000))]
+    return hashlib.sha1(repr((replies, keys)).encode()).hexdigest()[:16]
 
 
 def plain(value: Any) -> Any:

@@ -42,7 +42,7 @@ from simulator.net.service import ServiceNode
 from simulator.plugin.contracts import exposed_by_key
 from simulator.plugin.family import Family
 from simulator.plugin.protocol import CORE_FACTS, Oracle, ReplicaObserver
-from simulator.reach.lines import REPLAY_DIVERGED
+from simulator.reach.lines import REPLAY_DIVERGED, STATE
 from simulator.reach.record import ReachRecorder
 from simulator.run.estimate import WorkEstimate, estimate_work
 from simulator.run.exercise import first_boot_error, inconclusive_reason, store_answers
@@ -279,6 +279,7 @@ class Run:
                 summary.update(self.recorder.reach().figures())
                 if self.recorder.replayed is not None:
                     summary[REPLAY_DIVERGED] = self.recorder.replayed.diverged
+                    summary[STATE] = self.recorder.replayed.state
             backend_work = side.backend_work()
             findings = _findings(world)
         kernel.close()

@@ -84,6 +84,10 @@ class Judged:
     broken: bool
     line: str
     reach: str | None = None
+    same: bool | None = None
+    """With a reference and the reach asked: whether the run was the
+    reference's to the last event and the last reply and key (``mutate``'s
+    equivalence); None otherwise."""
 
 
 class BatchJudge(Protocol):
@@ -114,6 +118,8 @@ class BatchOutcome:
     broken_at: int | None
     reaches: tuple[str | None, ...] = ()
     """Each schedule's reach, in the order of ``lines`` (when the hunt asks)."""
+    sames: tuple[bool | None, ...] = ()
+    """Each schedule's ``Judged.same``, in the order of ``lines``."""
 
 
 def judge_batch(judge: BatchJudge, batch: Batch, deadline_epoch_s: float) -> BatchOutcome:
@@ -121,16 +127,17 @@ def judge_batch(judge: BatchJudge, batch: Batch, deadline_epoch_s: float) -> Bat
     or the deadline (wall-clock seconds since the epoch, so a cluster's worker
     reads the same instant)."""
     registry.load_plugins(judge.plugins)
-    lines, reaches = [], []
+    lines, reaches, sames = [], [], []
     for index, schedule in enumerate(batch.schedules):
         if time.time() > deadline_epoch_s:
             break
         judged = judge.breaks(schedule)
         lines.append(judged.line)
         reaches.append(judged.reach)
+        sames.append(judged.same)
         if judged.broken:
-            return BatchOutcome(batch.number, tuple(lines), index, tuple(reaches))
-    return BatchOutcome(batch.number, tuple(lines), None, tuple(reaches))
+            return BatchOutcome(batch.number, tuple(lines), index, tuple(reaches), tuple(sames))
+    return BatchOutcome(batch.number, tuple(lines), None, tuple(reaches), tuple(sames))
 
 
 def warm_up() -> None:
@@ -245,8 +252,9 @@ class _Drawing:
         while self.search.broken_at is None and self.told in self.done:
             outcome, batch = self.done.pop(self.told), self.batches[self.told]
             for line_index, line in enumerate(outcome.lines):
-                reach = outcome.reaches[line_index] if outcome.reaches else None
-                self.judged(Judged(line_index == outcome.broken_at, line, reach))
+                self.judged(Judged(line_index == outcome.broken_at, line,
+                                   outcome.reaches[line_index] if outcome.reaches else None,
+                                   outcome.sames[line_index] if outcome.sames else None))
             if outcome.broken_at is not None:
                 self.search.broken_at = batch.first + outcome.broken_at
             self.told += 1

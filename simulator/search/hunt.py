@@ -58,7 +58,7 @@ from hypothesis.errors import NoSuchExample
 
 from simulator.engine.trace import Trace
 from simulator.families import SHIPPED, family_of, invariants_for, refuse_other_family
-from simulator.reach.lines import REACH, Reach
+from simulator.reach.lines import REACH, STATE, Reach
 from simulator.run.compose import RunResult, resolve_backend, run_scenario
 from simulator.run.hang import bounded
 from simulator.run.limits import refuse_workers_beyond, run_limits
@@ -242,14 +242,15 @@ class Judge:
     """The hunt this judge is one of, unique in the driver's process: its
     runs' summaries are remembered under it (``JUDGED``); empty, never."""
     coverage: bool = False
-    """Whether the candidate's runs record their reach (``simulator.reach``);
-    the reference's never do: theirs is another store's."""
+    """Whether runs record their reach (``simulator.reach``): the
+    candidate's count in the hunt's; the reference's only tell whether the
+    candidate's run was the same as theirs (``Judged.same``)."""
 
     def run(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> RunResult:
         """``schedule``'s whole run from t = 0: its trace too."""
         with self._bounded():
             return run_scenario(parse_scenario(_scheduled(data, schedule)), seed=self.seed,
-                                coverage=self.coverage and data is self.data)
+                                coverage=self.coverage)
 
     def summary(self, data: dict[str, Any], schedule: list[dict[str, Any]]) -> dict[str, Any]:
         """``schedule``'s run's summary: remembered if this hunt ran it
@@ -306,7 +307,19 @@ class Judge:
         summary = self.summary(self.data, schedule)
         verdict = self.verdict(summary, schedule, complete=False)
         return Judged(verdict.broken, f"{len(schedule)} fault(s), {verdict.observed}"
-                                      f"{BROKEN if verdict.broken else ''}", summary.get(REACH))
+                                      f"{BROKEN if verdict.broken else ''}", summary.get(REACH),
+                      self.same_as_reference(summary, schedule))
+
+    def same_as_reference(self, summary: dict[str, Any], schedule: list[dict[str, Any]]
+                          ) -> bool | None:
+        """Whether the candidate's run of ``schedule`` was the reference's:
+        the same trace, and (on Redis) the same replies and keys at the end.
+        None without a reference or the reach (which digests the server's)."""
+        if self.reference is None or not self.coverage:
+            return None
+        theirs = self.reference_summary(schedule)
+        return all(summary.get(name) == theirs.get(name)
+                   for name in ("trace_fingerprint", STATE))
 
 
 class Hunt:
@@ -376,6 +389,9 @@ class Hunt:
         self.reach: Reach | None = None
         """With ``coverage``: the union of the reach of every run counted
         (``simulator.reach``), the fault-free one's included."""
+        self.all_same: bool | None = None
+        """With ``coverage`` and a reference: whether every run counted was
+        the reference's (``Judge.same_as_reference``)."""
         self.runs = 0
         self.discarded_runs = 0
         """Runs of batches judged in parallel after the one that broke: not counted in ``runs``."""
@@ -437,14 +453,16 @@ class Hunt:
     def _counted(self, judged: Judged) -> None:
         """A run of the search or the shrinking, judged: counted and told."""
         self.runs += 1
-        self._reached(judged.reach)
+        self._reached(judged.reach, judged.same)
         self._tell("shrink" if self._broken_seen else "search", judged.line)
         self._broken_seen = self._broken_seen or judged.broken
 
-    def _reached(self, reach: str | None) -> None:
+    def _reached(self, reach: str | None, same: bool | None) -> None:
         if reach is not None:
             run = Reach.decode(reach)
             self.reach = run if self.reach is None else self.reach.union(run)
+        if same is not None:
+            self.all_same = same and self.all_same is not False
 
     def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
         """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
@@ -591,7 +609,8 @@ class Hunt:
         self.runs += 1
         judge = self.judge
         baseline = judge.run(self.data, [])
-        self._reached(baseline.summary.get(REACH))
+        self._reached(baseline.summary.get(REACH),
+                      judge.same_as_reference(baseline.summary, []))
         if self.invariant is not None:
             check_metrics(self.invariant, baseline.summary)
         verdict = judge.verdict(baseline.summary, [], complete=True)

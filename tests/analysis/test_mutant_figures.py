@@ -40,7 +40,8 @@ def hand_made_rows() -> list[MutantRow]:
             invariants="concurrency_excess_lease_seconds, leaked_lease_seconds"),
         row(3, "release:12", "call_removed", "differs", survived_as="undetected",
             schedules=SCHEDULES, seconds=BUDGET_S),
-        row(4, "acquire:40", "call_removed", "not run", survived_as="not run"),
+        row(4, "acquire:40", "call_removed", "not run", survived_as="not reached",
+            reached=False),
         row(5, "release:8", "index", "equivalent", survived_as="equivalent"),
         row(6, "acquire:2", "constant", "stillborn", survived_as="stillborn"),
     ]
@@ -66,7 +67,7 @@ def test_the_kill_rate_figure_has_a_bar_per_class_and_per_invariant_with_its_cou
     figure = mutant_figures.plot_kill_rates(mutants, rates)
     assert_drawn(figure)
     by_class, by_invariant = figure.axes
-    assert figure.get_suptitle() == "Kill rates: 6 mutant(s), 3 judged (probe differs)"
+    assert figure.get_suptitle() == "Kill rates: 6 mutant(s), 3 judged (reached, not equivalent)"
     assert (by_class.get_title(), by_invariant.get_title()) == ("By operator class",
                                                                 "By invariant")
     # Only the judged count: call_removed's not-run mutant and index's equivalent one do not.
@@ -119,6 +120,6 @@ def test_the_survivor_table_has_one_row_per_survivor_with_its_class():
     assert list(table.index) == [3, 4, 5, 6]
     assert list(table.columns) == ["where", "change", "class", "probe detail", "schedules"]
     assert list(table["where"]) == ["release:12", "acquire:40", "release:8", "acquire:2"]
-    assert list(table["class"]) == ["undetected", "not run", "equivalent", "stillborn"]
+    assert list(table["class"]) == ["undetected", "not reached", "equivalent", "stillborn"]
     assert table.loc[3, "schedules"] == SCHEDULES
     assert table["schedules"].isna().tolist() == [False, True, True, True]  # never hunted

@@ -40,9 +40,12 @@ def test_the_notebook_runs_a_campaign_and_shows_its_rates_kills_and_survivors(tm
     markdown = "\n".join(output["data"]["text/markdown"]
                          for output in outputs_of(notebook, "display_data")
                          if "text/markdown" in output["data"])
-    assert "strengthen the scenario" in markdown and "the lab's own gap" in markdown
+    assert "Strengthen the scenario" in markdown and "the lab's own gap" in markdown
     survivors = mutants[~mutants["detected"]]
-    assert {"not run", "equivalent"} <= set(survivors["survived_as"])
+    assert set(survivors["survived_as"]) <= {"not reached", "equivalent", "undetected",
+                                             "stillborn"}
+    hunted = mutants[mutants["survived_as"] != "stillborn"]
+    assert hunted["reached"].notna().sum() == (~hunted["detected"]).sum()
     (table,) = tables_of(notebook)
     for _, row in survivors.iterrows():
         assert escape(row["change"], quote=False) in table

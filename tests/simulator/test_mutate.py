@@ -167,8 +167,12 @@ def test_a_script_that_fails_is_the_store_s_and_the_campaign_says_so(tmp_path):
     assert failing.store_logic_share == 1.0
     assert summary_line(rows).startswith(f"mutate: {len(rows)} mutant(s)")
     rates = {(rate["by"], rate["name"]): rate for rate in kill_rates(rows)}
+    # Every mutant that compiles is hunted: judged are those a run reached and
+    # that did not behave as the base in every run, whatever the probe said.
+    assert all(row.reached is not None or row.detected for row in rows
+               if row.survived_as != "stillborn")
     assert rates[("operator", "constant")]["judged"] == sum(
-        1 for row in rows if row.probe == "differs")
+        1 for row in rows if row.detected or row.survived_as == "undetected")
 
 
 def LEASES_FIXED(tmp_path: Path) -> Path:  # noqa: N802 - reads as the scenario it makes
@@ -230,9 +234,10 @@ def hand_made_rows() -> list[MutantRow]:
         row(1, "relational: <= -> >=", diff.replace("< now", ">= now"), "differs",
             detected=True, invariants="concurrency_excess_lease_seconds", schedules=0,
             seconds=0.31, store_logic_share=1.0, exposed_by="no fault"),
-        row(2, "relational: <= -> <", diff, "equivalent", survived_as="equivalent"),
+        row(2, "relational: <= -> <", diff, "equivalent", survived_as="equivalent",
+            schedules=10, seconds=2.5, reached=True),
         row(3, "constant: 1 -> 0", "--- a\n+++ b\n-x = 1\n+x = 0\n", "not run",
-            survived_as="not run"),
+            survived_as="not reached", schedules=10, seconds=1.0, reached=False),
         row(4, "call_removed: x -> (nothing)", "--- a\n+++ b\n-f()\n+\n", "stillborn",
             survived_as="stillborn", probe_detail="<string>:3: 'end' expected"),
         row(5, "ttl: t -> t / 2", "--- a\n+++ b\n-t\n+t / 2\n", "differs",
@@ -298,18 +303,19 @@ def test_the_page_shows_the_summary_the_rates_the_survivor_classes_and_every_dif
     for name in SURVIVOR_CLASSES:
         assert f"<td>{name}</td><td>1</td><td>{escape(SURVIVOR_MEANING[name])}</td>" \
             in survivors
-    assert "strengthen the scenario" in survivors and escape("the lab's own gap") in survivors
+    assert "Strengthen the scenario" in survivors and escape("the lab's own gap") in survivors
     # One row per mutant: its verdict, and a dash for what it does not have.
     verdicts = {row_id: cells[7] for row_id, cells in shown.cells.items()
                 if row_id.startswith("mutant-")}
     assert verdicts == {"mutant-1": "detected", "mutant-2": "survived: equivalent",
-                        "mutant-3": "survived: not run", "mutant-4": "survived: stillborn",
+                        "mutant-3": "survived: not reached", "mutant-4": "survived: stillborn",
                         "mutant-5": "survived: undetected", "mutant-6": "detected"}
     assert shown.cells["mutant-1"][9:13] == ["0", "0.31", "100%", "no fault"]
     assert shown.cells["mutant-6"][9:13] == ["—"] * 4
     assert shown.cells["mutant-5"][9:11] == ["10", "3.20"]
-    assert shown.cells["mutant-2"][10] == "—"  # never hunted: no seconds
-    # The kill rates: per class, the judged (probe differs) and detected.
+    assert shown.cells["mutant-2"][10] == "2.50"  # hunted, though its probe saw no change
+    assert shown.cells["mutant-4"][10] == "—"  # stillborn: never hunted, no seconds
+    # The kill rates: per class, the judged (reached, not equivalent) and detected.
     assert "<tr><td>relational</td><td>1</td><td>1</td><td>100%</td></tr>" in markup
     assert "<tr><td>ttl</td><td>1</td><td>0</td><td>0%</td></tr>" in markup
 
