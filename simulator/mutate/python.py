@@ -145,6 +145,7 @@ def mutant_class(cls: type, mutation: PythonMutation,
     exec(compile(module, inspect.getsourcefile(cls) or cls.__module__, "exec"), namespace)
     mutant = namespace[cls.__name__]
     mutant.__qualname__ = cls.__qualname__
+    mutant.__lab_source__ = (mutated, first)  # what its reach is marked from (simulator.reach)
     return mutant
 
 

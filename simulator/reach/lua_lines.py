@@ -7,10 +7,10 @@ defines. The compiler ends each function with a ``return`` of its own on the
 line of its ``end``; that instruction is left out, so an ``end`` is never a
 line "not reached" (a line the store's code put there is).
 
-Which lines ran is told by a Lua line hook (``debug.sethook``), in a
-fakeredis whose runtime names the chunk of each store script it runs
-(``LineHook``; the chunk is ``wrap_preloaded``'s): only a script of the
-store is counted, never the lab's shim around it. A real server has no
+Which lines ran is told by a Lua line hook (``debug.sethook``) in a
+fakeredis whose shim turns it on only while the store's script runs
+(``LineHook``), its own lines numbered out of the script's way: only the
+store's lines are counted, never the lab's shim around them. A real server has no
 ``debug`` library, so its runs are replayed here (``simulator.reach.replay``).
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from simulator.backends.virtual_expiry import as_function, wrap_preloaded
+from simulator.backends.virtual_expiry import as_function
 
 BODY_FIRST_LINE = 2
 """Where a store script's first line sits in the chunk a backend runs: the
@@ -102,52 +102,53 @@ class _Reader:
             yield from inner
 
 
+SHIM_LINES_FROM = 1_000_000
+"""Where the replay's shim's own lines begin: its text is preceded by this
+many line breaks, so a line number below it is a store script's."""
+BODY_CALL = "local lab_ok, lab_reply = pcall(lab_body, lab_proxy, KEYS, ARGV)"
+"""Where the shim runs the store's script (``virtual_expiry._SHIM_START``)."""
+
+
 class LineHook:
-    """A fakeredis server's Lua runtime, counting the lines each store script
-    runs: every chunk holding one of ``bodies`` is named after it, and a
-    line hook notes the lines of chunks so named."""
+    """A fakeredis server whose shim turns a Lua line hook on while a store
+    script runs, and off after: the hook notes the lines of the script's
+    chunk (``wrap_preloaded``'s, the script from its second line) and skips
+    the shim's, numbered from ``SHIM_LINES_FROM``. ``take`` gives the lines
+    the last script ran."""
 
-    def __init__(self, server: Any, bodies: list[str]) -> None:
-        runtime = server._lua_runtime
-        self._numbers = {body: number for number, body in enumerate(bodies)}
-        self._names = {wrap_preloaded(body).encode(): f"{CHUNK_PREFIX}{number}".encode()
-                       for body, number in self._numbers.items()}
-        self._seen = runtime.execute(
+    def __init__(self, client: Any, server: Any) -> None:
+        from simulator.backends.virtual_expiry import PRELOADED_SHIM, shim_expression
+
+        client.eval("return 1", 0)  # fakeredis builds its Lua runtime on first use
+        runtime = getattr(server, "_lua_runtime", None)
+        expected = getattr(server, "_lua_expected_globals", None)
+        shim = shim_expression()
+        if runtime is None or not isinstance(expected, set) or BODY_CALL not in shim:
+            raise RuntimeError("this fakeredis keeps no Lua runtime the lab can hook: "
+                               "store coverage needs fakeredis 2.3x or newer")
+        hooked = shim.replace(BODY_CALL, "local lab_ok, lab_reply = "
+                                         "lab_reach_run(lab_body, lab_proxy, KEYS, ARGV)")
+        before = set(runtime.globals().keys())
+        runtime.execute(
             "local seen = {}\n"
-            "local getinfo = debug.getinfo\n"
-            "debug.sethook(function(_, line)\n"
-            "  local source = getinfo(2, 'S').source\n"
-            f"  if source:sub(1, {len(CHUNK_PREFIX)}) == '{CHUNK_PREFIX}' then\n"
-            "    local lines = seen[source]\n"
-            "    if lines == nil then lines = {}; seen[source] = lines end\n"
-            "    lines[line] = true\n"
-            "  end\n"
-            "end, 'l')\n"
-            "return seen")
-        server._lua_runtime = _Naming(runtime, self._names)
+            f"local function hook(_, line) if line < {SHIM_LINES_FROM} then seen[line] = true "
+            "end end\n"
+            "local sethook = debug.sethook\n"
+            "function lab_reach_run(body, proxy, keys, argv)\n"
+            "  sethook(hook, 'l')\n"
+            "  local ok, reply = pcall(body, proxy, keys, argv)\n"
+            "  sethook()\n"
+            "  return ok, reply\n"
+            "end\n"
+            "function lab_reach_take()\n"
+            "  local taken = seen\n"
+            "  seen = {}\n"
+            "  return taken\n"
+            "end\n"
+            + f"{PRELOADED_SHIM} = " + "\n" * SHIM_LINES_FROM + hooked)
+        expected.update(set(runtime.globals().keys()) - before)
+        self._take = runtime.globals().lab_reach_take
 
-    def reached(self) -> dict[str, set[int]]:
-        """The lines of each body run so far (1 = its first)."""
-        found: dict[str, set[int]] = {}
-        for body, number in self._numbers.items():
-            lines = self._seen[f"{CHUNK_PREFIX}{number}".encode()]
-            if lines is not None:
-                found[body] = {int(line) - BODY_FIRST_LINE + 1 for line in lines.keys()}
-        return found
-
-
-class _Naming:
-    """A Lua runtime that names a store script's chunk when fakeredis runs it
-    (fakeredis calls ``execute`` with the whole chunk); the rest as the runtime."""
-
-    def __init__(self, runtime: Any, names: dict[bytes, bytes]) -> None:
-        self._runtime, self._names = runtime, names
-
-    def execute(self, chunk: bytes, *args: Any) -> Any:
-        name = self._names.get(chunk)
-        if name is None:
-            return self._runtime.execute(chunk, *args)
-        return self._runtime.execute(chunk, *args, name=name)
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(self._runtime, attribute)
+    def take(self) -> set[int]:
+        """The lines of the store script the last call ran (1 = its first)."""
+        return {int(line) - BODY_FIRST_LINE + 1 for line in self._take().keys()}

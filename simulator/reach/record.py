@@ -1,6 +1,6 @@
 """Recording one run's reach: what the store's code is, where it lives, and
-the two records of what ran (the server's log for the Lua, coverage.py's
-tracer for the Python), put together at the run's end."""
+the two records of what ran (the server's log for the Lua, the marks of
+the store's methods for the Python), put together at the run's end."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from simulator.reach.lines import Reach
 from simulator.reach.lua_lines import runnable_lines as lua_runnable
-from simulator.reach.python_lines import PythonTracer, source_file
+from simulator.reach.python_lines import Marked, source_file
 from simulator.reach.python_lines import runnable_lines as python_runnable
 from simulator.reach.replay import Replayed, ServerLog, replayed_lines
 
@@ -65,10 +65,9 @@ class ReachRecorder:
                 self.classes[unit] = cls
                 self.runnable[unit] = python_runnable(cls)
         self.log = ServerLog()
-        self.tracer = (PythonTracer([source_file(cls) for cls in self.classes.values()])
-                       if self.classes else None)
+        self.marked = Marked([cls for kind in kinds for cls in kind.classes], own_class)
         self.replayed: Replayed | None = None
-        self._tracing: Any = None
+        self._marking: Any = None
 
     def attach(self, backend: Any) -> None:
         """Have ``backend`` (one, or a cluster's ``ShardBackends``) keep the log."""
@@ -76,14 +75,16 @@ class ReachRecorder:
             each.reach_log = self.log
 
     def start(self) -> None:
-        if self.tracer is not None and self._tracing is None:
-            self._tracing = self.tracer.tracing()
-            self._tracing.__enter__()
+        """Mark the store's methods (until ``stop``)."""
+        if self._marking is None:
+            self._marking = self.marked.marking()
+            self._marking.__enter__()
 
     def stop(self) -> None:
-        if self._tracing is not None:
-            tracing, self._tracing = self._tracing, None
-            tracing.__exit__(None, None, None)
+        """Put the store's own methods back."""
+        if self._marking is not None:
+            marking, self._marking = self._marking, None
+            marking.__exit__(None, None, None)
 
     def reach(self) -> Reach:
         """What ran of what can: call once the run is done."""
@@ -93,10 +94,8 @@ class ReachRecorder:
             self.replayed = replayed_lines(self.log, list(self.bodies))
             for body, lines in self.replayed.lines.items():
                 reached[self.bodies[body]] |= lines
-        if self.tracer is not None:
-            by_file = self.tracer.reached()
-            for unit, cls in self.classes.items():
-                reached[unit] |= by_file.get(source_file(cls), set())
+        for unit, cls in self.classes.items():
+            reached[unit] |= self.marked.lines.get(source_file(cls), set())
         return Reach(dict(self.runnable),
                      {unit: frozenset(lines & self.runnable[unit])
                       for unit, lines in reached.items()})

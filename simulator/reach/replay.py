@@ -75,18 +75,16 @@ class Replayed:
 
 
 def replayed_lines(log: ServerLog, bodies: list[str]) -> Replayed:
-    """Run ``log`` again on a fresh fakeredis, counting the lines of ``bodies``."""
+    """Run ``log`` again on a fresh fakeredis, counting the lines of ``bodies``
+    (a plain command's lines, or a script's that is not the store's, are not)."""
     import fakeredis
 
-    from simulator.backends import preload_shim
     from simulator.backends.redis_backend import EMBEDDED_NAMESPACE, RedisBackend
 
     server = fakeredis.FakeServer()
     client = fakeredis.FakeRedis(server=server, decode_responses=True)
-    if not preload_shim(client, server):
-        raise RuntimeError("this fakeredis keeps no Lua runtime the lab can hook: "
-                           "store coverage needs fakeredis 2.3x or newer")
-    hook = LineHook(server, bodies)
+    hook = LineHook(client, server)
+    reached: dict[str, set[int]] = {body: set() for body in bodies}
     backend = RedisBackend(client, "fakeredis", namespace=EMBEDDED_NAMESPACE,
                            owns_server=True, shim_preloaded=True)
     node = [""]
@@ -97,6 +95,9 @@ def replayed_lines(log: ServerLog, bodies: list[str]) -> Replayed:
             if entry[0] == "run":
                 _, body, keys, args, now_us, node[0], ok, value = entry
                 (outcome,) = backend.run_batch([(body, keys, args, now_us, False)])
+                lines = hook.take()
+                if body in reached:
+                    reached[body] |= lines
                 calls += 1
                 if (outcome.error is None) != ok or (ok and plain(outcome.value) != value):
                     diverged += 1
@@ -111,7 +112,7 @@ def replayed_lines(log: ServerLog, bodies: list[str]) -> Replayed:
         state = _state_digest(log, client, backend.expiry)
     finally:
         client.close()
-    return Replayed(hook.reached(), calls, diverged, state)
+    return Replayed(reached, calls, diverged, state)
 
 
 def key_value(client: Any, key: str) -> tuple[str, Any]:

@@ -115,7 +115,7 @@ def test_run_coverage_prints_the_lines_never_reached(tmp_path) -> None:
          "--backend", "fakeredis", "--out", str(tmp_path / "out")],
         capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "store lines reached 71 of 126 (56%); never reached:" in done.stdout
+    assert "store lines reached 71 of 120 (59%); never reached:" in done.stdout
     assert f"  {ACQUIRE}: 25\n" in done.stdout
     assert '{"' not in done.stdout  # the reach's record is told in words, not dumped
 
@@ -133,3 +133,28 @@ def test_a_hunt_adds_up_its_runs_reach_alike_with_any_workers(fault_free) -> Non
     assert one == two
     assert one.count > fault_free[REACHED]  # the faults reached what the fault-free run did not
     assert one.reached[LIMITER] >= _reach(fault_free).reached[LIMITER]
+
+
+def test_a_mutant_s_line_is_reached_where_a_fault_takes_the_run(tmp_path) -> None:
+    """A mutant that drops the compensating release: its marks come from its
+    own mutated source, so its line counts where its base has it; no
+    fault-free run reaches it, a lost reply does (``mutate``'s "not reached")."""
+    from simulator.mutate.campaign import mutated_line_reached
+    from simulator.mutate.kinds import write_plugin
+    from stores import registry
+
+    base = registry.get("axond_leases.redis")
+    mutation = next(item for item in mutations(LeaseLimiter)
+                    if item.line == COMPENSATING_RELEASE and item.operator == "call_removed")
+    write_plugin(tmp_path, base.name, [("axond_leases.redis.mutant.9401", mutation)])
+    original = vars(LeaseLimiter)[mutation.method]
+    reaches = []
+    for loss in (0.0, 0.05):
+        scenario = load_scenario(LEASES, {"network.reply_loss": loss,
+                                          "store": "axond_leases.redis.mutant.9401"})
+        reaches.append(_reach(run_scenario(scenario, backend="fakeredis",
+                                           coverage=True).summary))
+    plain, lossy = reaches
+    assert not mutated_line_reached(base, mutation, plain)
+    assert mutated_line_reached(base, mutation, lossy)
+    assert vars(LeaseLimiter)[mutation.method] is original  # the store's own is back
