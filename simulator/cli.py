@@ -223,8 +223,14 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--faults", default=",".join(HUNTED_FAULTS),
                           help="fault kinds to draw, comma-separated (default: the four "
                           "message and replica faults); also partition, connection_stall, "
-                          "connection_reset, slow_reply, dropped_waiter, and an operator's "
-                          "migrate, rolling_restart, reconfigure")
+                          "connection_reset, slow_reply, dropped_waiter, an operator's "
+                          "migrate, rolling_restart, reconfigure, and the server's "
+                          "server_restart, failover, latency_spike; or all: every kind the "
+                          "scenario can take")
+    hunt_cmd.add_argument("--swarm", action="store_true",
+                          help="swarm testing: each schedule draws its faults from a random "
+                          "subset of the --faults kinds (rare kinds and combinations get "
+                          "schedules of their own)")
     hunt_cmd.add_argument("--target", choices=["any", "replicas", "migration"], default="any",
                           help="what lost requests and replies may hit")
     hunt_cmd.add_argument("--out", type=Path, help="where to write the race report")
@@ -237,11 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_cmd.add_argument("--scheduler", metavar="ADDRESS",
                           help="judge the schedules on a Dask cluster, e.g. "
                           "tcp://10.0.0.5:8786 (its workers need the lab and the plugins)")
-    hunt_cmd.add_argument("--coverage", action="store_true",
-                          help="record which lines of the store's Lua scripts and Python "
-                          "classes each run reached, and print \"store lines reached R of T\" "
-                          "over the hunt's runs with the lines none reached (each run costs "
-                          "two to four times as much: docs/speed.md)")
+    hunt_cmd.add_argument("--no-coverage", dest="coverage", action="store_false",
+                          help="do not record which store lines each run reached: no "
+                          "\"store lines reached R of T\" at the end, and schedules drawn "
+                          "blind rather than also from those that reached new lines (each "
+                          "run then costs a half to two thirds less: docs/speed.md)")
 
     mutate_cmd = commands.add_parser(
         "mutate", parents=[plugins],
@@ -260,9 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
                             help="schedules each mutant's hunt may try (default 50)")
     mutate_cmd.add_argument("--budget", default="2m",
                             help="wall-time cap per mutant, search and shrinking (default 2m)")
-    mutate_cmd.add_argument("--faults", default=",".join(HUNTED_FAULTS),
-                            help="fault kinds the hunts draw, comma-separated (default: the "
-                            "four message and replica faults)")
+    mutate_cmd.add_argument("--faults", default="all",
+                            help="fault kinds the hunts draw, comma-separated (default: all, "
+                            "every kind the scenario can take; see hunt --faults)")
+    mutate_cmd.add_argument("--no-swarm", dest="swarm", action="store_false",
+                            help="draw each schedule's faults from every --faults kind, not "
+                            "from a random subset per schedule (swarm testing, the default)")
     mutate_cmd.add_argument("--max-faults", type=int, default=3)
     mutate_cmd.add_argument("--seed", type=int, default=1, help="the hunts' seed")
     mutate_cmd.add_argument("--workers", type=int, default=1, metavar="N",
@@ -444,11 +453,14 @@ def _output_file(path: Path | None, option: str) -> None:
 
 
 def _fault_kinds(text: str) -> tuple[str, ...]:
-    from simulator.search.strategies import ALL_FAULTS
+    from simulator.search.strategies import ALL_FAULTS, EVERY_KIND
     kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
+    if kinds == EVERY_KIND:
+        return kinds
     unknown = set(kinds) - set(ALL_FAULTS)
     if unknown or not kinds:
-        raise ValueError(f"--faults: expected some of {', '.join(ALL_FAULTS)}, got {text!r}")
+        raise ValueError(f"--faults: expected all, or some of {', '.join(ALL_FAULTS)}, "
+                         f"got {text!r}")
     return kinds
 
 
@@ -477,8 +489,9 @@ def _mutate(args: argparse.Namespace) -> int:
     out = args.out or Path("data") / "results" / "mutate" / name
     options = Options(operators=operators, code=code, schedules=args.schedules,
                       seconds=parse_duration_us(args.budget) / 1e6,
-                      faults=_fault_kinds(args.faults), max_faults=args.max_faults,
-                      seed=args.seed, workers=args.workers, scheduler=args.scheduler)
+                      faults=_fault_kinds(args.faults), swarm=args.swarm,
+                      max_faults=args.max_faults, seed=args.seed, workers=args.workers,
+                      scheduler=args.scheduler)
     rows = run_campaign(args.scenario, options, out,
                         echo=lambda line: print(line, flush=True))
     written = write_tables(rows, out)
@@ -572,7 +585,8 @@ def _hunt(args: argparse.Namespace) -> int:
     phases = PhaseSummary(echo)
     hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,
                 time_budget_s=budget_s, max_faults=args.max_faults,
-                kinds=_fault_kinds(args.faults), target=args.target, reference=args.reference,
+                kinds=_fault_kinds(args.faults), swarm=args.swarm, target=args.target,
+                reference=args.reference,
                 progress=each_run if args.verbose else phases, workers=args.workers,
                 scheduler=args.scheduler, plugins=args.plugins,
                 overrides=dict(args.overrides) | _backend_override(args),

@@ -81,7 +81,10 @@ class Options:
     seconds: float = 120.0
     """A mutant's wall-time cap, search and shrinking."""
     faults: tuple[str, ...] | None = None
-    """Fault kinds the hunts draw (None: the hunt's default)."""
+    """Fault kinds the hunts draw (None: the hunt's default; ``("all",)``:
+    every kind the scenario can take)."""
+    swarm: bool = False
+    """Each schedule draws its faults from a random subset of ``faults``."""
     max_faults: int = 3
     seed: int = 1
     workers: int = 1
@@ -210,7 +213,8 @@ def _judge(row: MutantRow, scenario_path: Path, base: str, options: Options) -> 
     # where it runs (a pool would otherwise wait for ever on a spinning one).
     hunt = Hunt(scenario_path, None, seed=options.seed, examples=options.schedules,
                 time_budget_s=options.seconds, max_faults=options.max_faults,
-                kinds=options.faults or REPLICA_FAULTS, reference=f"store={base}",
+                kinds=options.faults or REPLICA_FAULTS, swarm=options.swarm,
+                reference=f"store={base}",
                 overrides={"store": row.kind}, workers=options.workers,
                 scheduler=options.scheduler, run_bound_s=None if in_process else bound,
                 coverage=True)

@@ -170,7 +170,14 @@ class _Drawing:
     once any batch has broken or the budget is spent."""
 
     def __init__(self, pool: BatchPool, judge: BatchJudge, deadline: float,
-                 judged: Callable[[Judged], None]) -> None:
+                 judged: Callable[[Judged], None], corpus: Any = None) -> None:
+        self.corpus = corpus
+        """A guided hunt's corpus (``simulator.search.corpus``): it learns each
+        schedule told, and its draws wait here for the schedules they may use."""
+        if corpus is not None:
+            corpus.wait = self.wait_told
+        self.told_through = 0
+        """Every schedule numbered below this is judged and told."""
         self.pool = pool
         self.judge = judge
         self.deadline = deadline
@@ -194,6 +201,8 @@ class _Drawing:
         if self.stopped:
             return True  # every call from now on, Hypothesis's final one too
         self.search.drawn.append(schedule)
+        if self.corpus is not None:
+            self.corpus.calls = len(self.search.drawn)
         self.pending.append(schedule)
         if len(self.pending) == self.pool.schedules_per_batch:
             self.submit()
@@ -252,12 +261,26 @@ class _Drawing:
         while self.search.broken_at is None and self.told in self.done:
             outcome, batch = self.done.pop(self.told), self.batches[self.told]
             for line_index, line in enumerate(outcome.lines):
-                self.judged(Judged(line_index == outcome.broken_at, line,
-                                   outcome.reaches[line_index] if outcome.reaches else None,
+                reach = outcome.reaches[line_index] if outcome.reaches else None
+                self.judged(Judged(line_index == outcome.broken_at, line, reach,
                                    outcome.sames[line_index] if outcome.sames else None))
+                if self.corpus is not None:
+                    self.corpus.learn(batch.first + line_index, batch.schedules[line_index],
+                                      reach)
             if outcome.broken_at is not None:
                 self.search.broken_at = batch.first + outcome.broken_at
             self.told += 1
+            self.told_through = batch.first + len(batch.schedules)
+
+    def wait_told(self, number: int) -> None:
+        """Return once every schedule numbered below ``number`` is judged and
+        told, or nothing more will be (the search is over, the budget spent)."""
+        while self.told_through < number and not self.stopped:
+            if self.pending and len(self.search.drawn) - len(self.pending) < number:
+                self.submit()
+            if not self.in_flight:
+                return
+            self.collect(block=True)
 
     def finish(self) -> Search:
         """After the drawing: the last batches judged, or dropped once one broke."""
@@ -288,12 +311,12 @@ def _judging_error(error: BaseException, batch: Batch) -> BaseException:
 
 def search_in_batches(strategy: st.SearchStrategy[Schedule], judge: BatchJudge, seed: int,
                       examples: int, deadline: float, pool: BatchPool,
-                      judged: Callable[[Judged], None]) -> Search:
+                      judged: Callable[[Judged], None], corpus: Any = None) -> Search:
     """Draw up to ``examples`` schedules of ``strategy`` with ``seed`` and judge
     them on ``pool`` until the lowest-numbered break (see the module);
     ``judged`` hears of each schedule run before it, in order; ``deadline`` is
     on ``time.monotonic``'s clock."""
-    drawing = _Drawing(pool, judge, deadline, judged)
+    drawing = _Drawing(pool, judge, deadline, judged, corpus)
     try:
         find(strategy, drawing, random=random.Random(seed),
              settings=hunt_settings(examples, [Phase.generate]))

@@ -82,8 +82,15 @@ from simulator.scenario.stand_in import (
     with_stand_in,
 )
 from simulator.search.batches import Judged, Search, batch_pool, hunt_settings, search_in_batches
+from simulator.search.corpus import Corpus, guided
 from simulator.search.race_report import RaceReport, ReportInvariant
-from simulator.search.strategies import REPLICA_FAULTS, fault_schedules
+from simulator.search.strategies import (
+    EVERY_KIND,
+    REPLICA_FAULTS,
+    every_kind,
+    fault_schedules,
+)
+from simulator.search.strategies import fault as one_fault
 from simulator.world.operations import MIGRATOR
 from stores import registry
 
@@ -334,7 +341,8 @@ class Hunt:
                  progress: Progress | None = None, reference: str | None = None,
                  workers: int = 1, scheduler: str | None = None,
                  plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None,
-                 run_bound_s: float | None = None, coverage: bool = False) -> None:
+                 run_bound_s: float | None = None, coverage: bool = False,
+                 swarm: bool = False) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
@@ -362,7 +370,11 @@ class Hunt:
         self.examples = examples
         self.deadline = time.monotonic() + time_budget_s
         self.max_faults = max_faults
+        if tuple(kinds) == EVERY_KIND:
+            kinds = self._every_kind()
         self.kinds = kinds
+        self.swarm = swarm
+        """Each schedule draws a subset of ``kinds`` to use (swarm testing)."""
         self.target = target
         self.progress = progress
         self.workers = workers
@@ -389,6 +401,9 @@ class Hunt:
         self.reach: Reach | None = None
         """With ``coverage``: the union of the reach of every run counted
         (``simulator.reach``), the fault-free one's included."""
+        self.corpus: Corpus | None = None
+        """With ``coverage``: the schedules that reached new store lines,
+        which the search's draws derive from (``simulator.search.corpus``)."""
         self.all_same: bool | None = None
         """With ``coverage`` and a reference: whether every run counted was
         the reference's (``Judge.same_as_reference``)."""
@@ -465,21 +480,34 @@ class Hunt:
             self.all_same = same and self.all_same is not False
 
     def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
-        """The schedules this hunt draws, aimed at ``calls`` (those its baseline sent)."""
+        """The schedules this hunt draws, aimed at ``calls`` (those its
+        baseline sent): with the reach recorded, guided by its corpus."""
         scenario = self.scenario
         cluster = scenario.server.cluster
         operator = "migrate" in self.kinds
         migration = (bool(scenario.operations) or operator) and self.target != "replicas"
-        return fault_schedules(scenario.fleet.replicas, scenario.duration_us, calls.replicas,
-                               kinds=self.kinds, migration=migration,
-                               max_faults=self.max_faults,
-                               only_migration=self.target == "migration",
-                               migration_calls=calls.migration,
-                               timescales=timescales(scenario),
-                               steps=len(scenario.migrations) if operator else 0,
-                               migration_commands=calls.migration_commands,
-                               reloads=self.reloads,
-                               shards=cluster.shards if cluster is not None else None)
+        shape = {"kinds": self.kinds, "migration": migration,
+                 "only_migration": self.target == "migration",
+                 "migration_calls": calls.migration, "timescales": timescales(scenario),
+                 "steps": len(scenario.migrations) if operator else 0,
+                 "migration_commands": calls.migration_commands, "reloads": self.reloads,
+                 "shards": cluster.shards if cluster is not None else None}
+        replicas, until_us = scenario.fleet.replicas, scenario.duration_us
+        fresh = fault_schedules(replicas, until_us, calls.replicas, max_faults=self.max_faults,
+                                swarm=self.swarm, **shape)
+        if self.corpus is None:
+            return fresh
+        return guided(fresh, self.corpus, one_fault(replicas, until_us, calls.replicas, **shape),
+                      replicas, until_us, self.max_faults)
+
+    def _every_kind(self) -> tuple[str, ...]:
+        """``--faults all``: every kind this scenario can take."""
+        scenario = self.scenario
+        cluster = scenario.server.cluster
+        return every_kind(bool(scenario.migrations),
+                          bool(drawn_values(scenario.kind.settings_model,
+                                            scenario.store_settings)),
+                          None if cluster is None else bool(cluster.replicas_per_shard))
 
     def _operator_draws_migrations(self) -> None:
         """``--faults migrate``: the scenario's [[migrations]] are what the
@@ -527,9 +555,11 @@ class Hunt:
             calls = calls_sent(baseline.trace)
             if "migrate" in self.kinds:
                 calls = self._rehearse(calls)
+            if self.coverage:
+                self.corpus = Corpus(self.reach)
             strategy = self.strategy(calls)
             searched = search_in_batches(strategy, self.judge, self.seed, self.examples,
-                                         self.deadline, pool, self._counted)
+                                         self.deadline, pool, self._counted, self.corpus)
         self.discarded_runs = searched.discarded_runs
         if searched.broken_at is None:
             return None
@@ -561,9 +591,16 @@ class Hunt:
         judge = self.judge
         known: dict[str, bool] = {}
         replayed = False  # until the search's breaking schedule is drawn again
+        corpus = self.corpus
+        if corpus is not None:
+            # The draws see the corpus the search's draws saw, number for
+            # number; it learns nothing more (every schedule it may use is told).
+            corpus.calls, corpus.wait = 0, None
 
         def breaks(schedule: list[dict[str, Any]]) -> bool:
             nonlocal replayed
+            if corpus is not None:
+                corpus.calls += 1
             if not replayed:
                 index, expected = next(drawn, (None, None))
                 if schedule != expected:

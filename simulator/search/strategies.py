@@ -53,6 +53,8 @@ a drawn time, a latency spike."""
 ALL_FAULTS = (REPLICA_FAULTS + ("partition",) + CONNECTION_FAULTS + OPERATOR_ACTIONS
               + SERVER_FAULTS)
 """Every fault a strategy can draw (``--faults`` on ``hunt``)."""
+EVERY_KIND = ("all",)
+"""``--faults all``: every kind the scenario can take (``every_kind``)."""
 INVOLVED = 3
 """The most replicas one schedule's replica faults hit between them (see
 ``involved_replica``)."""
@@ -229,14 +231,39 @@ def fault_schedules(replicas: int, until: str | int, calls: Sequence[str] = (),
                     timescales: Sequence[int] = (), steps: int = 0,
                     migration_commands: int | None = None,
                     reloads: Mapping[str, Sequence[Any]] | None = None,
-                    shards: int | None = None) -> st.SearchStrategy[list[dict[str, Any]]]:
-    """A schedule of up to ``max_faults`` faults (see ``fault``), in time order."""
-    return st.lists(fault(replicas, until, calls, kinds, migration, only_migration,
-                          migration_calls, timescales, steps, migration_commands, reloads,
-                          shards),
-                    min_size=1,
-                    max_size=max_faults).map(
+                    shards: int | None = None, swarm: bool = False
+                    ) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """A schedule of up to ``max_faults`` faults (see ``fault``), in time order.
+
+    With ``swarm``, each schedule first draws which of ``kinds`` it may use (a
+    non-empty subset, swarm testing): a rare kind gets whole schedules of its
+    own and kinds meet in every combination, where drawing every fault from
+    all the kinds would spread each schedule thin over them. Shrinking moves
+    the subset toward the first kinds listed."""
+    def schedules(chosen: Sequence[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
+        return st.lists(fault(replicas, until, calls, chosen, migration, only_migration,
+                              migration_calls, timescales, steps, migration_commands,
+                              reloads, shards),
+                        min_size=1, max_size=max_faults)
+
+    drawn = (st.lists(st.sampled_from(list(kinds)), min_size=1, max_size=len(kinds),
+                      unique=True).map(lambda subset: [kind for kind in kinds if kind in subset])
+             .flatmap(schedules)
+             if swarm and len(kinds) > 1 else schedules(kinds))
+    return drawn.map(
         lambda faults: sorted(faults, key=lambda item: parse_duration_us(item["at"])))
+
+
+def every_kind(migrations: bool, reloads: bool, cluster_replicas: bool | None
+               ) -> tuple[str, ...]:
+    """Every fault kind a scenario can take (``--faults all``): an operator's
+    migration only where it declares [[migrations]], a configuration change
+    only where its store reloads a setting it is configured with, a failover
+    only off a cluster or on one whose shards have replicas
+    (``cluster_replicas``: None off a cluster)."""
+    return tuple(kind for kind in ALL_FAULTS
+                 if (kind != "migrate" or migrations) and (kind != "reconfigure" or reloads)
+                 and (kind != "failover" or cluster_replicas is not False))
 
 
 def _without_nones(item: dict[str, Any]) -> dict[str, Any]:
