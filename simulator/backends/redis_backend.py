@@ -81,6 +81,13 @@ def _renamed(value: Any, rename: Any) -> Any:
     return value
 
 
+def plain_reply(value: Any) -> Any:
+    """A reply as the reach's log keeps it: lists as tuples, so replies compare."""
+    if isinstance(value, list | tuple):
+        return tuple(plain_reply(item) for item in value)
+    return value
+
+
 def sha1(source: str) -> str:
     return hashlib.sha1(source.encode()).hexdigest()
 
@@ -252,8 +259,6 @@ class RedisBackend:
     def _log_answered(self, in_flight: list[int | None], replies: list[Any],
                       outcomes: list[Outcome]) -> None:
         """Pair the replies with what ``_log_sent`` kept: a redirect ran nothing."""
-        from simulator.reach.replay import plain
-
         answered = iter(outcomes)
         ran: list[tuple[bool, Any] | None] = []
         for now_us, packed in zip(in_flight, replies, strict=True):
@@ -266,7 +271,7 @@ class RedisBackend:
                 value = outcome.value
                 if self.namespace != EMBEDDED_NAMESPACE:
                     value = _renamed(value, self.as_embedded)
-                ran.append((outcome.error is None, plain(value)))
+                ran.append((outcome.error is None, plain_reply(value)))
         self.reach_log.answered(ran)
 
     def _outcomes(self, in_flight: list[int | None], replies: list[Any]) -> list[Outcome]:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from simulator.mutate.lua import FLIPPED, Mutation
+from simulator.reach.python_lines import SuperNamed
 
 OPERATORS = ("relational", "arithmetic", "constant", "call_removed", "condition_negated",
              "exception_swallowed")
@@ -128,7 +129,7 @@ def mutant_class(cls: type, mutation: PythonMutation,
     (method,) = [node for node in classdef.body
                  if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
                  and node.name == mutation.method]
-    _SuperPastBase().visit(method)
+    SuperNamed(BASE).visit(method)
     if reached is not None:
         _mark(method, _statement_at(method, mutated, mutation.offset))
     subclass = ast.copy_location(
@@ -178,31 +179,6 @@ def _mark(method: ast.AST, statement: ast.stmt) -> None:
                                   if item is statement), marker)
                 return
     method.body.insert(0, marker)  # type: ignore[attr-defined]
-
-
-class _SuperPastBase(ast.NodeTransformer):
-    """``super()`` as ``super(__lab_base__, first_argument)``: in the mutant
-    the bare form would find the original's own method, not its parent's."""
-
-    def __init__(self) -> None:
-        self.first: list[str | None] = []
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        arguments = node.args.posonlyargs + node.args.args
-        self.first.append(arguments[0].arg if arguments else None)
-        self.generic_visit(node)
-        self.first.pop()
-        return node
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        first = self.first[-1] if self.first else None
-        if (isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args
-                and first is not None):
-            node.args = [ast.Name(BASE, ast.Load()), ast.Name(first, ast.Load())]
-        return node
 
 
 def _bound_elsewhere(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

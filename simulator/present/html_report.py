@@ -7,7 +7,9 @@ beside the broken one's; then for each run the story of the involved
 replicas around the first fault or damage (``simulator.search.story``) and a
 zoomable timeline (``simulator.present.plotly_timeline``: the involved replicas, the
 faults, the store's record against the truth and the gap on its own scale);
-the fault schedule; the scenario as the lab read it; every summary metric.
+the fault schedule; the scenario as the lab read it; for a run asked for
+its reach, each store script and class with its lines marked reached or
+never reached (``simulator.present.reach_page``); every summary metric.
 Everything it needs is inside the file — plotly's JavaScript included — so it
 opens from disk, offline, and nothing in it loads from the network (a test
 opens it in a headless browser).
@@ -27,6 +29,8 @@ from plotly.offline import get_plotlyjs
 from simulator.families import invariants_for
 from simulator.present.marks import timeline_of
 from simulator.present.plotly_timeline import timeline_figure
+from simulator.present.reach_page import STYLE as REACH_STYLE
+from simulator.present.reach_page import reach_section
 from simulator.present.verdicts import expectation_line, inconclusive_line, invariant_verdicts
 from simulator.run.compose import RunResult
 from simulator.scenario.conditions import judge_expectations
@@ -87,11 +91,12 @@ def write_report(path: str | Path, result: RunResult, scenario: Scenario, *,
         "<section id='scenario'><h2>The scenario, as the lab read it</h2>",
         "<p>Paste it into a <code>.toml</code> file to run it again.</p>",
         f"<pre>{_text(scenario_text(scenario))}</pre></section>",
+        reach_section(result.summary),
         "<section id='summary'><h2>Every metric</h2><details><summary>summary.json of the run"
         "</summary>", _summary_table(result.summary), "</details></section>",
     ])
     page = (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{_text(title)}</title><style>{STYLE}</style>"
+            f"<title>{_text(title)}</title><style>{STYLE}{REACH_STYLE}</style>"
             f"<script>{get_plotlyjs()}</script></head>\n<body>\n{body}\n</body></html>\n")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

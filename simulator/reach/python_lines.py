@@ -106,11 +106,13 @@ def statement_line(cls: type, line: int) -> int:
     return line if best is None else best.lineno
 
 
-class _SuperNamed(ast.NodeTransformer):
-    """A bare ``super()`` as ``super(OWNER, first_argument)``: compiled
-    elsewhere, the bare form would name the wrong class."""
+class SuperNamed(ast.NodeTransformer):
+    """A bare ``super()`` as ``super(NAME, first_argument)``: a method
+    compiled elsewhere than in its class's body would have the bare form
+    name the wrong class (``mutate``'s mutants name the original past it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.first: list[str | None] = []
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
@@ -127,7 +129,7 @@ class _SuperNamed(ast.NodeTransformer):
         first = self.first[-1] if self.first else None
         if (isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args
                 and first is not None):
-            node.args = [ast.Name(OWNER, ast.Load()), ast.Name(first, ast.Load())]
+            node.args = [ast.Name(self.name, ast.Load()), ast.Name(first, ast.Load())]
         return node
 
 
@@ -154,7 +156,7 @@ def _marked_methods(cls: type, owner: type) -> dict[str, Any]:
     methods = [node for node in classdef.body
                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
     for method in methods:
-        _SuperNamed().visit(method)
+        SuperNamed(OWNER).visit(method)
         _marked(method)
     holder = ast.ClassDef(name=cls.__name__, bases=[], keywords=[], body=methods or [ast.Pass()],
                           decorator_list=[])

@@ -26,6 +26,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.backends.redis_backend import plain_reply
 from simulator.reach.lua_lines import LineHook
 
 
@@ -99,7 +100,7 @@ def replayed_lines(log: ServerLog, bodies: list[str]) -> Replayed:
                 if body in reached:
                     reached[body] |= lines
                 calls += 1
-                if (outcome.error is None) != ok or (ok and plain(outcome.value) != value):
+                if (outcome.error is None) != ok or (ok and plain_reply(outcome.value) != value):
                     diverged += 1
             elif entry[0] == "del":
                 client.delete(*entry[1])
@@ -133,8 +134,3 @@ def _state_digest(log: ServerLog, client: Any, expiry: Any) -> str:
     return hashlib.sha1(repr((replies, keys)).encode()).hexdigest()[:16]
 
 
-def plain(value: Any) -> Any:
-    """A reply as the log keeps it: lists as tuples, so replies compare."""
-    if isinstance(value, list | tuple):
-        return tuple(plain(item) for item in value)
-    return value

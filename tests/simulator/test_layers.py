@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compiled",),            # loads the compiled hot path; imports nothing of the lab
     ("engine",),              # kernel, traps, streams, trace, runtime
     ("backends",),            # fakeredis, real Redis, PostgreSQL, throwaway servers
+    ("reach",),               # which store lines a run executed (a replay on fakeredis, marks)
     ("scenario",),            # what a scenario may say
     ("net",),                 # links, connections, server and service nodes, the ports
     ("plugin",),              # the contract a family implements

@@ -158,3 +158,19 @@ def test_a_mutant_s_line_is_reached_where_a_fault_takes_the_run(tmp_path) -> Non
     assert not mutated_line_reached(base, mutation, plain)
     assert mutated_line_reached(base, mutation, lossy)
     assert vars(LeaseLimiter)[mutation.method] is original  # the store's own is back
+
+
+def test_the_html_report_marks_each_line_reached_or_never_reached(fault_free, tmp_path) -> None:
+    from simulator.present.reach_page import reach_section
+
+    section = reach_section(fault_free)
+    assert section.startswith("<section id='reach'><h2>Store lines reached</h2>")
+    acquire = section[section.index(f"{ACQUIRE}: 15 of 16 lines reached"):]
+    acquire = acquire[:acquire.index("</details>")]
+    assert "<span class='missed'><span class='number'>  25</span>" in acquire
+    assert "<span class='reached'><span class='number'>  15</span>" in acquire
+    assert "<span><span class='number'>   1</span>  -- " in acquire  # a comment: no mark
+    limiter = section[section.index(f"{LIMITER}: "):]
+    assert (f"<span class='missed'><span class='number'> {COMPENSATING_RELEASE}</span>"
+            in limiter)
+    assert reach_section({"store": "axond_leases.redis"}) == ""  # not asked: no section
