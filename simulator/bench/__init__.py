@@ -30,6 +30,9 @@ ratio and its target (issue 18's, for the lines it names):
 * **Hunt engines** — schedules a one-worker hunt judges per minute on each
   plain hunt scenario on the lab's Valkey engine against fakeredis
   (``hunt_engines``). Target: 2x issue 39's fakeredis figures.
+* **Reach** — a run recording its reach (the store lines it executed, as
+  every hunt's run does) against the same run without, on each family's
+  plain hunt scenario (``reach_cost``). Printed.
 
 ``--quick`` shrinks every workload so the whole bench takes about a minute
 (a smoke test for CI); timings are never asserted, only printed.
@@ -62,6 +65,7 @@ def run_bench(backend: str = "auto", quick: bool = False,
     from simulator.bench.hunt_speed import measure_hunt_throughput
     from simulator.bench.kernel import measure_kernel
     from simulator.bench.per_event import measure_per_event
+    from simulator.bench.reach_cost import measure_reach_cost
     from simulator.bench.redis_ceiling import measure_backend
     from simulator.bench.scale import measure_scale
 
@@ -92,6 +96,7 @@ def run_bench(backend: str = "auto", quick: bool = False,
     done(measure_scale(quick))
     done(measure_hunt_throughput(quick))
     done(measure_hunt_engines(quick))
+    done(measure_reach_cost(quick))
     return lines
 
 
