@@ -152,6 +152,8 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
             f"{len(prober.calls)} script call(s) to probe with")
     echo(f"mutate: {len(named)} mutant(s) of {base.name} ({', '.join(options.operators)}){sent}")
     rows = []
+    reached = Reach()  # the union over every hunt's runs
+    runs = 0
     for number, (name, mutation) in enumerate(named, start=1):
         kind = registry.get(name)
         if isinstance(mutation, PythonMutation):
@@ -176,12 +178,17 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
             # Every mutant that compiles is hunted, under faults: the probe's
             # fault-free calls say nothing of what a lost reply or a crash runs.
             hunt = _judge(row, scenario_path, base.name, options)
+            if hunt is not None and hunt.reach is not None:
+                reached, runs = reached.union(hunt.reach), runs + hunt.runs
             if hunt is not None and not row.detected:
                 row.reached = mutated_line_reached(base, mutation, hunt.reach)
                 row.survived_as = (NOT_REACHED if not row.reached else
                                    EQUIVALENT if hunt.all_same else UNDETECTED)
         rows.append(row)
         echo(_line(row))
+    if runs:
+        echo(f"mutate: over the campaign's {runs} run(s) (of its mutants), "
+             f"{reached.account()}")
     return rows
 
 
@@ -251,6 +258,7 @@ def _judge(row: MutantRow, scenario_path: Path, base: str, options: Options) -> 
     row.exposed_by = "; ".join(dict.fromkeys(
         str(summary[f"{item.metric}_exposed_by"]) for item in worse
         if summary.get(f"{item.metric}_exposed_by")))
+    return hunt
 
 
 def _line(row: MutantRow) -> str:

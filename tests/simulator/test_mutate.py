@@ -189,6 +189,10 @@ def test_mutate_writes_its_table_and_prints_one_summary_line(tmp_path, capsys):
                  "--schedules", "1", "--faults", "lose_reply", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "1 of 1 judged detected (100%)" in printed
+    # The reach over every run of the campaign's hunts, and the mutants' reach figure.
+    assert "mutate: over the campaign's 1 run(s) (of its mutants), store lines reached" \
+        in printed
+    assert "reach: 1 of 1 compiling mutants' lines reached (100%)" in printed
     table = pd.read_parquet(out / "mutants.parquet")
     assert list(table["operator"]) == ["early_return"] and bool(table["detected"][0])
     assert "false_denials" in table["invariants"][0]
