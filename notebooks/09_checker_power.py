@@ -124,6 +124,26 @@ display(kept_figure(mutant_figures.plot_kill_rates(mutants, rates), figures, "ki
                     "per invariant."))
 
 # %% [markdown]
+# ## Reach beside power
+#
+# A kill rate says how often the checks caught a change the runs reached; the
+# reach says how much of the store the runs reached at all. Every mutant
+# that compiles was hunted, every run recording the store lines it executed:
+# the share of mutants whose line a run reached, and those no run did (the
+# scenario's gap, left out of the kill rate and counted here). The campaign's
+# union of store lines reached is the last line it printed above.
+
+# %%
+hunted = mutants[mutants["survived_as"] != "stillborn"]
+not_reached = hunted[hunted["survived_as"] == "not reached"]
+print(f"reach: {len(hunted) - len(not_reached)} of {len(hunted)} compiling mutants' lines "
+      f"reached by a run of their hunt; kill rate: {int(hunted['detected'].sum())} detected "
+      f"of {len(hunted) - len(not_reached) - int((hunted['survived_as'] == 'equivalent').sum())}"
+      " judged")
+with pd.option_context("display.max_colwidth", None):
+    display(not_reached[["number", "script", "line", "change"]].set_index("number"))
+
+# %% [markdown]
 # ## Time to kill
 #
 # How much hunting a detected mutant took. Left: the fault schedules the

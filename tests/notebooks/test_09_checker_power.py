@@ -46,6 +46,13 @@ def test_the_notebook_runs_a_campaign_and_shows_its_rates_kills_and_survivors(tm
                                              "stillborn"}
     hunted = mutants[mutants["survived_as"] != "stillborn"]
     assert hunted["reached"].notna().sum() == (~hunted["detected"]).sum()
-    (table,) = tables_of(notebook)
+    # Reach beside power: the mutants no run reached, then every survivor.
+    reach_table, table = tables_of(notebook)
+    hunted = mutants[mutants["survived_as"] != "stillborn"]
+    not_reached = hunted[hunted["survived_as"] == "not reached"]
+    assert (f"reach: {len(hunted) - len(not_reached)} of {len(hunted)} compiling mutants' "
+            "lines reached") in printed_by(notebook)
+    for _, row in not_reached.iterrows():
+        assert escape(row["change"], quote=False) in reach_table
     for _, row in survivors.iterrows():
         assert escape(row["change"], quote=False) in table
