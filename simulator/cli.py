@@ -554,7 +554,19 @@ def _sweep(args: argparse.Namespace) -> int:
         print(f"run {run_id} failed: {error}", file=sys.stderr)
     print(f"results: {out / 'results.parquet'} (one row per run; "
           "simulator.sweeps.read_results reads it)")
+    if sweep.coverage:
+        print(_sweep_reach(out / "results.parquet"))
     return 0 if outcome.ok else SIMULATION_FAILED
+
+
+def _sweep_reach(results: Path) -> str:
+    """The union of the reach of a sweep's runs, as its results hold them."""
+    import pandas as pd
+
+    from simulator.reach.lines import REACH, Reach, union_of
+    runs = pd.read_parquet(results, columns=[REACH])[REACH].dropna()
+    return (f"over the sweep's {len(runs)} run(s), "
+            f"{union_of(map(Reach.decode, runs)).account()}")
 
 
 def _hunt(args: argparse.Namespace) -> int:

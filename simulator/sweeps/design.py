@@ -117,6 +117,8 @@ class SweepFile(Model):
     set: dict[str, Any] = Field(default_factory=dict,
                                 description="Overrides applied at every point.")
     vary: dict[str, Any] = Field(description="The parameters to vary, by field path.")
+    coverage: bool = Field(False, description="Each run records which store lines it "
+                           "reached (as run --coverage); the sweep prints their union.")
 
     @model_validator(mode="after")
     def _consistent(self) -> SweepFile:
@@ -152,6 +154,7 @@ class Task:
     seed: int
     scenario: Scenario = field(repr=False)
     backend: str | None = None
+    coverage: bool = False
 
     @property
     def run_id(self) -> str:
@@ -168,6 +171,8 @@ class Sweep:
     seeds: tuple[int, ...]
     backend: str | None = None
     source: str = "sweep"
+    coverage: bool = False
+    """Each run records its reach (``simulator.reach``)."""
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -184,7 +189,7 @@ class Sweep:
 
     def tasks(self) -> list[Task]:
         """Every run, point by point; each point is validated as a scenario."""
-        return [Task(point, seed, scenario, self.backend)
+        return [Task(point, seed, scenario, self.backend, self.coverage)
                 for point in self.points
                 for scenario in [self.scenario_at(point)]
                 for seed in self.seeds]
@@ -198,6 +203,7 @@ class Sweep:
         so raising one reruns nothing already done."""
         base = {key: value for key, value in self.base.items() if key != "limits"}
         canonical = json.dumps({"base": base, "backend": self.backend,
+                                **({"coverage": True} if self.coverage else {}),
                                 "code": code_fingerprint(),
                                 "plugins": plugins_fingerprint(self.base.get("plugins", []))},
                                sort_keys=True, default=str)
@@ -290,7 +296,7 @@ def build_sweep(spec: SweepFile | dict[str, Any], base: dict[str, Any],
         points = _random(vary, spec.samples, spec.design_seed)
     seeds = (tuple(range(1, spec.seeds + 1)) if isinstance(spec.seeds, int)
              else tuple(spec.seeds))
-    sweep = Sweep(spec.name, base, tuple(points), seeds, spec.backend, source)
+    sweep = Sweep(spec.name, base, tuple(points), seeds, spec.backend, source, spec.coverage)
     sweep.tasks()  # validate every point now, before any work starts
     return sweep
 

@@ -95,7 +95,7 @@ def run_task(task: Task, allow_remote_redis: bool = False) -> tuple[dict, dict, 
     """One run, in a worker. Returns plain data, cheap to ship back."""
     registry.load_plugins(task.scenario.plugins)
     result = run_scenario(task.scenario, seed=task.seed, backend=task.backend,
-                          allow_remote_redis=allow_remote_redis)
+                          allow_remote_redis=allow_remote_redis, coverage=task.coverage)
     rows = result.sampler.rows if result.sampler is not None else []
     return result.summary, result.run_info, rows
 

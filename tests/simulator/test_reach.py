@@ -174,3 +174,17 @@ def test_the_html_report_marks_each_line_reached_or_never_reached(fault_free, tm
     assert (f"<span class='missed'><span class='number'> {COMPENSATING_RELEASE}</span>"
             in limiter)
     assert reach_section({"store": "axond_leases.redis"}) == ""  # not asked: no section
+
+
+def test_a_sweep_asked_for_its_reach_prints_the_union_over_its_runs(tmp_path, capsys) -> None:
+    from simulator.cli import main
+
+    sweep = tmp_path / "reach.toml"
+    sweep.write_text(f'name = "reach"\nscenario = "{LEASES}"\nbackend = "fakeredis"\n'
+                     'coverage = true\n[vary]\n"network.reply_loss" = [0.0, 0.05]\n')
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--workers", "1",
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    lossy = _reach(run_scenario(load_scenario(LEASES, {"network.reply_loss": 0.05}),
+                                backend="fakeredis", coverage=True).summary)
+    assert f"over the sweep's 2 run(s), {lossy.headline()}" in printed
