@@ -620,6 +620,9 @@ def _hunt(args: argparse.Namespace) -> int:
              "dropped (not counted)")
     if hunt.reach is not None:
         print(f"over the hunt's {hunt.runs} run(s), {hunt.reach.account()}")
+    if hunt.corpus is not None:
+        print(f"corpus: {len(hunt.corpus.entries)} schedule(s) reached lines no run before "
+              "them had; later draws changed one fault of one of them")
     if found is None:
         print(f"no schedule broke it in {hunt.runs} run(s) (broken when {hunt.question})")
         return SIMULATION_FAILED

@@ -83,3 +83,17 @@ def test_a_guided_hunt_breaks_and_shrinks_alike_with_any_number_of_workers(tmp_p
     assert seen[0] == seen[1]
     _, schedules, _, entries = seen[0]
     assert entries[0][0] < schedules - 1 - LAG  # the draws before the break saw a corpus
+
+
+def test_hunt_says_what_its_runs_reached_and_what_its_corpus_kept(capsys) -> None:
+    from simulator.cli import main
+
+    assert main(["hunt", str(LEASES), "--reference", "axond_leases.redis", "--examples", "3",
+                 "--backend", "fakeredis"]) == 1  # nothing broke
+    printed = capsys.readouterr().out
+    assert "over the hunt's 4 run(s), store lines reached " in printed
+    assert "never reached:\n  stores/axond_leases/acquire.lua: 25\n" in printed
+    assert "corpus: " in printed
+    assert main(["hunt", str(LEASES), "--reference", "axond_leases.redis", "--examples", "1",
+                 "--backend", "fakeredis", "--no-coverage"]) == 1
+    assert "store lines reached" not in capsys.readouterr().out
