@@ -188,3 +188,16 @@ def test_a_sweep_asked_for_its_reach_prints_the_union_over_its_runs(tmp_path, ca
     lossy = _reach(run_scenario(load_scenario(LEASES, {"network.reply_loss": 0.05}),
                                 backend="fakeredis", coverage=True).summary)
     assert f"over the sweep's 2 run(s), {lossy.headline()}" in printed
+
+
+@pytest.mark.parametrize("family", ["axond-budget", "av-state", "tollgate"])
+def test_recording_the_reach_changes_no_run_of_any_family(family: str) -> None:
+    """The marks and the server's log only watch: the same trace, every figure
+    the same, with or without them (the leases family: above)."""
+    scenario = load_scenario(ROOT / "data" / "scenarios" / "hunt" / f"{family}.toml")
+    plain = run_scenario(scenario).summary
+    recorded = run_scenario(scenario, coverage=True).summary
+    added = {REACH, REACHED, TOTAL, "store_reach_replay_diverged", "store_state_digest"}
+    assert {key: value for key, value in recorded.items() if key not in added} == plain
+    assert 0 < recorded[REACHED] < recorded[TOTAL]
+    assert recorded.get("store_reach_replay_diverged", 0) == 0
