@@ -342,7 +342,7 @@ class Hunt:
                  workers: int = 1, scheduler: str | None = None,
                  plugins: Sequence[str] = (), overrides: dict[str, Any] | None = None,
                  run_bound_s: float | None = None, coverage: bool = False,
-                 swarm: bool = False) -> None:
+                 swarm: bool = False, guided: bool = False) -> None:
         if invariant is None and reference is None:
             raise ValueError("hunt: give an invariant (--invariant), a reference store kind "
                              "(--reference), or both")
@@ -401,9 +401,12 @@ class Hunt:
         self.reach: Reach | None = None
         """With ``coverage``: the union of the reach of every run counted
         (``simulator.reach``), the fault-free one's included."""
+        self.guided = guided and coverage
+        """Half the draws derive from the schedules that reached new store
+        lines (``simulator.search.corpus``; it needs ``coverage``)."""
         self.corpus: Corpus | None = None
-        """With ``coverage``: the schedules that reached new store lines,
-        which the search's draws derive from (``simulator.search.corpus``)."""
+        """With ``guided``: the schedules that reached new store lines, which
+        the search's draws derive from."""
         self.all_same: bool | None = None
         """With ``coverage`` and a reference: whether every run counted was
         the reference's (``Judge.same_as_reference``)."""
@@ -481,7 +484,7 @@ class Hunt:
 
     def strategy(self, calls: CallTargets) -> st.SearchStrategy[list[dict[str, Any]]]:
         """The schedules this hunt draws, aimed at ``calls`` (those its
-        baseline sent): with the reach recorded, guided by its corpus."""
+        baseline sent); ``guided``, half of them from its corpus."""
         scenario = self.scenario
         cluster = scenario.server.cluster
         operator = "migrate" in self.kinds
@@ -555,7 +558,7 @@ class Hunt:
             calls = calls_sent(baseline.trace)
             if "migrate" in self.kinds:
                 calls = self._rehearse(calls)
-            if self.coverage:
+            if self.guided:
                 self.corpus = Corpus(self.reach)
             strategy = self.strategy(calls)
             searched = search_in_batches(strategy, self.judge, self.seed, self.examples,

@@ -76,6 +76,7 @@ def test_a_guided_hunt_breaks_and_shrinks_alike_with_any_number_of_workers(tmp_p
     for workers in (1, 2):
         hunt = Hunt(LEASES, reference="axond_leases.redis", examples=40, seed=0,
                     kinds=("lose_request", "crash", "pause"), workers=workers, coverage=True,
+                    guided=True,
                     overrides={"backend": "fakeredis", "store": "axond_leases.redis.mutant.9501"})
         found = hunt.search()
         assert found is not None and hunt.corpus is not None
@@ -89,7 +90,7 @@ def test_hunt_says_what_its_runs_reached_and_what_its_corpus_kept(capsys) -> Non
     from simulator.cli import main
 
     assert main(["hunt", str(LEASES), "--reference", "axond_leases.redis", "--examples", "3",
-                 "--backend", "fakeredis"]) == 1  # nothing broke
+                 "--backend", "fakeredis", "--guided"]) == 1  # nothing broke
     printed = capsys.readouterr().out
     assert "over the hunt's 4 run(s), store lines reached " in printed
     assert "never reached:\n  stores/axond_leases/acquire.lua: 25\n" in printed
@@ -97,3 +98,7 @@ def test_hunt_says_what_its_runs_reached_and_what_its_corpus_kept(capsys) -> Non
     assert main(["hunt", str(LEASES), "--reference", "axond_leases.redis", "--examples", "1",
                  "--backend", "fakeredis", "--no-coverage"]) == 1
     assert "store lines reached" not in capsys.readouterr().out
+    assert main(["hunt", str(LEASES), "--reference", "axond_leases.redis", "--examples", "1",
+                 "--backend", "fakeredis"]) == 1
+    printed = capsys.readouterr().out
+    assert "store lines reached" in printed and "corpus: " not in printed  # not guided
