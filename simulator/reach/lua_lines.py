@@ -27,8 +27,6 @@ BODY_FIRST_LINE = 2
 """Where a store script's first line sits in the chunk a backend runs: the
 chunk opens with ``... function(redis, KEYS, ARGV)`` on its first line
 (``virtual_expiry.as_function``, in ``wrap`` and ``wrap_preloaded`` alike)."""
-CHUNK_PREFIX = "=lab-store:"
-"""What the line hook's chunks are named: this, then the script's number."""
 
 _HEADER = b"\x1bLuaQ\x00\x01\x04\x08\x04\x08\x00"
 """Lua 5.1's bytecode header on the platforms the lab runs on: little
