@@ -257,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         "mutate", parents=[plugins],
         help="measure the lab's own power: generated mutants of the scenario's store "
         "kind, each probed and hunted against the unmutated kind")
-    mutate_cmd.add_argument("scenario", type=Path, help="a scenario TOML file")
+    mutate_cmd.add_argument("scenario", type=Path, nargs="?",
+                            help="a scenario TOML file (none with --resume)")
     mutate_cmd.add_argument("--operators", default=None, metavar="CLASS,...",
                             help="mutation operator classes (default: all): "
                             "relational, arithmetic, constant, call_removed (Lua and "
@@ -279,12 +280,18 @@ def build_parser() -> argparse.ArgumentParser:
     mutate_cmd.add_argument("--max-faults", type=int, default=3)
     mutate_cmd.add_argument("--seed", type=int, default=1, help="the hunts' seed")
     mutate_cmd.add_argument("--workers", type=int, default=1, metavar="N",
-                            help="local processes judging each hunt's schedules")
+                            help="local processes, each judging whole mutants (the table is "
+                            "the same with any number)")
     mutate_cmd.add_argument("--scheduler", metavar="ADDRESS",
-                            help="judge the schedules on a Dask cluster instead")
+                            help="judge each hunt's schedules on a Dask cluster instead")
     mutate_cmd.add_argument("--out", type=Path,
-                            help="where the table, the kill rates and the mutants' plugin "
-                            "go (default: data/results/mutate/SCENARIO-NAME)")
+                            help="where the journal, the table, the kill rates and the "
+                            "mutants' plugin go (default: data/results/mutate/SCENARIO-NAME)")
+    mutate_cmd.add_argument("--resume", type=Path, metavar="DIR",
+                            help="go on with the campaign a kill or a stop interrupted, from "
+                            "the journal in its directory DIR: its scenario and options, "
+                            "judging only the mutants it lacks (--workers and --scheduler "
+                            "may change)")
 
     sweep_cmd = commands.add_parser(
         "sweep", parents=[plugins, limits],
@@ -324,6 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
                            "print found/total, schedules and wall time per variant")
     bench_cmd.add_argument("--workers", type=int, default=1, metavar="N",
                            help="with --rediscovery: processes judging each hunt's schedules")
+    bench_cmd.add_argument("--out", type=Path, metavar="DIR",
+                           help="with --rediscovery: where its journal goes, each variant's "
+                           "result as it is found (default: data/results/rediscovery/FAMILIES)")
+    bench_cmd.add_argument("--resume", type=Path, metavar="DIR",
+                           help="go on with the rediscovery a kill or a stop interrupted, from "
+                           "the journal in DIR, hunting only the variants it lacks")
 
     check_cmd = commands.add_parser(
         "check", parents=[plugins, limits],
@@ -472,6 +485,13 @@ def _mutate(args: argparse.Namespace) -> int:
     from simulator.mutate.campaign import CODE, OPERATORS, Options, run_campaign
     from simulator.mutate.table import summary_line, write_tables
     from simulator.scenario.model import load_scenario
+    if args.workers < 1:
+        raise ValueError(f"--workers: at least 1, got {args.workers}")
+    if args.resume is not None:
+        return _mutate_resumed(args)
+    if args.scenario is None:
+        raise ValueError("mutate: give a scenario TOML file, or --resume DIR to go on with "
+                         "an interrupted campaign")
     operators = OPERATORS
     if args.operators is not None:
         operators = tuple(name.strip() for name in args.operators.split(",") if name.strip())
@@ -484,8 +504,6 @@ def _mutate(args: argparse.Namespace) -> int:
         raise ValueError(f"--code: expected lua, python or both, got {args.code!r}")
     if args.schedules < 0:
         raise ValueError(f"--schedules: at least 0, got {args.schedules}")
-    if args.workers < 1:
-        raise ValueError(f"--workers: at least 1, got {args.workers}")
     if not 1 <= args.max_faults <= 10:
         raise ValueError(f"--max-faults: from 1 to 10, got {args.max_faults}")
     _output_directory(args.out)
@@ -504,15 +522,52 @@ def _mutate(args: argparse.Namespace) -> int:
     return 0
 
 
+MUTATE_JOB_OPTIONS = ("scenario", "operators", "code", "schedules", "budget", "faults",
+                      "swarm", "max_faults", "seed", "out")
+"""What ``mutate --resume`` takes from the campaign's journal, not the command line."""
+
+
+def _mutate_resumed(args: argparse.Namespace) -> int:
+    """``mutate --resume DIR``: the interrupted campaign, to its end."""
+    from simulator.mutate.campaign import COMMAND, Options, run_campaign
+    from simulator.mutate.table import summary_line, write_tables
+    from simulator.sweeps.journal import Journal
+    defaults = vars(build_parser().parse_args(["mutate"]))
+    given = [f"--{name.replace('_', '-')}" if name != "scenario" else "a scenario"
+             for name in MUTATE_JOB_OPTIONS if getattr(args, name) != defaults[name]]
+    if given:
+        raise ValueError(f"--resume: the campaign's scenario and options are its journal's; "
+                         f"give only --workers or --scheduler with it, not {', '.join(given)}")
+    job = Journal.resume(args.resume, COMMAND).job
+    options = Options.of(job["options"], workers=args.workers, scheduler=args.scheduler)
+    rows = run_campaign(Path(job["scenario"]), options, args.resume,
+                        echo=lambda line: print(line, flush=True), resume=True)
+    written = write_tables(rows, args.resume)
+    print(summary_line(rows))
+    print(f"written: {', '.join(str(path) for path in written)}")
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     from simulator.bench import run_bench
     from simulator.run.compose import quiet_store_logs
-    if args.rediscovery is not None:
+    if args.rediscovery is not None or args.resume is not None:
         from simulator.bench.rediscovery import run_rediscovery
-        families = [name.strip() for name in args.rediscovery.split(",") if name.strip()]
+        if args.workers < 1:
+            raise ValueError(f"--workers: at least 1, got {args.workers}")
+        if args.resume is not None and (args.rediscovery or args.out):
+            raise ValueError("--resume: the rediscovery's families and directory are its "
+                             "journal's; give only --workers with it")
+        families = [name.strip() for name in (args.rediscovery or "").split(",")
+                    if name.strip()]
+        _output_directory(args.out)
         results = run_rediscovery(families, args.workers,
-                                  echo=lambda line: print(line, flush=True))
+                                  echo=lambda line: print(line, flush=True),
+                                  out_dir=args.resume or args.out,
+                                  resume=args.resume is not None)
         return 0 if all(result.found for result in results) else SIMULATION_FAILED
+    if args.out is not None:
+        raise ValueError("--out: only with --rediscovery (the speed lines are printed)")
     with quiet_store_logs():
         run_bench(args.backend, args.quick, echo=lambda line: print(line, flush=True))
     return 0
@@ -579,7 +634,7 @@ def _hunt(args: argparse.Namespace) -> int:
     from simulator.scenario.conditions import parse_condition
     from simulator.scenario.model import set_dotted
     from simulator.scenario.stand_in import reference_kind
-    from simulator.search.hunt import Hunt, PhaseSummary
+    from simulator.search.hunt import NOTE, Hunt, PhaseSummary
     _output_file(args.out, "--out")
     if args.invariant is None and args.reference is None:
         raise ValueError("hunt: give --invariant EXPR, --reference KIND, or both")
@@ -596,7 +651,7 @@ def _hunt(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     def each_run(phase: str, runs: int, line: str) -> None:
-        echo(f"hunt: {phase} run {runs}: {line}")
+        echo(f"hunt: {line}" if phase == NOTE else f"hunt: {phase} run {runs}: {line}")
 
     phases = PhaseSummary(echo)
     hunt = Hunt(args.scenario, invariant, seed=args.seed, examples=args.examples,

@@ -104,9 +104,16 @@ class EngineServer:
              "--dir", str(self.directory), *names_its_directory(binary, self.directory)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.owner_pid = os.getpid()
+        # In the books from the moment its process exists: a worker cut off
+        # while its server starts (its lifeline's ``stop_all``) stops it too.
+        with _BOOKS:
+            _LEASED.append(self)
         try:
             self.client = self._ready_client()
         except BaseException:
+            with _BOOKS:
+                if self in _LEASED:
+                    _LEASED.remove(self)
             self.stop()
             raise
 
@@ -170,15 +177,17 @@ def lease() -> EngineServer:
     binary = engine_binary()
     if binary is None:
         raise RuntimeError(FALLBACK_LINE.format(why=missing_reason()))
+    # A server is always in one of the books, moved between them under one
+    # lock: ``stop_all`` (at exit, or from a cut worker's lifeline thread,
+    # whatever the main thread is doing) finds every server this process has.
     with _BOOKS:
         _forget_parents()
-        idle = _IDLE.pop() if _IDLE else None
-    if idle is None:
-        _stopped_at_exit()
-    server = idle or EngineServer(binary)
-    with _BOOKS:
-        _LEASED.append(server)
-    return server
+        if _IDLE:
+            server = _IDLE.pop()
+            _LEASED.append(server)
+            return server
+    _stopped_at_exit()
+    return EngineServer(binary)  # booked as leased by itself
 
 
 def give_back(server: EngineServer) -> None:
@@ -186,13 +195,13 @@ def give_back(server: EngineServer) -> None:
     server that no longer answers is stopped instead."""
     if server.owner_pid != os.getpid():
         return  # a forked child's copy of its parent's server: not its to touch
+    answers = server.process.poll() is None and server.emptied()
     with _BOOKS:
         if server in _LEASED:
             _LEASED.remove(server)
-    if server.process.poll() is None and server.emptied():
-        with _BOOKS:
-            _IDLE.append(server)
-    else:
+            if answers:
+                _IDLE.append(server)
+    if not answers:
         server.stop()
 
 

@@ -125,7 +125,9 @@ class ThrowawayPostgres:
         try:
             self._start()
         except BaseException:
-            self._remove()
+            # Stopped first: a signal may land once the postmaster runs, and a
+            # server still running writes into the directory being removed.
+            self.stop()
             raise
 
     @property

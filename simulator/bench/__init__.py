@@ -33,6 +33,10 @@ ratio and its target (issue 18's, for the lines it names):
 * **Reach** — a run recording its reach (the store lines it executed, as
   every hunt's run does) against the same run without, on each family's
   plain hunt scenario (``reach_cost``). Printed.
+* **Campaign memory**, **campaign workers** — a ``mutate`` campaign's peak
+  memory after half its mutants against after all (target <= 1.10), and its
+  wall time with one worker against two, with the same table (target >= 1.7)
+  (``campaigns``).
 
 ``--quick`` shrinks every workload so the whole bench takes about a minute
 (a smoke test for CI); timings are never asserted, only printed.
@@ -53,6 +57,7 @@ __all__ = ["BenchLine", "run_bench"]
 def run_bench(backend: str = "auto", quick: bool = False,
               echo: Callable[[str], None] = print) -> list[BenchLine]:
     """Measure and ``echo`` each line as it is ready; return them all."""
+    from simulator.bench.campaigns import measure_campaign_memory, measure_campaign_workers
     from simulator.bench.families import (
         FAKEREDIS_DIRECT_TARGET,
         REDIS_CEILING_TARGET,
@@ -97,6 +102,8 @@ def run_bench(backend: str = "auto", quick: bool = False,
     done(measure_hunt_throughput(quick))
     done(measure_hunt_engines(quick))
     done(measure_reach_cost(quick))
+    done(measure_campaign_memory(quick))
+    done(measure_campaign_workers(quick))
     return lines
 
 

@@ -14,6 +14,11 @@ it does worse than the fixed store beyond the noise margin; the line says
 after how many schedules (0: the fault-free run already shows it), with how
 many faults once shrunk, in how much wall time, and the verdict.
 
+A rediscovery takes about an hour and a quarter, so each variant's result is
+journalled as it is found (``simulator.sweeps.journal``; ``--out DIR``, by
+default ``data/results/rediscovery/FAMILIES``), and ``bench --resume DIR``
+goes on with one a kill or a stop interrupted, hunting only what it lacks.
+
 A plan must name every variant its family registers, so a new variant without
 a plan entry is a test failure, not a silent gap
 (``tests/simulator/test_rediscovery.py``, which also runs the variants a plan
@@ -26,7 +31,7 @@ import statistics
 import time
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +40,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simulator.scenario.faults import MAX_SHARDS
 from simulator.scenario.model import read_toml
 from simulator.scenario.stand_in import stood_for
+from simulator.sweeps.journal import Journal
+from simulator.sweeps.progress import ItemProgress
 from stores import registry
 from stores.quantities import parse_duration_us
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = ROOT / "data" / "rediscovery"
+RESULTS = Path("data") / "results" / "rediscovery"
+"""Where a rediscovery's journal goes by default (from the working directory)."""
+COMMAND = "bench --rediscovery"
+"""The command a rediscovery's journal belongs to."""
 SCHEDULE_BOUND = 400
 """The issue's bound: each variant found within this many schedules."""
 
@@ -177,24 +188,70 @@ def rediscover(plan: Plan, variant: PlannedVariant, workers: int = 1) -> Redisco
 
 
 def run_rediscovery(families: Sequence[str] = (), workers: int = 1,
-                    echo: Callable[[str], None] = print) -> list[Rediscovered]:
+                    echo: Callable[[str], None] = print, out_dir: Path | None = None,
+                    resume: bool = False, live: bool | None = None) -> list[Rediscovered]:
     """Rediscover every variant of ``families`` (all planned ones when empty),
-    ``echo``-ing a line per variant and a total per family and overall."""
+    ``echo``-ing a line per variant and a total per family and overall. Each
+    variant's result is journalled in ``out_dir`` as it is found (default:
+    ``data/results/rediscovery/FAMILIES``); ``resume``: go on from the journal
+    there, hunting only the variants it lacks. ``live``: one updating
+    progress line (default: on a terminal), else a plain line per variant."""
+    if resume:
+        if out_dir is None:
+            raise ValueError("--resume: give the directory of the rediscovery to go on with")
+        journal = Journal.resume(out_dir, COMMAND)
+        planned = plans(journal.job["families"])
+        _same_plans(journal, planned, out_dir)
+    else:
+        planned = plans(families)
+        out_dir = out_dir or RESULTS / ("-".join(families) or "all")
+        journal = Journal.start(out_dir, _job(planned))
+    kept = {(record["family"], record["kind"]): Rediscovered(**record["result"])
+            for record in journal.records}
+    progress = ItemProgress(sum(len(plan.variants) for plan in planned), "rediscovery",
+                            done=len(kept), found=sum(each.found for each in kept.values()),
+                            echo=echo, live=live)
     everything: list[Rediscovered] = []
-    planned = plans(families)
-    for plan in planned:
-        echo(f"{plan.family}: from {plan.scenario} (faults {','.join(plan.faults)}, "
-             f"at most {plan.max_faults} fault(s), {plan.schedules} schedules, "
-             f"seed {plan.seed})")
-        results = []
-        for variant in plan.variants:
-            results.append(rediscover(plan, variant, workers))
-            echo(results[-1].line)
-        echo(total_line(plan.family, results))
-        everything.extend(results)
+    try:
+        for plan in planned:
+            echo(f"{plan.family}: from {plan.scenario} (faults {','.join(plan.faults)}, "
+                 f"at most {plan.max_faults} fault(s), {plan.schedules} schedules, "
+                 f"seed {plan.seed})")
+            results = []
+            for variant in plan.variants:
+                result = kept.get((plan.family, variant.kind))
+                if result is not None:
+                    echo(f"{result.line} (kept from before)")
+                else:
+                    progress.judging([variant.kind.split(".variants.", 1)[-1]])
+                    result = rediscover(plan, variant, workers)
+                    journal.append({"family": plan.family, "kind": variant.kind,
+                                    "result": asdict(result)})
+                    progress.item(result.line, result.found)
+                results.append(result)
+            echo(total_line(plan.family, results))
+            everything.extend(results)
+    except KeyboardInterrupt as stop:
+        stop.add_note(f"{len(journal.records)} variant(s) found or not, kept in {journal.path}: "
+                      f"go on with bench --resume {out_dir}")
+        raise
+    finally:
+        progress.close()
     if len(planned) > 1:
         echo(total_line("all families", everything))
     return everything
+
+
+def _job(planned: Sequence[Plan]) -> dict[str, Any]:
+    """What a rediscovery's results depend on: the families and their plans."""
+    return {"command": COMMAND, "families": [plan.family for plan in planned],
+            "plans": [plan.model_dump(mode="json") for plan in planned]}
+
+
+def _same_plans(journal: Journal, planned: Sequence[Plan], out_dir: Path) -> None:
+    if journal.job["plans"] != _job(planned)["plans"]:
+        raise ValueError(f"--resume: the rediscovery plans changed since the one in {out_dir} "
+                         f"began (data/rediscovery/); start it again in a new directory")
 
 
 def total_line(what: str, results: Sequence[Rediscovered]) -> str:

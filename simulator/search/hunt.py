@@ -55,6 +55,7 @@ from typing import Any
 from hypothesis import Phase, find
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
+from hypothesis.reporting import with_reporter
 
 from simulator.engine.trace import Trace
 from simulator.families import SHIPPED, family_of, invariants_for, refuse_other_family
@@ -97,10 +98,17 @@ from stores import registry
 Progress = Callable[[str, int, str], None]
 """``progress(phase, run, line)``: ``phase`` is ``"baseline"``, ``"rehearsal"``
 (the declared migrations run once to learn them, not counted), ``"search"``
-(no broken schedule seen yet) or ``"shrink"``; ``run`` counts the candidate's runs."""
+(no broken schedule seen yet), ``"shrink"`` or ``NOTE`` (a line to show, no run);
+``run`` counts the candidate's runs."""
 
 
 BROKEN = " BROKEN"
+NOTE = "note"
+"""A progress line that tells, rather than counts a run."""
+SHRINK_BUDGET_S = 240.0
+"""The longest a hunt shrinks (within its --budget): past it, the smallest
+breaking schedule so far is kept and one line says so. Under Hypothesis's own
+five minutes, after which it stops with a plea to report the slowness."""
 """How a progress line ends when its run broke the invariant."""
 
 
@@ -117,6 +125,9 @@ class PhaseSummary:
         self.latest_broken: str | None = None
 
     def __call__(self, phase: str, run: int, line: str) -> None:
+        if phase == NOTE:
+            self.echo(f"hunt: {line}")
+            return
         self.runs[phase] += 1
         count = self.runs[phase]
         broken = line.endswith(BROKEN)
@@ -594,6 +605,10 @@ class Hunt:
         judge = self.judge
         known: dict[str, bool] = {}
         replayed = False  # until the search's breaking schedule is drawn again
+        # The lab's own bound on shrinking, before Hypothesis's (which stops
+        # a slow shrink after five minutes with a plea to report it).
+        until = min(self.deadline, time.monotonic() + SHRINK_BUDGET_S)
+        cut = False  # whether the bound left a candidate unjudged
         corpus = self.corpus
         if corpus is not None:
             # The draws see the corpus the search's draws saw, number for
@@ -616,19 +631,30 @@ class Hunt:
                 return replayed
             key = _key(schedule)
             if key not in known:
-                if time.monotonic() > self.deadline:
+                if time.monotonic() > until:
+                    nonlocal cut
+                    cut = True
                     return False  # past the budget: the best schedule so far is kept
                 judged = judge.breaks(schedule)
                 self._counted(judged)
                 known[key] = judged.broken
             return known[key]
 
+        said: list[str] = []  # what Hypothesis would print: the lab says it its own way
         try:
-            return find(strategy, breaks, random=random.Random(self.seed),
-                        settings=hunt_settings(self.examples, [Phase.generate, Phase.shrink]))
+            with with_reporter(said.append):
+                shrunk = find(strategy, breaks, random=random.Random(self.seed),
+                              settings=hunt_settings(self.examples,
+                                                     [Phase.generate, Phase.shrink]))
         except NoSuchExample:
             raise RuntimeError("hunt: shrinking did not meet the search's breaking schedule "
                                "again; report this with the hunt's command") from None
+        if cut or said:
+            budget = ("the hunt's --budget" if until == self.deadline
+                      else f"{SHRINK_BUDGET_S:.0f} s")
+            self._tell(NOTE, f"shrinking stopped at its budget ({budget}): the smallest "
+                                 f"breaking schedule so far is kept, {len(shrunk)} fault(s)")
+        return shrunk
 
     def _rehearse(self, calls: CallTargets) -> CallTargets:
         """``--faults migrate``: the baseline runs no migration, so what the

@@ -50,13 +50,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from simulator.backends.engine import stop_all
 from simulator.backends.run_marks import mark_process_temp_dir
@@ -104,13 +105,25 @@ def tethered_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
 
 
 def hold(reader: Connection) -> None:
-    """A pool's initializer, in each worker: exit as soon as the lifeline is cut."""
+    """A pool's initializer, in each worker: exit as soon as the lifeline is
+    cut, or as soon as the pool terminates it (SIGTERM: what a process pool
+    sends its other workers once one has exited, as a cut one does), in
+    either case with the worker's engine servers stopped first."""
+    signal.signal(signal.SIGTERM, _exit_when_terminated)
     threading.Thread(target=_exit_when_cut, args=(reader,), name="lifeline",
                      daemon=True).start()
 
 
 def _exit_when_cut(reader: Connection) -> None:
     wait([reader])  # readable only at EOF: nothing is ever written
+    _exit_now()
+
+
+def _exit_when_terminated(signum: int, frame: FrameType | None) -> None:
+    _exit_now()
+
+
+def _exit_now() -> None:
     # os._exit skips every exit handler: the worker's engine servers are
     # stopped (their directories removed) first, or only `clean` would find them.
     stop_all(wait=False)

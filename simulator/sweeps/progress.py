@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import sys
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tqdm import tqdm
@@ -50,3 +52,60 @@ def progress_bar(**options: Any) -> tqdm:
     ``disable``...): the notebook's in-place text bar in a Jupyter kernel,
     tqdm's own elsewhere."""
     return NotebookTextBar(**options) if in_notebook() else tqdm(**options)
+
+
+class ItemProgress:
+    """A long job's progress, item by item (a campaign's mutants, a
+    rediscovery's variants): on a terminal or in a notebook, one updating
+    line (items done of the total, how many were found so far, what is being
+    judged now, the time taken and an estimate of what remains) with each
+    item's own line printed above it; elsewhere (a CI log, a pipe) a plain
+    line per item carrying the same figures, never a bar's redraws."""
+
+    def __init__(self, total: int, what: str, done: int = 0, found: int = 0,
+                 echo: Callable[[str], None] = print, live: bool | None = None) -> None:
+        self.total, self.done, self.found = total, done, found
+        self.echo = echo
+        self.started = time.monotonic()
+        self.judged_here = 0  # items judged by this process: what the estimate rests on
+        self.live = (sys.stderr.isatty() or in_notebook()) if live is None else live
+        self.bar = progress_bar(total=total, initial=done, desc=what, unit="item",
+                                dynamic_ncols=True) if self.live else None
+
+    def judging(self, names: Sequence[str]) -> None:
+        """Say what is being judged now."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{self.found} found; now {', '.join(names)}")
+
+    def item(self, line: str, found: bool) -> None:
+        """One more item judged (``found``: it counts among the found), and its line."""
+        self.done += 1
+        self.judged_here += 1
+        self.found += found
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stdout)
+            self.bar.set_postfix_str(f"{self.found} found")
+            self.bar.update(1)
+            return
+        self.echo(f"[{self.done}/{self.total}, {self.found} found, {self.timing()}] {line}")
+
+    def timing(self) -> str:
+        """``12m03s, about 40m left``: elapsed here, and the rest at this pace."""
+        elapsed = time.monotonic() - self.started
+        left = self.total - self.done
+        estimate = ("" if not left else
+                    f", about {_clock(elapsed / self.judged_here * left)} left")
+        return f"{_clock(elapsed)}{estimate}"
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _clock(seconds: float) -> str:
+    """``1h02m``, ``12m03s`` or ``42s``."""
+    whole = round(seconds)
+    hours, minutes, secs = whole // 3600, whole // 60 % 60, whole % 60
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

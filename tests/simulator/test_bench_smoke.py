@@ -30,7 +30,8 @@ REDIS_LINES = ["Redis ceiling", "fakeredis", "axond_leases", "axond_leases busy"
 committed scenario, then a busy one), then the cost of an event on each
 backend, and on the engine against fakeredis."""
 LEDGER_LINES = ["tollgate memory", "tollgate PostgreSQL"]
-LAB_LINES = ["kernel", "scale", "hunt", "hunt engines", "reach"]
+LAB_LINES = ["kernel", "scale", "hunt", "hunt engines", "reach", "campaign memory",
+             "campaign workers"]
 """The lab's own lines."""
 TINY = {"duration": "3s", "drain": "3s"}
 """A family's scenario cut to a few seconds, for the tests that run one line."""

@@ -280,3 +280,35 @@ def test_a_schedule_drawn_again_in_a_hunt_is_judged_from_its_first_run(monkeypat
     assert hunt.search() is None
     assert hunt.runs == 41 and judged.count("search") == 40  # every schedule tried
     assert len(ran) == len(set(ran)) < 40  # each one run once: some were drawn twice
+
+
+@pytest.mark.parametrize("whose", ["the lab's", "Hypothesis's"])
+def test_a_shrink_past_its_budget_keeps_the_best_so_far_and_says_so_in_one_line(
+        whose, monkeypatch, capsys):
+    """Past the shrinking budget, the lab's or (should the lab's ever come
+    later) Hypothesis's five minutes, the smallest breaking schedule so far is
+    the hunt's, one line says so, and Hypothesis's own plea never shows."""
+    import hypothesis.internal.conjecture.engine as engine
+
+    from simulator.search import hunt as hunt_module
+    if whose == "the lab's":
+        monkeypatch.setattr(hunt_module, "SHRINK_BUDGET_S", 0.0)
+    else:
+        monkeypatch.setattr(engine, "MAX_SHRINKING_SECONDS", 0)
+    told: list[tuple[str, str]] = []
+    hunt = Hunt(SPLIT, reference=SHIPPED, seed=0, examples=30, time_budget_s=240,
+                kinds=("lose_reply",), max_faults=2,
+                progress=lambda phase, run, line: told.append((phase, line)))
+    found = hunt.search()
+    assert found is not None and found.schedule
+    notes = [line for phase, line in told if phase == hunt_module.NOTE]
+    assert len(notes) == 1, notes
+    assert notes[0].startswith("shrinking stopped at its budget")
+    assert notes[0].endswith(f"kept, {len(found.schedule)} fault(s)")
+    printed = capsys.readouterr()
+    assert "PLEASE REPORT" not in printed.out + printed.err
+    assert "five minutes" not in printed.out + printed.err
+    # What was kept breaks, as the run found it.
+    alone = run_scenario(parse_scenario(_on_store(
+        "axond_budget.variants.split_settlement", found.schedule))).summary
+    assert alone["conservation_drift_microdollars_total"] < 0

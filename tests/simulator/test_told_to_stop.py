@@ -173,3 +173,36 @@ def test_a_hunt_told_to_stop_says_so_in_one_line(tmp_path, temp, signum):
     # Its workers, forkserver and resource tracker went with it, and their directory.
     assert left_behind(hunt.pid) == {}
     assert list(temp.iterdir()) == []
+
+
+def _journalled(journal: Path, records: int) -> bool:
+    """Whether ``journal`` holds at least ``records`` judged items."""
+    return journal.exists() and len(journal.read_text().splitlines()) > records
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_campaign_told_to_stop_says_how_to_go_on_and_leaves_no_process(tmp_path, temp,
+                                                                        signum):
+    out = tmp_path / "out"
+    campaign = started("mutate", str(SCENARIOS / "hunt" / "axond-leases.toml"), "--code", "lua",
+                       "--schedules", "3", "--workers", "2", "--out", str(out), temp=temp)
+    wait_until(lambda: _journalled(out / "journal.jsonl", 1), campaign)
+    campaign.send_signal(signum)
+    line = one_line(campaign, signum)
+    assert line.startswith(f"mutate stopped by {signal.Signals(signum).name}; "), line
+    assert line.endswith(f"go on with mutate --resume {out}"), line
+    assert left_behind(campaign.pid) == {}
+    assert list(temp.iterdir()) == []
+
+
+def test_a_rediscovery_told_to_stop_says_how_to_go_on_and_leaves_no_process(tmp_path, temp):
+    out = tmp_path / "out"
+    bench = started("bench", "--rediscovery", "axond_leases", "--workers", "2", "--out",
+                    str(out), temp=temp)
+    wait_until(lambda: _journalled(out / "journal.jsonl", 1), bench)
+    bench.send_signal(signal.SIGTERM)
+    line = one_line(bench, signal.SIGTERM)
+    assert line.startswith("bench stopped by SIGTERM; "), line
+    assert line.endswith(f"go on with bench --resume {out}"), line
+    assert left_behind(bench.pid) == {}
+    assert list(temp.iterdir()) == []
