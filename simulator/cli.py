@@ -329,11 +329,18 @@ def build_parser() -> argparse.ArgumentParser:
                            "variant of each family (or of those named) from the family's "
                            "plain scenario, as data/rediscovery/FAMILY.toml plans it, and "
                            "print found/total, schedules and wall time per variant")
+    bench_cmd.add_argument("--power", metavar="FAMILY,...", nargs="?", const="",
+                           help="instead of speed, the lab's power as mutation campaigns "
+                           "measure it: each family's campaigns (data/power/FAMILY.toml), "
+                           "lines reached, mutants not reached, kill rate and blame against "
+                           "their targets; a campaign already begun goes on from its journal")
     bench_cmd.add_argument("--workers", type=int, default=1, metavar="N",
-                           help="with --rediscovery: processes judging each hunt's schedules")
+                           help="with --rediscovery: processes judging each hunt's schedules; "
+                           "with --power: processes judging mutants")
     bench_cmd.add_argument("--out", type=Path, metavar="DIR",
                            help="with --rediscovery: where its journal goes, each variant's "
-                           "result as it is found (default: data/results/rediscovery/FAMILIES)")
+                           "result as it is found (default: data/results/rediscovery/FAMILIES); "
+                           "with --power: where the campaigns go (default: data/results/power)")
     bench_cmd.add_argument("--resume", type=Path, metavar="DIR",
                            help="go on with the rediscovery a kill or a stop interrupted, from "
                            "the journal in DIR, hunting only the variants it lacks")
@@ -551,6 +558,18 @@ def _mutate_resumed(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from simulator.bench import run_bench
     from simulator.run.compose import quiet_store_logs
+    if args.power is not None:
+        from simulator.mutate.power import run_power
+        if args.rediscovery is not None or args.resume is not None:
+            raise ValueError("--power: one measurement at a time (not with --rediscovery "
+                             "or --resume; a --power run goes on from its journals by itself)")
+        if args.workers < 1:
+            raise ValueError(f"--workers: at least 1, got {args.workers}")
+        _output_directory(args.out)
+        with quiet_store_logs():
+            run_power([name.strip() for name in args.power.split(",") if name.strip()],
+                      args.workers, args.out, echo=lambda line: print(line, flush=True))
+        return 0
     if args.rediscovery is not None or args.resume is not None:
         from simulator.bench.rediscovery import run_rediscovery
         if args.workers < 1:

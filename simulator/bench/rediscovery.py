@@ -210,7 +210,7 @@ def run_rediscovery(families: Sequence[str] = (), workers: int = 1,
             for record in journal.records}
     progress = ItemProgress(sum(len(plan.variants) for plan in planned), "rediscovery",
                             done=len(kept), found=sum(each.found for each in kept.values()),
-                            echo=echo, live=live)
+                            echo=echo, live=live, unit="variant")
     everything: list[Rediscovered] = []
     try:
         for plan in planned:

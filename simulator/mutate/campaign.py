@@ -76,8 +76,8 @@ from simulator.sweeps.progress import ItemProgress
 from stores import registry
 
 __all__ = ["CODE", "EQUIVALENT", "HUNG_VERDICT", "NOT_REACHED", "OPERATORS", "RAISED_VERDICT",
-           "SURVIVOR_CLASSES", "UNDETECTED", "MutantRow", "Options", "as_records", "generate",
-           "mutated_line_reached", "run_campaign"]
+           "SURVIVOR_CLASSES", "UNDETECTED", "MutantRow", "Options", "as_records", "campaign_reach",
+           "generate", "mutated_line_reached", "run_campaign"]
 COMMAND = "mutate"
 """The command a campaign's journal belongs to."""
 
@@ -134,7 +134,7 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
                 if number not in judged]
     progress = ItemProgress(len(named), f"mutate {base.name}", done=len(judged),
                             found=sum(record["row"]["detected"] for record in judged.values()),
-                            echo=echo, live=live)
+                            echo=echo, live=live, unit="mutant")
     try:
         for judgment in _judged(campaign, to_judge, progress):
             record = {"row": asdict(judgment.row), "reach": judgment.reach,
@@ -149,15 +149,22 @@ def run_campaign(scenario_path: Path, options: Options, out_dir: Path,
     finally:
         progress.close()
     records = [judged[number] for number in sorted(judged)]
-    reached = Reach()  # the union over every hunt's runs
-    runs = 0
-    for record in records:
-        if record["reach"] is not None:
-            reached, runs = reached.union(Reach.decode(record["reach"])), runs + record["runs"]
+    reached, runs = campaign_reach(records)
     if runs:
         echo(f"mutate: over the campaign's {runs} run(s) (of its mutants), "
              f"{reached.account()}")
     return [MutantRow(**record["row"]) for record in records]
+
+
+def campaign_reach(records: Sequence[dict[str, Any]]) -> tuple[Reach, int]:
+    """The union of the reach of every hunt of a campaign's journal
+    ``records``, and how many runs recorded it."""
+    reached = Reach()
+    runs = 0
+    for record in records:
+        if record["reach"] is not None:
+            reached, runs = reached.union(Reach.decode(record["reach"])), runs + record["runs"]
+    return reached, runs
 
 
 def _resumed(out_dir: Path, job: dict[str, Any]) -> Journal:

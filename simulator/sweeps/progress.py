@@ -63,13 +63,14 @@ class ItemProgress:
     line per item carrying the same figures, never a bar's redraws."""
 
     def __init__(self, total: int, what: str, done: int = 0, found: int = 0,
-                 echo: Callable[[str], None] = print, live: bool | None = None) -> None:
+                 echo: Callable[[str], None] = print, live: bool | None = None,
+                 unit: str = "item") -> None:
         self.total, self.done, self.found = total, done, found
         self.echo = echo
         self.started = time.monotonic()
         self.judged_here = 0  # items judged by this process: what the estimate rests on
         self.live = (sys.stderr.isatty() or in_notebook()) if live is None else live
-        self.bar = progress_bar(total=total, initial=done, desc=what, unit="item",
+        self.bar = progress_bar(total=total, initial=done, desc=what, unit=unit,
                                 dynamic_ncols=True) if self.live else None
 
     def judging(self, names: Sequence[str]) -> None:
@@ -84,7 +85,7 @@ class ItemProgress:
         self.found += found
         if self.bar is not None:
             self.bar.write(line, file=sys.stdout)
-            self.bar.set_postfix_str(f"{self.found} found")
+            self.bar.set_postfix_str(f"{self.found} found", refresh=False)
             self.bar.update(1)
             return
         self.echo(f"[{self.done}/{self.total}, {self.found} found, {self.timing()}] {line}")

@@ -166,3 +166,31 @@ def test_a_rediscovery_stopped_mid_way_resumes_to_the_results_of_one_never_stopp
                                     each.verdict) for each in whole]
     assert sum(line.endswith("(kept from before)") for line in lines) == 1
     assert sum(line.startswith("[") for line in lines) == 2
+
+
+def test_bench_power_runs_a_family_s_campaigns_against_the_targets_and_goes_on_after_a_stop(
+        tmp_path, monkeypatch, capsys):
+    from simulator.mutate import power
+
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "axond_leases.toml").write_text(
+        f'schedules = 1\nbudget = "30s"\n[[campaigns]]\nscenario = "{leases_fixed(tmp_path)}"\n'
+        'operators = ["early_return", "relational"]\ncode = ["lua"]\n')
+    monkeypatch.setattr(power, "PLANS", plans)
+    out = tmp_path / "power"
+    assert main(["bench", "--power", "axond_leases", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    (verdict,) = [line for line in printed if line.startswith("axond_leases: ")]
+    campaign = out / "leases-release-never-retried-quiet"
+    rows = pd.read_parquet(campaign / "mutants.parquet")
+    detected = int(rows["detected"].sum())
+    assert f"kill rate {detected} of " in verdict and "lines reached " in verdict
+    assert "target >= 90%" in verdict and "target <= 5%" in verdict
+    # Run again: the campaign goes on from its journal, judging nothing anew.
+    assert main(["bench", "--power", "axond_leases", "--out", str(out)]) == 0
+    again = capsys.readouterr().out
+    assert f"{len(rows)} judged before, resumed" in again
+    assert verdict in again.splitlines()
+    assert main(["bench", "--power", "nosuch"]) == 2
+    assert "no plan for nosuch" in capsys.readouterr().err
