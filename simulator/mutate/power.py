@@ -10,7 +10,8 @@ swarm-style), into ``data/results/power/SCENARIO-NAME`` (``--out`` moves
 the root); a campaign whose journal is there already goes on from it (a
 night's measurement survives a kill: run the command again).
 
-Per family, over its campaigns:
+Per family, over its campaigns (a mutant judged in two campaigns of one
+kind counts once: detected if either detected it, ``merged``):
 
 * **lines reached** — the store lines any run of any hunt executed, of those
   that can run (the union of the campaigns' reach); target >= 95%;
@@ -36,8 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simulator.mutate.campaign import (
     CODE,
+    EQUIVALENT,
     NOT_REACHED,
     OPERATORS,
+    UNDETECTED,
     MutantRow,
     Options,
     campaign_reach,
@@ -191,9 +194,32 @@ def run_power(families: Sequence[str] = (), workers: int = 1, out_root: Path | N
             echo(f"  {summary_line(found)}; page: {out / 'mutants.html'}")
             rows += found
             reach = reach.union(campaign_reach(Journal.resume(out, "mutate").records)[0])
-        powers.append(Power(plan.family, rows, reach))
+        powers.append(Power(plan.family, merged(rows), reach))
         echo(powers[-1].line)
     return powers
+
+
+SURVIVED_ORDER = (UNDETECTED, EQUIVALENT, NOT_REACHED, "stillborn")
+"""Of a mutant's survivals in several campaigns, the one that counts: reached
+and different beats reached and alike, which beats never reached."""
+
+
+def merged(rows: Sequence[MutantRow]) -> list[MutantRow]:
+    """One row per mutant (its kind's name: the same change has the same name
+    in every campaign) of a family's campaigns: detected where any campaign
+    detected it; else its survival in the campaign that got furthest."""
+    best: dict[str, MutantRow] = {}
+    for row in rows:
+        kept = best.get(row.kind)
+        if kept is None or _rank(row) < _rank(kept):
+            best[row.kind] = row
+    return list(best.values())
+
+
+def _rank(row: MutantRow) -> int:
+    if row.detected:
+        return -1
+    return SURVIVED_ORDER.index(row.survived_as) if row.survived_as in SURVIVED_ORDER else 0
 
 
 def _campaign(scenario: Path, options: Options, out: Path,

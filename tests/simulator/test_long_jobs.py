@@ -194,3 +194,18 @@ def test_bench_power_runs_a_family_s_campaigns_against_the_targets_and_goes_on_a
     assert verdict in again.splitlines()
     assert main(["bench", "--power", "nosuch"]) == 2
     assert "no plan for nosuch" in capsys.readouterr().err
+
+
+def test_a_mutant_judged_in_two_campaigns_counts_once_as_the_furthest_went():
+    from simulator.mutate.campaign import MutantRow
+    from simulator.mutate.power import merged
+
+    def row(kind: str, detected: bool = False, survived_as: str = "") -> MutantRow:
+        return MutantRow(1, kind, "s", 1, "constant", "c", "d", "differs", "",
+                         detected=detected, survived_as=survived_as)
+
+    found = merged([row("a", survived_as="not reached"), row("a", detected=True),
+                    row("b", survived_as="equivalent"), row("b", survived_as="undetected"),
+                    row("c", survived_as="not reached"), row("c", survived_as="equivalent")])
+    assert {each.kind: (each.detected, each.survived_as) for each in found} == {
+        "a": (True, ""), "b": (False, "undetected"), "c": (False, "equivalent")}

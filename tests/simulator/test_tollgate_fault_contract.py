@@ -127,3 +127,25 @@ def test_the_contract_s_docs_list_every_clause():
     for clause in CONTRACT.clauses:
         assert f"| {clause.lab_did} | {clause.may_suffer} | {clause.never} |" in docs, (
             clause.lab_did)
+
+
+TIGHT_BUDGET_WITH_LOSSES = {
+    "store_settings": {"budget_allowance": 1_000_000, "min_grant": 3_000},
+    "network": {"retries": {"count": 1, "backoff_base": "50ms", "backoff_cap": "200ms"},
+                "request_loss": 0.004, "reply_loss": 0.004}}
+"""The plain hunt deployment with a budget its heaviest tenant runs dry each
+period, re-sends and a little message loss: consolidations refused for
+balance across a rollover (found by the tollgate campaign scenario's author)."""
+
+
+def test_a_refusal_for_balance_after_a_rollover_is_not_the_ledger_s_false_refusal():
+    """A lease granted in a period now closed gives back allowance that
+    expires (the ledger's rule), so a consolidation refused for balance then
+    may be right: the oracle counts only the balance as able to fund it."""
+    import tomllib
+    plain = tomllib.loads((REPO / "data" / "scenarios" / "hunt" / "tollgate.toml").read_text())
+    summary = run_scenario(parse_scenario(merge(plain, TIGHT_BUDGET_WITH_LOSSES)),
+                           seed=2).summary
+    assert summary["periods_rolled"] > 0 and summary["allowance_expired_units"] > 0
+    assert summary["false_refusals"] == 0
+    assert blamed_on_the_store(summary) == {}

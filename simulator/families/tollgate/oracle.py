@@ -260,6 +260,12 @@ class LedgerOracle:
             if lease is None:
                 return
             account, ttl_ms, restored = lease.grant.account_id, args[5], args[2]
+            periods = self.accounts[account].periods if account in self.accounts else ()
+            if periods and lease.granted_at_us < max(periods) * 1_000:
+                # Granted before the period in force began: what it gives back
+                # may be a closed period's allowance, which expires rather than
+                # returns (the ledger's rule), so only the balance is counted.
+                restored = 0
         if account not in self.accounts or view is None:
             return
         name = type(refusal).__name__
