@@ -74,6 +74,9 @@ class Campaign(BaseModel):
     code: tuple[str, ...] = CODE
     """What it mutates: the kind's Lua scripts, its own Python classes."""
     operators: tuple[str, ...] = OPERATORS
+    faults: tuple[str, ...] = ("all",)
+    """The fault kinds its hunts draw, swarm-style (``all``: every kind the
+    scenario can take)."""
 
     @field_validator("code")
     @classmethod
@@ -81,6 +84,15 @@ class Campaign(BaseModel):
         if not code or set(code) - set(CODE):
             raise ValueError(f"code: some of {', '.join(CODE)}, got {list(code)}")
         return code
+
+    @field_validator("faults")
+    @classmethod
+    def _known_faults(cls, faults: tuple[str, ...]) -> tuple[str, ...]:
+        from simulator.search.strategies import ALL_FAULTS, EVERY_KIND
+        if faults != EVERY_KIND and (not faults or set(faults) - set(ALL_FAULTS)):
+            raise ValueError(f"faults: all, or some of {', '.join(ALL_FAULTS)}; "
+                             f"got {list(faults)}")
+        return faults
 
     @field_validator("operators")
     @classmethod
@@ -110,7 +122,7 @@ class PowerPlan(BaseModel):
     def options(self, campaign: Campaign, workers: int) -> Options:
         return Options(operators=campaign.operators, code=campaign.code,
                        schedules=self.schedules, seconds=parse_duration_us(self.budget) / 1e6,
-                       faults=("all",), swarm=True, seed=self.seed, workers=workers)
+                       faults=campaign.faults, swarm=True, seed=self.seed, workers=workers)
 
 
 def power_plans(families: Sequence[str] = ()) -> list[PowerPlan]:

@@ -4,6 +4,7 @@ the store's methods for the Python), put together at the run's end."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +47,57 @@ def class_unit(cls: type) -> str:
     return f"{shown_path(Path(source_file(cls)))}: {cls.__qualname__}"
 
 
+@dataclass(frozen=True)
+class Sent:
+    """Where the lines of a script text the server runs are counted: a
+    script that includes a fragment (``-- lab:include``) runs as the
+    fragment's text then its own, so its first lines are the fragment's."""
+
+    unit: str
+    fragment_unit: str = ""
+    fragment_lines: int = 0
+
+
+def _sent(scripts: Any, name: str, units: dict[str, str]) -> tuple[str, Sent]:
+    """Script ``name``'s text as sent, and where its lines go (``units``: each
+    script's unit)."""
+    own = scripts[name]
+    sent = scripts.source(name) if hasattr(scripts, "source") else own
+    if sent == own:
+        return sent, Sent(units[name])
+    fragment = sent.removesuffix(own)
+    included = next((other for other in scripts if scripts[other] in (fragment,
+                                                                      fragment[:-1])), None)
+    if included is None:
+        return sent, Sent(units[name])  # not a fragment of the set: counted as its own
+    return sent, Sent(units[name], units[included], fragment.count("\n"))
+
+
 class ReachRecorder:
     """The reach of one run of ``kinds`` (the scenario's, then any it migrates
     to): attach it to the run's Redis backend, trace while the run runs, and
     read the reach when it is done."""
 
     def __init__(self, kinds: list[Any]) -> None:
-        self.bodies: dict[str, str] = {}
-        """Each script text the kinds send, and its unit."""
+        self.bodies: dict[str, Sent] = {}
+        """Each script text the kinds send, and where its lines are counted."""
         self.runnable: dict[str, frozenset[int]] = {}
         self.classes: dict[str, type] = {}
+        owner: dict[str, str] = {}  # each unit's own text: the first kind's
         for kind in kinds:
-            for name, body in sorted((kind.scripts or {}).items()):
-                unit = self.bodies.setdefault(body, script_unit(kind, name))
+            scripts = kind.scripts or {}
+            units = {}
+            for name, body in sorted(scripts.items()):
+                unit = script_unit(kind, name)
+                if owner.setdefault(unit, body) != body:
+                    # Another kind's copy of the file, changed (a mutant's, a
+                    # variant's): other code, counted apart, so that a mutated
+                    # script's lines count only where its own text ran.
+                    unit = f"{unit} ({kind.name}'s)"
+                units[name] = unit
                 self.runnable[unit] = self.runnable.get(unit, frozenset()) | lua_runnable(body)
+            for name in sorted(scripts):
+                self.bodies.setdefault(*_sent(scripts, name, units))
             for cls in map(own_class, kind.classes):
                 unit = class_unit(cls)
                 self.classes[unit] = cls
@@ -93,7 +131,12 @@ class ReachRecorder:
         if self.bodies:
             self.replayed = replayed_lines(self.log, list(self.bodies))
             for body, lines in self.replayed.lines.items():
-                reached[self.bodies[body]] |= lines
+                sent = self.bodies[body]
+                for line in lines:
+                    if line <= sent.fragment_lines:
+                        reached[sent.fragment_unit].add(line)
+                    else:
+                        reached[sent.unit].add(line - sent.fragment_lines)
         for unit, cls in self.classes.items():
             reached[unit] |= self.marked.lines.get(source_file(cls), set())
         return Reach(dict(self.runnable),

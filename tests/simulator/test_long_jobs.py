@@ -209,3 +209,17 @@ def test_a_mutant_judged_in_two_campaigns_counts_once_as_the_furthest_went():
                     row("c", survived_as="not reached"), row("c", survived_as="equivalent")])
     assert {each.kind: (each.detected, each.survived_as) for each in found} == {
         "a": (True, ""), "b": (False, "undetected"), "c": (False, "equivalent")}
+
+
+def test_every_family_has_a_power_plan_whose_campaigns_load():
+    from simulator.families import SHIPPED
+    from simulator.mutate.power import ROOT, power_plans
+    from simulator.scenario.model import load_scenario
+
+    plans = power_plans()
+    assert sorted(plan.family for plan in plans) == sorted(SHIPPED)
+    for plan in plans:
+        for campaign in plan.campaigns:
+            scenario = load_scenario(ROOT / campaign.scenario)
+            assert scenario.store.split(".")[0] == plan.family, campaign.scenario
+            assert scenario.name == campaign.scenario.stem

@@ -201,3 +201,38 @@ def test_recording_the_reach_changes_no_run_of_any_family(family: str) -> None:
     assert {key: value for key, value in recorded.items() if key not in added} == plain
     assert 0 < recorded[REACHED] < recorded[TOTAL]
     assert recorded.get("store_reach_replay_diverged", 0) == 0
+
+
+def test_a_script_that_includes_a_fragment_counts_its_lines_in_both_files(tmp_path) -> None:
+    """The budget's reserve scripts run as the ``live_holds`` fragment then
+    their own text (``-- lab:include``): each line is counted in its file."""
+    scenario = Path(__file__).resolve().parents[2] / "data" / "scenarios" / "hunt" / (
+        "axond-budget.toml")
+    reach = Reach.decode(run_scenario(load_scenario(
+        scenario, {"duration": "2s", "drain": "2s"}), coverage=True).summary[REACH])
+    fragment, reserve = "stores/axond_budget/live_holds.lua", "stores/axond_budget/reserve_v1.lua"
+    # Every reserve runs the fragment's loop over the subject's holds and its own body.
+    assert len(reach.reached[fragment]) >= len(reach.runnable[fragment]) - 2
+    assert len(reach.reached[reserve]) >= len(reach.runnable[reserve]) // 2
+    assert reach.reached[reserve] <= reach.runnable[reserve]
+
+
+def test_a_changed_copy_of_a_script_another_kind_sends_is_counted_apart() -> None:
+    """A mutant's migration script is not the migration target's: the
+    target's unchanged copy running says nothing of the mutant's lines."""
+    from simulator.reach.record import ReachRecorder
+    from stores import registry
+
+    v1, v2 = registry.get("axond_budget.redis_v1"), registry.get("axond_budget.redis_v2")
+    changed = v1.scripts["migration_apply"].replace("return", "return  ", 1)
+    mutant = v1.with_scripts("axond_budget.redis_v1.mutant.test",
+                             v1.scripts.replacing(migration_apply=changed))
+    recorder = ReachRecorder([mutant, v2])
+    unit = "stores/axond_budget/migration_apply.lua"
+    assert unit in recorder.runnable
+    assert f"{unit} (axond_budget.redis_v2's)" in recorder.runnable
+    assert recorder.bodies[v2.scripts.source("migration_apply")].unit == \
+        f"{unit} (axond_budget.redis_v2's)"
+    assert recorder.bodies[changed].unit == unit
+    # Unchanged copies are one unit, as in any run of the shipped kinds.
+    assert not any("'s)" in each for each in ReachRecorder([v1, v2]).runnable)
