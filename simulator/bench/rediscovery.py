@@ -29,18 +29,19 @@ from __future__ import annotations
 
 import statistics
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from simulator.scenario.faults import MAX_SHARDS
 from simulator.scenario.model import read_toml
 from simulator.scenario.stand_in import stood_for
 from simulator.sweeps.journal import Journal
+from simulator.sweeps.plans import family_plans
+from simulator.sweeps.plans import load_plan as read_plan
 from simulator.sweeps.progress import ItemProgress
 from stores import registry
 from stores.quantities import parse_duration_us
@@ -108,21 +109,12 @@ class Plan(BaseModel):
 
 def load_plan(path: Path) -> Plan:
     """The plan in ``path`` (``FAMILY.toml``); one clear line when it is not one."""
-    try:
-        return Plan.model_validate({**tomllib.loads(path.read_text()), "family": path.stem})
-    except (OSError, tomllib.TOMLDecodeError, ValidationError) as error:
-        raise ValueError(f"{path}: not a rediscovery plan: "
-                         f"{str(error).splitlines()[0]}") from None
+    return read_plan(path, Plan, "rediscovery plan")
 
 
 def plans(families: Sequence[str] = ()) -> list[Plan]:
     """The committed plans, of ``families`` (all when empty), by family name."""
-    found = {path.stem: path for path in sorted(PLANS.glob("*.toml"))}
-    unknown = [family for family in families if family not in found]
-    if unknown:
-        raise ValueError(f"--rediscovery: no plan for {', '.join(unknown)}; plans: "
-                         f"{', '.join(found) or 'none'} (in {PLANS})")
-    return [load_plan(found[family]) for family in (families or found)]
+    return family_plans(PLANS, families, Plan, "--rediscovery", "rediscovery plan")
 
 
 def family_variants(family: str) -> list[str]:

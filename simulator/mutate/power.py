@@ -28,12 +28,11 @@ what each asks of the reader.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from simulator.mutate.campaign import (
     CODE,
@@ -50,6 +49,7 @@ from simulator.mutate.table import compiling, judged, summary_line, write_tables
 from simulator.reach.lines import Reach
 from simulator.scenario.model import load_scenario
 from simulator.sweeps.journal import JOURNAL, Journal
+from simulator.sweeps.plans import family_plans
 from stores.quantities import parse_duration_us
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,20 +127,7 @@ class PowerPlan(BaseModel):
 
 def power_plans(families: Sequence[str] = ()) -> list[PowerPlan]:
     """The committed plans of ``families`` (all when empty), by family name."""
-    found = {path.stem: path for path in sorted(PLANS.glob("*.toml"))}
-    unknown = [family for family in families if family not in found]
-    if unknown:
-        raise ValueError(f"--power: no plan for {', '.join(unknown)}; plans: "
-                         f"{', '.join(found) or 'none'} (in {PLANS})")
-    plans = []
-    for family in families or found:
-        try:
-            plans.append(PowerPlan.model_validate(
-                {**tomllib.loads(found[family].read_text()), "family": family}))
-        except (OSError, tomllib.TOMLDecodeError, ValidationError) as error:
-            raise ValueError(f"{found[family]}: not a power plan: "
-                             f"{str(error).splitlines()[0]}") from None
-    return plans
+    return family_plans(PLANS, families, PowerPlan, "--power", "power plan")
 
 
 @dataclass(frozen=True)
