@@ -15,12 +15,12 @@ out of the collector's sight during the next run, back in the oldest
 generation after it, and frozen again at the next start, so a process running
 run after run (a hunt, a mutation campaign) only ever grew (3.5 MiB a mutant,
 1.4 GiB after 11 minutes of ``mutate``). A full collection before every
-freeze would cost a quarter of a quick run's time (leases 0.75x, tollgate
-0.70x, measured turn about); so, as CPython's own rule for its oldest
-generation, a run collects first only when the process holds a quarter more
-memory blocks than right after the last such collection: garbage never
-outgrows a quarter of what is alive, and a run pays for the walk only when
-that much has piled up (``bench``'s "campaign memory" line watches it).
+freeze would cost a quarter of a quick run's time (0.70x to 0.75x on two
+families' plain hunts, measured turn about: docs/speed.md); so, as CPython's
+own rule for its oldest generation, a run collects first only when the
+process holds a quarter more memory blocks than right after the last such
+collection: garbage never outgrows a quarter of what is alive, and a run
+pays for the walk only when that much has piled up (``bench``'s "campaign memory" line watches it).
 """
 
 from __future__ import annotations
