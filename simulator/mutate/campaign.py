@@ -70,6 +70,8 @@ from simulator.mutate.python import OPERATORS as PYTHON_OPERATORS
 from simulator.mutate.python import PythonMutation
 from simulator.mutate.python import mutations as python_mutations
 from simulator.reach.lines import Reach
+from simulator.run.limits import refuse_workers_beyond, run_limits
+from simulator.run.preflight import work
 from simulator.scenario.model import load_scenario
 from simulator.sweeps.journal import Journal
 from simulator.sweeps.progress import ItemProgress
@@ -187,13 +189,20 @@ def _judged(campaign: Campaign, to_judge: Sequence[tuple[int, str, Mutation]],
     workers, as each worker finishes one (at most one mutant in flight per
     worker, so a kill loses at most that many)."""
     options = campaign.options
-    if options.workers == 1 or options.scheduler is not None:
+    workers = min(options.workers, len(to_judge))
+    if workers > 1 and options.scheduler is None:
+        # Each worker holds a run at a time: together they must fit the
+        # memory limit one run is held to, as a hunt's workers must.
+        scenario = load_scenario(campaign.scenario_path)
+        refuse_workers_beyond(workers, work(scenario).memory_bytes,
+                              run_limits(scenario.limits))
+    if workers <= 1 or options.scheduler is not None:
         for number, name, mutation in to_judge:
             progress.judging([f"{number} {mutation.script}:{mutation.line}"])
             yield judge_mutant(campaign, number, name, mutation)
         return
     waiting = iter(to_judge)
-    with _mutant_pool(options.workers) as pool:
+    with _mutant_pool(workers) as pool:
         flying: dict[Future, tuple[int, str, Mutation]] = {}
 
         def submit() -> None:
@@ -201,7 +210,7 @@ def _judged(campaign: Campaign, to_judge: Sequence[tuple[int, str, Mutation]],
                 flying[pool.submit(judge_mutant, campaign, *item)] = item
                 return
 
-        for _ in range(options.workers):
+        for _ in range(workers):
             submit()
         while flying:
             progress.judging([f"{number} {mutation.script}:{mutation.line}"

@@ -223,3 +223,12 @@ def test_every_family_has_a_power_plan_whose_campaigns_load():
             scenario = load_scenario(ROOT / campaign.scenario)
             assert scenario.store.split(".")[0] == plan.family, campaign.scenario
             assert scenario.name == campaign.scenario.stem
+
+
+def test_more_workers_than_memory_holds_are_refused_in_one_line(tmp_path, capsys):
+    scenario = leases_fixed(tmp_path)
+    scenario.write_text(scenario.read_text() + '\n[limits]\nmax_memory = "1GiB"\n')
+    assert main(["mutate", str(scenario), "--code", "lua", "--workers", "100000",
+                 "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: --workers 39: 39 local processes")
