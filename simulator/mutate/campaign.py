@@ -206,9 +206,10 @@ def _judged(campaign: Campaign, to_judge: Sequence[tuple[int, str, Mutation]],
         flying: dict[Future, tuple[int, str, Mutation]] = {}
 
         def submit() -> None:
-            for item in waiting:
+            """The next mutant waiting, to a free worker (none left: nothing)."""
+            item = next(waiting, None)
+            if item is not None:
                 flying[pool.submit(judge_mutant, campaign, *item)] = item
-                return
 
         for _ in range(workers):
             submit()
